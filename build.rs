@@ -1,0 +1,24 @@
+//! Generates the gRPC code from `proto/` with tonic's prost generator.
+//!
+//! protoc comes from the `protoc-bin-vendored` crate, so no machine needs one installed.
+
+use std::path::PathBuf;
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let protoc = protoc_bin_vendored::protoc_bin_path()?;
+    let well_known = protoc_bin_vendored::include_path()?;
+    // SAFETY: build scripts are single-threaded; prost-build reads PROTOC from here.
+    unsafe { std::env::set_var("PROTOC", protoc) };
+
+    let out_dir = PathBuf::from(std::env::var("OUT_DIR")?);
+    let protos = [
+        PathBuf::from("proto/a2a/commands/v1/a2a.proto"),
+        PathBuf::from("proto/a2a/commands/v1/commands.proto"),
+    ];
+    tonic_prost_build::configure()
+        // The descriptor set feeds server reflection, so grpcurl needs no proto files.
+        .file_descriptor_set_path(out_dir.join("a2a_commands_descriptor.bin"))
+        .compile_protos(&protos, &[PathBuf::from("proto"), well_known])?;
+    println!("cargo:rerun-if-changed=proto");
+    Ok(())
+}

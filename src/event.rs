@@ -1,0 +1,270 @@
+//! The status update a command reply is re-emitted as: A2A 1.0 protobuf, A2A 1.0 JSON
+//! (protobuf's canonical JSON mapping) and A2A 0.3 JSON.
+
+use prost_types::{value::Kind, Struct, Timestamp, Value};
+use serde::Serialize;
+
+use crate::pb::{self, part::Content, EventJsonFormat, Role, TaskState};
+
+/// A command's reply, as the event that carries it.
+#[derive(Clone, Debug)]
+pub struct ReplyEvent<'a> {
+    /// The task's id.
+    pub task_id: &'a str,
+    /// The task's context id.
+    pub context_id: &'a str,
+    /// The task's state, repeated unchanged.
+    pub state: TaskState,
+    /// The reply message's id (derived from the incoming message's id).
+    pub message_id: String,
+    /// The reply text.
+    pub text: &'a str,
+    /// The command's name, for the metadata.
+    pub command: &'a str,
+    /// The created sub-task's id, for the metadata.
+    pub task_ref: Option<&'a str>,
+    /// When the reply was made.
+    pub timestamp: Timestamp,
+}
+
+/// The reply message's id for an incoming message id: stable, so retries match.
+pub fn reply_message_id(incoming: &str) -> String {
+    format!("{incoming}:reply")
+}
+
+impl ReplyEvent<'_> {
+    fn metadata_struct(&self) -> Struct {
+        let string = |s: &str| Value {
+            kind: Some(Kind::StringValue(s.to_owned())),
+        };
+        let mut fields = std::collections::BTreeMap::new();
+        fields.insert("command".to_owned(), string(self.command));
+        if let Some(task_ref) = self.task_ref {
+            fields.insert("task_ref".to_owned(), string(task_ref));
+        }
+        Struct { fields }
+    }
+
+    /// The event as an A2A 1.0 protobuf message (mirrored in our package).
+    pub fn to_proto(&self) -> pb::TaskStatusUpdateEvent {
+        let metadata = self.metadata_struct();
+        pb::TaskStatusUpdateEvent {
+            task_id: self.task_id.to_owned(),
+            context_id: self.context_id.to_owned(),
+            status: Some(pb::TaskStatus {
+                state: self.state.into(),
+                message: Some(pb::Message {
+                    message_id: self.message_id.clone(),
+                    context_id: self.context_id.to_owned(),
+                    task_id: self.task_id.to_owned(),
+                    role: Role::Agent.into(),
+                    parts: vec![pb::Part {
+                        content: Some(Content::Text(self.text.to_owned())),
+                        ..Default::default()
+                    }],
+                    metadata: Some(metadata.clone()),
+                    ..Default::default()
+                }),
+                timestamp: Some(self.timestamp),
+            }),
+            metadata: Some(metadata),
+        }
+    }
+
+    /// The event as JSON text in `format`, ready to send.
+    pub fn to_json(&self, format: EventJsonFormat) -> String {
+        let metadata = Metadata {
+            command: self.command,
+            task_ref: self.task_ref,
+        };
+        let timestamp = self.timestamp.to_string();
+        let result = match format {
+            EventJsonFormat::A2a10 => serde_json::to_string(&V1Event {
+                task_id: self.task_id,
+                context_id: self.context_id,
+                status: V1Status {
+                    state: self.state.as_str_name(),
+                    message: V1Message {
+                        message_id: &self.message_id,
+                        context_id: self.context_id,
+                        task_id: self.task_id,
+                        role: Role::Agent.as_str_name(),
+                        parts: [V1Part { text: self.text }],
+                        metadata: &metadata,
+                    },
+                    timestamp: &timestamp,
+                },
+                metadata: &metadata,
+            }),
+            EventJsonFormat::A2a03 => serde_json::to_string(&V03Event {
+                kind: "status-update",
+                task_id: self.task_id,
+                context_id: self.context_id,
+                status: V03Status {
+                    state: v03_state(self.state),
+                    message: V03Message {
+                        kind: "message",
+                        message_id: &self.message_id,
+                        context_id: self.context_id,
+                        task_id: self.task_id,
+                        role: "agent",
+                        parts: [V03Part {
+                            kind: "text",
+                            text: self.text,
+                        }],
+                        metadata: &metadata,
+                    },
+                    timestamp: &timestamp,
+                },
+                is_final: false,
+                metadata: &metadata,
+            }),
+        };
+        result.expect("events always serialize")
+    }
+}
+
+/// A2A 0.3's name for a state.
+pub fn v03_state(state: TaskState) -> &'static str {
+    match state {
+        TaskState::Unspecified => "unknown",
+        TaskState::Submitted => "submitted",
+        TaskState::Working => "working",
+        TaskState::Completed => "completed",
+        TaskState::Failed => "failed",
+        TaskState::Canceled => "canceled",
+        TaskState::InputRequired => "input-required",
+        TaskState::Rejected => "rejected",
+        TaskState::AuthRequired => "auth-required",
+    }
+}
+
+#[derive(Serialize)]
+struct Metadata<'a> {
+    command: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    task_ref: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct V1Event<'a> {
+    task_id: &'a str,
+    context_id: &'a str,
+    status: V1Status<'a>,
+    metadata: &'a Metadata<'a>,
+}
+
+#[derive(Serialize)]
+struct V1Status<'a> {
+    state: &'a str,
+    message: V1Message<'a>,
+    timestamp: &'a str,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct V1Message<'a> {
+    message_id: &'a str,
+    context_id: &'a str,
+    task_id: &'a str,
+    role: &'a str,
+    parts: [V1Part<'a>; 1],
+    metadata: &'a Metadata<'a>,
+}
+
+#[derive(Serialize)]
+struct V1Part<'a> {
+    text: &'a str,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct V03Event<'a> {
+    kind: &'a str,
+    task_id: &'a str,
+    context_id: &'a str,
+    status: V03Status<'a>,
+    #[serde(rename = "final")]
+    is_final: bool,
+    metadata: &'a Metadata<'a>,
+}
+
+#[derive(Serialize)]
+struct V03Status<'a> {
+    state: &'a str,
+    message: V03Message<'a>,
+    timestamp: &'a str,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct V03Message<'a> {
+    kind: &'a str,
+    message_id: &'a str,
+    context_id: &'a str,
+    task_id: &'a str,
+    role: &'a str,
+    parts: [V03Part<'a>; 1],
+    metadata: &'a Metadata<'a>,
+}
+
+#[derive(Serialize)]
+struct V03Part<'a> {
+    kind: &'a str,
+    text: &'a str,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(task_ref: Option<&str>) -> ReplyEvent<'_> {
+        ReplyEvent {
+            task_id: "t-1",
+            context_id: "c-1",
+            state: TaskState::InputRequired,
+            message_id: reply_message_id("m-7"),
+            text: "Model set to gpt-x.",
+            command: "model",
+            task_ref,
+            timestamp: Timestamp {
+                seconds: 1_796_217_892,
+                nanos: 807_000_000,
+            },
+        }
+    }
+
+    #[test]
+    fn a2a_1_0_json_matches_the_wire_example() {
+        let json: serde_json::Value =
+            serde_json::from_str(&event(None).to_json(EventJsonFormat::A2a10)).unwrap();
+        let want = serde_json::json!({
+            "taskId": "t-1", "contextId": "c-1",
+            "status": {
+                "state": "TASK_STATE_INPUT_REQUIRED",
+                "message": {
+                    "messageId": "m-7:reply", "contextId": "c-1", "taskId": "t-1",
+                    "role": "ROLE_AGENT", "parts": [{"text": "Model set to gpt-x."}],
+                    "metadata": {"command": "model"}
+                },
+                "timestamp": "2026-12-02T13:24:52.807Z"
+            },
+            "metadata": {"command": "model"}
+        });
+        assert_eq!(json, want);
+    }
+
+    #[test]
+    fn a2a_0_3_json_has_kinds_and_final() {
+        let json: serde_json::Value =
+            serde_json::from_str(&event(Some("t-1.1")).to_json(EventJsonFormat::A2a03)).unwrap();
+        assert_eq!(json["kind"], "status-update");
+        assert_eq!(json["final"], false);
+        assert_eq!(json["status"]["state"], "input-required");
+        assert_eq!(json["status"]["message"]["kind"], "message");
+        assert_eq!(json["status"]["message"]["role"], "agent");
+        assert_eq!(json["status"]["message"]["parts"][0]["kind"], "text");
+        assert_eq!(json["metadata"], serde_json::json!({"command": "model", "task_ref": "t-1.1"}));
+    }
+}

@@ -1,0 +1,552 @@
+//! The ordered command registry: the service's only state.
+//!
+//! Reads take an immutable [`Snapshot`] from an `ArcSwap` and never touch sled, so they
+//! cost the same whatever the registry's size and never wait for a write. Changes go to
+//! one writer thread, which takes every change waiting in its queue, applies them to a
+//! copy of the state, writes them to sled as one atomic batch, flushes (fsync) once, and
+//! only then publishes the new snapshot and answers. Concurrent changes thus share a
+//! flush, and nothing is acknowledged before it is on disk.
+//!
+//! On disk (one sled tree): `c:<name>` holds a command's JSON record (its place in the
+//! order, spec and body); `m:revision` and `m:next_seq` hold big-endian u64s.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use arc_swap::ArcSwap;
+use serde::{Deserialize, Serialize};
+use tokio::sync::{mpsc, oneshot, watch};
+
+use crate::builtins::Builtin;
+use crate::card::Card;
+use crate::error::Error;
+use crate::spec::{CommandName, CommandSpec};
+
+const COMMAND_PREFIX: &[u8] = b"c:";
+const REVISION_KEY: &[u8] = b"m:revision";
+const NEXT_SEQ_KEY: &[u8] = b"m:next_seq";
+/// Most changes one flush covers; bounds the latency a change adds to its group.
+const MAX_GROUP: usize = 512;
+/// Changes that may wait for the writer before callers wait to enqueue.
+const QUEUE_DEPTH: usize = 4096;
+
+/// What runs a registered command.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Body {
+    /// A built-in command of this service.
+    Builtin {
+        /// Which one.
+        builtin: Builtin,
+    },
+    /// Nothing runs it: Execute answers "no handler".
+    None,
+}
+
+/// A command in the registry.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Registered {
+    /// Its place in the order: commands sort by it.
+    seq: u64,
+    /// The spec shown on the card.
+    pub spec: CommandSpec,
+    /// What runs it.
+    pub body: Body,
+}
+
+/// An immutable view of the registry at one revision.
+#[derive(Debug)]
+pub struct Snapshot {
+    revision: u64,
+    commands: Vec<Arc<Registered>>,
+    by_name: HashMap<CommandName, Arc<Registered>>,
+    /// Rendered on first use, so writes never pay for it.
+    card: OnceLock<Card>,
+}
+
+impl Snapshot {
+    fn new(revision: u64, commands: Vec<Arc<Registered>>) -> Self {
+        let by_name = commands
+            .iter()
+            .map(|c| (c.spec.name.clone(), Arc::clone(c)))
+            .collect();
+        Self {
+            revision,
+            commands,
+            by_name,
+            card: OnceLock::new(),
+        }
+    }
+
+    /// The revision: bumped by every change, persisted, never going backwards.
+    pub fn revision(&self) -> u64 {
+        self.revision
+    }
+
+    /// The commands in registration order.
+    pub fn commands(&self) -> &[Arc<Registered>] {
+        &self.commands
+    }
+
+    /// The command named `name`.
+    pub fn get(&self, name: &str) -> Option<&Arc<Registered>> {
+        self.by_name.get(name)
+    }
+
+    /// The agent card's extension entry for these commands.
+    pub fn card(&self) -> &Card {
+        self.card
+            .get_or_init(|| Card::render(self.commands.iter().map(|c| &c.spec)))
+    }
+}
+
+/// A change to the registry.
+#[derive(Clone, Debug)]
+pub enum Change {
+    /// Add a command, or with `replace` replace one in its place.
+    Register {
+        /// The spec.
+        spec: CommandSpec,
+        /// What runs it.
+        body: Body,
+        /// Replace an existing command of the same name.
+        replace: bool,
+    },
+    /// Remove a command.
+    Unregister {
+        /// Its name.
+        name: CommandName,
+    },
+    /// Make the built-ins exactly `enabled`: add the missing ones at the end, remove
+    /// those still running a built-in body that are no longer enabled. A built-in an
+    /// operator replaced (`override`) is left alone.
+    SetBuiltins {
+        /// The built-ins to offer, in order.
+        enabled: Vec<Builtin>,
+    },
+}
+
+/// What a change did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Applied {
+    /// A new command was added at the end.
+    Created,
+    /// A command was replaced in its place.
+    Replaced,
+    /// Nothing needed to change.
+    Unchanged,
+    /// A command was removed.
+    Removed,
+    /// Several commands were added or removed ([`Change::SetBuiltins`]).
+    Reconciled,
+}
+
+/// The answer to a change: what it did and the revision after it.
+pub type ChangeResult = Result<(Applied, u64), Error>;
+
+enum Op {
+    Change(Change, oneshot::Sender<ChangeResult>),
+    Stop(oneshot::Sender<()>),
+}
+
+/// How to open the registry.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The sled directory.
+    pub data_dir: PathBuf,
+    /// sled's page cache, in bytes (sled's own default is 1 GiB).
+    pub cache_bytes: u64,
+    /// Most commands the registry holds.
+    pub max_commands: usize,
+}
+
+/// The data directory could not be opened; the service must not start.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot open data directory {}: {cause}", dir.display())]
+pub struct OpenError {
+    /// The directory.
+    pub dir: PathBuf,
+    /// Why, in words.
+    pub cause: String,
+}
+
+/// The registry: a handle to the current snapshot and to the writer.
+pub struct Registry {
+    current: Arc<ArcSwap<Snapshot>>,
+    watch: watch::Receiver<Arc<Snapshot>>,
+    ops: mpsc::Sender<Op>,
+}
+
+impl Registry {
+    /// Opens (or creates) the registry in `options.data_dir` and starts its writer.
+    pub fn open(options: &Options) -> Result<Self, OpenError> {
+        let dir = options.data_dir.clone();
+        let fail = |cause: String| OpenError {
+            dir: dir.clone(),
+            cause,
+        };
+        std::fs::create_dir_all(&dir).map_err(|e| fail(e.to_string()))?;
+        let db = open_sled(&dir, options.cache_bytes).map_err(fail)?;
+        let state = State::load(&db).map_err(fail)?;
+
+        let snapshot = Arc::new(state.snapshot());
+        let current = Arc::new(ArcSwap::new(Arc::clone(&snapshot)));
+        let (watch_tx, watch) = watch::channel(snapshot);
+        let (ops, rx) = mpsc::channel(QUEUE_DEPTH);
+        let writer = Writer {
+            db,
+            state,
+            current: Arc::clone(&current),
+            watch: watch_tx,
+            max_commands: options.max_commands,
+        };
+        std::thread::Builder::new()
+            .name("registry-writer".into())
+            .spawn(move || writer.run(rx))
+            .map_err(|e| fail(format!("cannot start the writer thread: {e}")))?;
+        Ok(Self {
+            current,
+            watch,
+            ops,
+        })
+    }
+
+    /// The current snapshot (cheap: no lock, no copy).
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.current.load_full()
+    }
+
+    /// A receiver that sees every published snapshot (only the latest if it lags).
+    pub fn subscribe(&self) -> watch::Receiver<Arc<Snapshot>> {
+        self.watch.clone()
+    }
+
+    /// Applies `change`; returns once it is on disk and visible to reads.
+    pub async fn apply(&self, change: Change) -> ChangeResult {
+        let (tx, rx) = oneshot::channel();
+        self.ops
+            .send(Op::Change(change, tx))
+            .await
+            .map_err(|_| Error::ShuttingDown)?;
+        rx.await.map_err(|_| Error::ShuttingDown)?
+    }
+
+    /// Flushes and stops the writer; later changes fail with `ShuttingDown`.
+    pub async fn close(&self) {
+        let (tx, rx) = oneshot::channel();
+        if self.ops.send(Op::Stop(tx)).await.is_ok() {
+            let _ = rx.await;
+        }
+    }
+}
+
+fn open_sled(dir: &Path, cache_bytes: u64) -> Result<sled::Db, String> {
+    let config = sled::Config::new().path(dir).cache_capacity(cache_bytes);
+    // sled panics on some kinds of damage instead of returning an error; either way the
+    // operator must get one clear line, and the data must be left as it is.
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| config.open())) {
+        Ok(Ok(db)) => Ok(db),
+        Ok(Err(sled::Error::Io(e))) if e.to_string().contains("could not acquire lock") => {
+            Err("it is in use by another running instance (its lock is held)".into())
+        }
+        Ok(Err(sled::Error::Io(e))) => Err(e.to_string()),
+        Ok(Err(sled::Error::Corruption { .. })) => {
+            Err("the store is corrupt; it was left untouched".into())
+        }
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(_) => Err("the store could not be read (sled panicked); it was left untouched".into()),
+    }
+}
+
+/// The writer's copy of the registry.
+#[derive(Clone)]
+struct State {
+    revision: u64,
+    next_seq: u64,
+    commands: Vec<Arc<Registered>>,
+}
+
+impl State {
+    fn load(db: &sled::Db) -> Result<Self, String> {
+        let read_u64 = |key: &[u8]| -> Result<u64, String> {
+            match db.get(key).map_err(|e| e.to_string())? {
+                None => Ok(0),
+                Some(v) => v
+                    .as_ref()
+                    .try_into()
+                    .map(u64::from_be_bytes)
+                    .map_err(|_| format!("the store is corrupt: {} is not a u64", show(key))),
+            }
+        };
+        let revision = read_u64(REVISION_KEY)?;
+        let next_seq = read_u64(NEXT_SEQ_KEY)?;
+        let mut commands = Vec::new();
+        for item in db.scan_prefix(COMMAND_PREFIX) {
+            let (key, value) = item.map_err(|e| e.to_string())?;
+            let record: Registered = serde_json::from_slice(&value).map_err(|e| {
+                format!("the store is corrupt: record {} is unreadable: {e}", show(&key))
+            })?;
+            commands.push(Arc::new(record));
+        }
+        commands.sort_by_key(|c| c.seq);
+        Ok(Self {
+            revision,
+            next_seq,
+            commands,
+        })
+    }
+
+    fn snapshot(&self) -> Snapshot {
+        Snapshot::new(self.revision, self.commands.clone())
+    }
+
+    fn position(&self, name: &str) -> Option<usize> {
+        self.commands.iter().position(|c| c.spec.name.as_str() == name)
+    }
+
+    /// Applies one change in memory and records its writes in `batch`.
+    fn apply(&mut self, change: Change, max: usize, batch: &mut sled::Batch) -> ChangeResult {
+        let applied = match change {
+            Change::Register {
+                spec,
+                body,
+                replace,
+            } => self.register(spec, body, replace, Some(max), batch)?,
+            Change::Unregister { name } => {
+                let at = self
+                    .position(name.as_str())
+                    .ok_or_else(|| Error::NotFound(name.to_string()))?;
+                self.commands.remove(at);
+                batch.remove(command_key(&name));
+                Applied::Removed
+            }
+            Change::SetBuiltins { enabled } => self.set_builtins(&enabled, batch),
+        };
+        if applied != Applied::Unchanged {
+            self.revision += 1;
+            batch.insert(REVISION_KEY, &self.revision.to_be_bytes());
+            batch.insert(NEXT_SEQ_KEY, &self.next_seq.to_be_bytes());
+        }
+        Ok((applied, self.revision))
+    }
+
+    fn register(
+        &mut self,
+        spec: CommandSpec,
+        body: Body,
+        replace: bool,
+        max: Option<usize>,
+        batch: &mut sled::Batch,
+    ) -> Result<Applied, Error> {
+        match self.position(spec.name.as_str()) {
+            Some(at) => {
+                let old = &self.commands[at];
+                if old.spec == spec && (old.body == body || !replace) {
+                    return Ok(Applied::Unchanged);
+                }
+                if !replace {
+                    return Err(Error::AlreadyExists(spec.name.to_string()));
+                }
+                let record = Registered {
+                    seq: old.seq,
+                    spec,
+                    body,
+                };
+                batch.insert(command_key(&record.spec.name), encode(&record));
+                self.commands[at] = Arc::new(record);
+                Ok(Applied::Replaced)
+            }
+            None => {
+                if let Some(max) = max.filter(|&max| self.commands.len() >= max) {
+                    return Err(Error::RegistryFull(max));
+                }
+                let record = Registered {
+                    seq: self.next_seq,
+                    spec,
+                    body,
+                };
+                self.next_seq += 1;
+                batch.insert(command_key(&record.spec.name), encode(&record));
+                self.commands.push(Arc::new(record));
+                Ok(Applied::Created)
+            }
+        }
+    }
+
+    fn set_builtins(&mut self, enabled: &[Builtin], batch: &mut sled::Batch) -> Applied {
+        let mut changed = false;
+        let stale: Vec<CommandName> = self
+            .commands
+            .iter()
+            .filter(|c| matches!(c.body, Body::Builtin { builtin } if !enabled.contains(&builtin)))
+            .map(|c| c.spec.name.clone())
+            .collect();
+        for name in stale {
+            self.commands.retain(|c| c.spec.name != name);
+            batch.remove(command_key(&name));
+            changed = true;
+        }
+        for &builtin in enabled {
+            if self.position(builtin.name()).is_none() {
+                let body = Body::Builtin { builtin };
+                // Built-ins are configuration: they do not count against the capacity.
+                let _ = self.register(builtin.spec(), body, false, None, batch);
+                changed = true;
+            }
+        }
+        if changed {
+            Applied::Reconciled
+        } else {
+            Applied::Unchanged
+        }
+    }
+}
+
+fn command_key(name: &CommandName) -> Vec<u8> {
+    [COMMAND_PREFIX, name.as_str().as_bytes()].concat()
+}
+
+fn encode(record: &Registered) -> Vec<u8> {
+    serde_json::to_vec(record).expect("records always serialize")
+}
+
+fn show(key: &[u8]) -> String {
+    String::from_utf8_lossy(key).into_owned()
+}
+
+/// The one thread that writes to sled.
+struct Writer {
+    db: sled::Db,
+    state: State,
+    current: Arc<ArcSwap<Snapshot>>,
+    watch: watch::Sender<Arc<Snapshot>>,
+    max_commands: usize,
+}
+
+impl Writer {
+    fn run(mut self, mut rx: mpsc::Receiver<Op>) {
+        let mut group = Vec::with_capacity(MAX_GROUP);
+        while let Some(first) = rx.blocking_recv() {
+            group.push(first);
+            while group.len() < MAX_GROUP {
+                match rx.try_recv() {
+                    Ok(op) => group.push(op),
+                    Err(_) => break,
+                }
+            }
+            let mut stop = None;
+            let mut changes = Vec::with_capacity(group.len());
+            for op in group.drain(..) {
+                match op {
+                    Op::Change(change, reply) if stop.is_none() => changes.push((change, reply)),
+                    Op::Change(_, reply) => {
+                        let _ = reply.send(Err(Error::ShuttingDown));
+                    }
+                    Op::Stop(reply) => stop = Some(reply),
+                }
+            }
+            self.commit_group(changes);
+            if let Some(reply) = stop {
+                if let Err(e) = self.db.flush() {
+                    tracing::error!(error = %e, "final flush of the registry failed");
+                }
+                let _ = reply.send(());
+                break;
+            }
+        }
+        // Anyone still queued learns that the service is stopping.
+        rx.close();
+        while let Ok(op) = rx.try_recv() {
+            match op {
+                Op::Change(_, reply) => {
+                    let _ = reply.send(Err(Error::ShuttingDown));
+                }
+                Op::Stop(reply) => {
+                    let _ = reply.send(());
+                }
+            }
+        }
+    }
+
+    fn commit_group(&mut self, changes: Vec<(Change, oneshot::Sender<ChangeResult>)>) {
+        if changes.is_empty() {
+            return;
+        }
+        let mut next = self.state.clone();
+        let mut batch = sled::Batch::default();
+        let mut results = Vec::with_capacity(changes.len());
+        let mut replies = Vec::with_capacity(changes.len());
+        for (change, reply) in changes {
+            results.push(next.apply(change, self.max_commands, &mut batch));
+            replies.push(reply);
+        }
+        if next.revision != self.state.revision {
+            let written = self.db.apply_batch(batch).and_then(|()| self.db.flush());
+            match written {
+                Ok(_) => self.publish(next),
+                Err(e) => {
+                    let err = Error::from_store(e);
+                    tracing::error!(error = %err, changes = replies.len(), "registry write failed");
+                    // Nothing in this group is acknowledged. sled may still hold the
+                    // batch in memory (and write it later), so the published state is
+                    // re-read from sled to stay what sled will persist.
+                    match State::load(&self.db) {
+                        Ok(reloaded) => self.publish(reloaded),
+                        Err(e) => tracing::error!(error = %e, "re-reading the registry failed"),
+                    }
+                    results = replies.iter().map(|_| Err(err.clone())).collect();
+                }
+            }
+        }
+        for (reply, result) in replies.into_iter().zip(results) {
+            let _ = reply.send(result);
+        }
+    }
+
+    fn publish(&mut self, state: State) {
+        let snapshot = Arc::new(state.snapshot());
+        self.state = state;
+        self.current.store(Arc::clone(&snapshot));
+        self.watch.send_replace(snapshot);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(name: &str, description: &str) -> CommandSpec {
+        CommandSpec::new("spec", name, description, "").unwrap()
+    }
+
+    fn register(state: &mut State, s: CommandSpec, replace: bool) -> ChangeResult {
+        let change = Change::Register {
+            spec: s,
+            body: Body::None,
+            replace,
+        };
+        state.apply(change, 3, &mut sled::Batch::default())
+    }
+
+    fn names(state: &State) -> Vec<&str> {
+        state.commands.iter().map(|c| c.spec.name.as_str()).collect()
+    }
+
+    #[test]
+    fn order_override_and_capacity() {
+        let mut s = State {
+            revision: 0,
+            next_seq: 0,
+            commands: vec![],
+        };
+        assert_eq!(register(&mut s, spec("a", "1"), false).unwrap(), (Applied::Created, 1));
+        assert_eq!(register(&mut s, spec("b", "1"), false).unwrap(), (Applied::Created, 2));
+        assert_eq!(register(&mut s, spec("a", "1"), false).unwrap(), (Applied::Unchanged, 2));
+        assert!(matches!(register(&mut s, spec("a", "2"), false), Err(Error::AlreadyExists(_))));
+        assert_eq!(register(&mut s, spec("a", "2"), true).unwrap(), (Applied::Replaced, 3));
+        assert_eq!(names(&s), ["a", "b"]);
+        register(&mut s, spec("c", "1"), false).unwrap();
+        assert!(matches!(register(&mut s, spec("d", "1"), false), Err(Error::RegistryFull(3))));
+    }
+}
