@@ -427,6 +427,7 @@ struct Writer {
 impl Writer {
     fn run(mut self, mut rx: mpsc::Receiver<Op>) {
         let mut group = Vec::with_capacity(MAX_GROUP);
+        let mut stopping = Vec::new();
         while let Some(first) = rx.blocking_recv() {
             group.push(first);
             while group.len() < MAX_GROUP {
@@ -435,23 +436,20 @@ impl Writer {
                     Err(_) => break,
                 }
             }
-            let mut stop = None;
             let mut changes = Vec::with_capacity(group.len());
             for op in group.drain(..) {
                 match op {
-                    Op::Change(change, reply) if stop.is_none() => changes.push((change, reply)),
+                    Op::Change(change, reply) if stopping.is_empty() => {
+                        changes.push((change, reply))
+                    }
                     Op::Change(_, reply) => {
                         let _ = reply.send(Err(Error::ShuttingDown));
                     }
-                    Op::Stop(reply) => stop = Some(reply),
+                    Op::Stop(reply) => stopping.push(reply),
                 }
             }
             self.commit_group(changes);
-            if let Some(reply) = stop {
-                if let Err(e) = self.db.flush() {
-                    tracing::error!(error = %e, "final flush of the registry failed");
-                }
-                let _ = reply.send(());
+            if !stopping.is_empty() {
                 break;
             }
         }
@@ -462,10 +460,17 @@ impl Writer {
                 Op::Change(_, reply) => {
                     let _ = reply.send(Err(Error::ShuttingDown));
                 }
-                Op::Stop(reply) => {
-                    let _ = reply.send(());
-                }
+                Op::Stop(reply) => stopping.push(reply),
             }
+        }
+        if let Err(e) = self.db.flush() {
+            tracing::error!(error = %e, "final flush of the registry failed");
+        }
+        // Closing sled releases the directory's lock; only then is the stop answered, so
+        // a new instance can open the directory as soon as `close` returns.
+        drop(self);
+        for reply in stopping {
+            let _ = reply.send(());
         }
     }
 

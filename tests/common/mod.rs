@@ -1,0 +1,148 @@
+//! A real server on 127.0.0.1:0 with a temporary sled directory, and real clients.
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use a2a_commands::config::Settings;
+use a2a_commands::pb;
+use a2a_commands::pb::command_service_client::CommandServiceClient;
+use a2a_commands::server::{self, RunningServer};
+use tonic::transport::Channel;
+
+pub type Client = CommandServiceClient<Channel>;
+
+/// An in-process server and the directory it keeps its registry in.
+pub struct TestServer {
+    pub server: Option<RunningServer>,
+    pub settings: Settings,
+    pub dir: tempfile::TempDir,
+}
+
+pub fn settings(dir: &Path) -> Settings {
+    Settings::with_defaults("127.0.0.1:0".parse().unwrap(), dir.join("data"))
+}
+
+impl TestServer {
+    /// Starts with the default settings.
+    pub async fn start() -> Self {
+        Self::start_with(|_| {}).await
+    }
+
+    /// Starts with settings adjusted by `adjust`.
+    pub async fn start_with(adjust: impl FnOnce(&mut Settings)) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let mut settings = settings(dir.path());
+        adjust(&mut settings);
+        let server = server::start(settings.clone()).await.expect("server starts");
+        Self {
+            server: Some(server),
+            settings,
+            dir,
+        }
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.server.as_ref().unwrap().local_addr()
+    }
+
+    pub fn data_dir(&self) -> PathBuf {
+        self.settings.registry.data_dir.clone()
+    }
+
+    /// A new client on its own connection. The listener is bound before `start`
+    /// returns, so connecting needs no waiting.
+    pub async fn client(&self) -> Client {
+        CommandServiceClient::connect(format!("http://{}", self.addr()))
+            .await
+            .expect("connects")
+    }
+
+    pub async fn channel(&self) -> Channel {
+        Channel::from_shared(format!("http://{}", self.addr()))
+            .unwrap()
+            .connect()
+            .await
+            .unwrap()
+    }
+
+    /// Drains and stops the server, then starts a new one on the same directory.
+    pub async fn restart(&mut self) {
+        self.server.take().unwrap().shutdown().await.unwrap();
+        let server = server::start(self.settings.clone()).await.expect("restarts");
+        self.server = Some(server);
+    }
+
+    pub async fn stop(mut self) {
+        self.server.take().unwrap().shutdown().await.unwrap();
+    }
+}
+
+pub fn spec(name: &str, description: &str, hint: &str) -> pb::CommandSpec {
+    pb::CommandSpec {
+        name: name.into(),
+        description: description.into(),
+        argument_hint: hint.into(),
+    }
+}
+
+pub async fn register(
+    client: &mut Client,
+    spec: pb::CommandSpec,
+    replace: bool,
+) -> Result<pb::RegisterResponse, tonic::Status> {
+    client
+        .register(pb::RegisterRequest {
+            spec: Some(spec),
+            r#override: replace,
+        })
+        .await
+        .map(|r| r.into_inner())
+}
+
+pub async fn list(client: &mut Client) -> pb::ListSpecsResponse {
+    client
+        .list_specs(pb::ListSpecsRequest {})
+        .await
+        .unwrap()
+        .into_inner()
+}
+
+pub async fn names(client: &mut Client) -> Vec<String> {
+    list(client)
+        .await
+        .commands
+        .into_iter()
+        .map(|c| c.spec.unwrap().name)
+        .collect()
+}
+
+pub fn text_message(id: &str, text: &str) -> pb::Message {
+    pb::Message {
+        message_id: id.into(),
+        context_id: "c-1".into(),
+        task_id: "t-1".into(),
+        role: pb::Role::User.into(),
+        parts: vec![text_part(text)],
+        ..Default::default()
+    }
+}
+
+pub fn text_part(text: &str) -> pb::Part {
+    pb::Part {
+        content: Some(pb::part::Content::Text(text.into())),
+        ..Default::default()
+    }
+}
+
+pub async fn classify(client: &mut Client, message: pb::Message) -> pb::classify_response::Result {
+    client
+        .classify(pb::ClassifyRequest {
+            message: Some(message),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .result
+        .unwrap()
+}
