@@ -54,7 +54,10 @@ impl Builtin {
     pub fn spec(self) -> CommandSpec {
         let (description, hint) = match self {
             Self::Model => ("Show or choose this task's model", "[<model>]"),
-            Self::Effort => ("Show or set this task's reasoning effort", "[low|medium|high]"),
+            Self::Effort => (
+                "Show or set this task's reasoning effort",
+                "[low|medium|high]",
+            ),
             Self::SubTask => ("Start a linked sub-task", "<description>"),
             Self::Status => ("Show this task's status", ""),
         };
@@ -200,7 +203,12 @@ pub(crate) fn sub_task_name(goal: &str) -> String {
 fn status(task: &Task<'_>, catalogue: &Catalogue) -> String {
     use std::fmt::Write as _;
 
-    let mut text = format!("Task {} · {}\nState: {}", task.id, task.name, task.state_name());
+    let mut text = format!(
+        "Task {} · {}\nState: {}",
+        task.id,
+        task.name,
+        task.state_name()
+    );
     if let Some(sub_state) = task.sub_state_name() {
         let _ = write!(text, " · {sub_state}");
     }

@@ -9,7 +9,8 @@ use serde::Serialize;
 use crate::spec::CommandSpec;
 
 /// The Commands extension v1's URI.
-pub const EXTENSION_URI: &str = "https://madarauchiha-314.github.io/tiny-harness/a2a/ext/commands/v1";
+pub const EXTENSION_URI: &str =
+    "https://madarauchiha-314.github.io/tiny-harness/a2a/ext/commands/v1";
 
 /// The description the extension entry carries.
 pub const EXTENSION_DESCRIPTION: &str =
@@ -77,6 +78,9 @@ mod tests {
             r#"{"commands":[{"name":"status","description":"Show this task's status","argument_hint":""}]}"#
         );
         assert!(card.extension_json.contains(r#""required":false"#));
-        assert_eq!(Card::render(std::iter::empty()).params_json, r#"{"commands":[]}"#);
+        assert_eq!(
+            Card::render(std::iter::empty()).params_json,
+            r#"{"commands":[]}"#
+        );
     }
 }

@@ -112,7 +112,10 @@ mod tests {
             ("/model", Some(("model", ""))),
             ("/model gpt-x", Some(("model", "gpt-x"))),
             ("/model   gpt-x  ", Some(("model", "gpt-x  "))),
-            ("/sub-task line one\nline two", Some(("sub-task", "line one\nline two"))),
+            (
+                "/sub-task line one\nline two",
+                Some(("sub-task", "line one\nline two")),
+            ),
             ("/model\tgpt-x", Some(("model", "gpt-x"))),
             ("/model\n", Some(("model", ""))),
             ("/model\u{1F}x", Some(("model", "x"))),
@@ -141,7 +144,12 @@ mod tests {
         python.extend([0x85, 0xA0, 0x1680, 0x2028, 0x2029, 0x202F, 0x205F, 0x3000]);
         python.extend(0x2000..=0x200A);
         for c in (0..=0x10FFFF).filter_map(char::from_u32) {
-            assert_eq!(is_py_whitespace(c), python.contains(&(c as u32)), "U+{:04X}", c as u32);
+            assert_eq!(
+                is_py_whitespace(c),
+                python.contains(&(c as u32)),
+                "U+{:04X}",
+                c as u32
+            );
         }
     }
 }

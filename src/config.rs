@@ -5,6 +5,7 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use serde::Deserialize;
@@ -14,7 +15,11 @@ use crate::registry;
 
 /// The command line.
 #[derive(Debug, Parser)]
-#[command(name = "a2a-commands", version, about = "The A2A Commands extension v1 as a gRPC service")]
+#[command(
+    name = "a2a-commands",
+    version,
+    about = "The A2A Commands extension v1 as a gRPC service"
+)]
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]
@@ -70,6 +75,11 @@ pub struct ServeArgs {
     #[arg(long, env = "A2A_COMMANDS_MAX_MESSAGE_BYTES", default_value_t = 4 * 1024 * 1024)]
     pub max_message_bytes: usize,
 
+    /// Longest wait for calls in flight at shutdown, in seconds; connections still open
+    /// then are closed. Keep it below Kubernetes' termination grace period.
+    #[arg(long, env = "A2A_COMMANDS_DRAIN_SECONDS", default_value_t = 10)]
+    pub drain_seconds: u64,
+
     /// JSON config file: {"default_model", "models", "default_effort", "builtins"}.
     #[arg(long, env = "A2A_COMMANDS_CONFIG")]
     pub config: Option<PathBuf>,
@@ -116,6 +126,8 @@ pub struct Settings {
     pub builtins: Vec<Builtin>,
     /// Largest request accepted, in bytes.
     pub max_message_bytes: usize,
+    /// Longest wait for calls in flight at shutdown.
+    pub drain_timeout: Duration,
 }
 
 /// A configuration that cannot be used; the message says which setting and why.
@@ -137,6 +149,7 @@ impl Settings {
             catalogue: default_catalogue(),
             builtins: Builtin::ALL.to_vec(),
             max_message_bytes: 4 << 20,
+            drain_timeout: Duration::from_secs(10),
         }
     }
 
@@ -192,6 +205,7 @@ impl Settings {
             catalogue,
             builtins,
             max_message_bytes: args.max_message_bytes,
+            drain_timeout: Duration::from_secs(args.drain_seconds),
         })
     }
 }
@@ -215,7 +229,9 @@ fn non_empty(items: Vec<String>) -> Vec<String> {
 
 fn check_catalogue(catalogue: &Catalogue) -> Result<(), ConfigError> {
     if catalogue.models.is_empty() {
-        return Err(ConfigError("models: at least one model must be selectable".into()));
+        return Err(ConfigError(
+            "models: at least one model must be selectable".into(),
+        ));
     }
     if !catalogue.is_selectable(&catalogue.default_model) {
         return Err(ConfigError(format!(

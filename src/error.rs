@@ -15,7 +15,9 @@ pub enum Error {
         rule: String,
     },
     /// A different spec is registered under this name.
-    #[error("command /{0} is already registered with a different spec; set override to replace it")]
+    #[error(
+        "command /{0} is already registered with a different spec; set override to replace it"
+    )]
     AlreadyExists(String),
     /// No command of this name is registered.
     #[error("command /{0} is not registered")]
@@ -46,9 +48,7 @@ impl Error {
     /// Classifies a sled error: a full disk is worth telling apart.
     pub fn from_store(err: sled::Error) -> Self {
         match &err {
-            sled::Error::Io(io) if io.raw_os_error() == Some(28) => {
-                Self::DiskFull(io.to_string())
-            }
+            sled::Error::Io(io) if io.raw_os_error() == Some(28) => Self::DiskFull(io.to_string()),
             _ => Self::Storage(err.to_string()),
         }
     }

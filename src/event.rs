@@ -265,6 +265,9 @@ mod tests {
         assert_eq!(json["status"]["message"]["kind"], "message");
         assert_eq!(json["status"]["message"]["role"], "agent");
         assert_eq!(json["status"]["message"]["parts"][0]["kind"], "text");
-        assert_eq!(json["metadata"], serde_json::json!({"command": "model", "task_ref": "t-1.1"}));
+        assert_eq!(
+            json["metadata"],
+            serde_json::json!({"command": "model", "task_ref": "t-1.1"})
+        );
     }
 }

@@ -50,7 +50,10 @@ fn task_state(field: &str, value: i32) -> Result<TaskState, Error> {
             "must be set to a TaskState other than TASK_STATE_UNSPECIFIED",
         )),
         Ok(state) => Ok(state),
-        Err(_) => Err(Error::invalid(field, format!("{value} is not a TaskState value"))),
+        Err(_) => Err(Error::invalid(
+            field,
+            format!("{value} is not a TaskState value"),
+        )),
     }
 }
 
@@ -62,13 +65,21 @@ impl<'a> Task<'a> {
         }
         let state = task_state("task.state", task.state)?;
         let sub_state = SubState::try_from(task.sub_state).map_err(|_| {
-            Error::invalid("task.sub_state", format!("{} is not a SubState value", task.sub_state))
+            Error::invalid(
+                "task.sub_state",
+                format!("{} is not a SubState value", task.sub_state),
+            )
         })?;
         let sub_tasks = task
             .sub_tasks
             .iter()
             .enumerate()
-            .map(|(i, s)| Ok((s.id.as_str(), task_state(&format!("task.sub_tasks[{i}].state"), s.state)?)))
+            .map(|(i, s)| {
+                Ok((
+                    s.id.as_str(),
+                    task_state(&format!("task.sub_tasks[{i}].state"), s.state)?,
+                ))
+            })
             .collect::<Result<_, Error>>()?;
         let settings = task.settings.as_ref();
         Ok(Self {

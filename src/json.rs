@@ -20,7 +20,9 @@ pub fn to_value(value: &serde_json::Value) -> Value {
 /// `value` as a protobuf `Struct`; anything but an object gives an empty one.
 pub fn to_struct(value: &serde_json::Value) -> Struct {
     let fields = match value {
-        serde_json::Value::Object(map) => map.iter().map(|(k, v)| (k.clone(), to_value(v))).collect(),
+        serde_json::Value::Object(map) => {
+            map.iter().map(|(k, v)| (k.clone(), to_value(v))).collect()
+        }
         _ => Default::default(),
     };
     Struct { fields }

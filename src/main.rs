@@ -10,7 +10,10 @@ use a2a_commands::server;
 
 fn init_logging(args: &ServeArgs) {
     let filter = EnvFilter::try_new(&args.log_filter).unwrap_or_else(|e| {
-        eprintln!("a2a-commands: invalid log filter {:?} ({e}); using info", args.log_filter);
+        eprintln!(
+            "a2a-commands: invalid log filter {:?} ({e}); using info",
+            args.log_filter
+        );
         EnvFilter::new("info")
     });
     use std::io::IsTerminal as _;
@@ -40,7 +43,10 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
     let settings = Settings::from_args(&args).map_err(|e| e.to_string())?;
     let running = server::start(settings).await.map_err(|e| e.to_string())?;
     termination().await;
-    running.shutdown().await.map_err(|e| format!("server error: {e}"))?;
+    running
+        .shutdown()
+        .await
+        .map_err(|e| format!("server error: {e}"))?;
     tracing::info!("stopped cleanly");
     Ok(())
 }

@@ -285,7 +285,10 @@ impl State {
         for item in db.scan_prefix(COMMAND_PREFIX) {
             let (key, value) = item.map_err(|e| e.to_string())?;
             let record: Registered = serde_json::from_slice(&value).map_err(|e| {
-                format!("the store is corrupt: record {} is unreadable: {e}", show(&key))
+                format!(
+                    "the store is corrupt: record {} is unreadable: {e}",
+                    show(&key)
+                )
             })?;
             commands.push(Arc::new(record));
         }
@@ -302,7 +305,9 @@ impl State {
     }
 
     fn position(&self, name: &str) -> Option<usize> {
-        self.commands.iter().position(|c| c.spec.name.as_str() == name)
+        self.commands
+            .iter()
+            .position(|c| c.spec.name.as_str() == name)
     }
 
     /// Applies one change in memory and records its writes in `batch`.
@@ -535,7 +540,11 @@ mod tests {
     }
 
     fn names(state: &State) -> Vec<&str> {
-        state.commands.iter().map(|c| c.spec.name.as_str()).collect()
+        state
+            .commands
+            .iter()
+            .map(|c| c.spec.name.as_str())
+            .collect()
     }
 
     #[test]
@@ -545,13 +554,31 @@ mod tests {
             next_seq: 0,
             commands: vec![],
         };
-        assert_eq!(register(&mut s, spec("a", "1"), false).unwrap(), (Applied::Created, 1));
-        assert_eq!(register(&mut s, spec("b", "1"), false).unwrap(), (Applied::Created, 2));
-        assert_eq!(register(&mut s, spec("a", "1"), false).unwrap(), (Applied::Unchanged, 2));
-        assert!(matches!(register(&mut s, spec("a", "2"), false), Err(Error::AlreadyExists(_))));
-        assert_eq!(register(&mut s, spec("a", "2"), true).unwrap(), (Applied::Replaced, 3));
+        assert_eq!(
+            register(&mut s, spec("a", "1"), false).unwrap(),
+            (Applied::Created, 1)
+        );
+        assert_eq!(
+            register(&mut s, spec("b", "1"), false).unwrap(),
+            (Applied::Created, 2)
+        );
+        assert_eq!(
+            register(&mut s, spec("a", "1"), false).unwrap(),
+            (Applied::Unchanged, 2)
+        );
+        assert!(matches!(
+            register(&mut s, spec("a", "2"), false),
+            Err(Error::AlreadyExists(_))
+        ));
+        assert_eq!(
+            register(&mut s, spec("a", "2"), true).unwrap(),
+            (Applied::Replaced, 3)
+        );
         assert_eq!(names(&s), ["a", "b"]);
         register(&mut s, spec("c", "1"), false).unwrap();
-        assert!(matches!(register(&mut s, spec("d", "1"), false), Err(Error::RegistryFull(3))));
+        assert!(matches!(
+            register(&mut s, spec("d", "1"), false),
+            Err(Error::RegistryFull(3))
+        ));
     }
 }

@@ -161,13 +161,19 @@ impl CommandService for Api {
         let role = match &request.sender {
             None => ParticipantRole::None,
             Some(sender) => ParticipantRole::try_from(sender.role).map_err(|_| {
-                Error::invalid("sender.role", format!("{} is not a ParticipantRole value", sender.role))
+                Error::invalid(
+                    "sender.role",
+                    format!("{} is not a ParticipantRole value", sender.role),
+                )
             })?,
         };
         let format = EventJsonFormat::try_from(request.event_json_format).map_err(|_| {
             Error::invalid(
                 "event_json_format",
-                format!("{} is not an EventJsonFormat value", request.event_json_format),
+                format!(
+                    "{} is not an EventJsonFormat value",
+                    request.event_json_format
+                ),
             )
         })?;
 
@@ -253,6 +259,7 @@ pub struct RunningServer {
     stop: Option<oneshot::Sender<()>>,
     task: JoinHandle<Result<(), tonic::transport::Error>>,
     registry: Arc<Registry>,
+    drain_timeout: Duration,
 }
 
 impl RunningServer {
@@ -267,14 +274,23 @@ impl RunningServer {
     }
 
     /// Drains: health turns NOT_SERVING, new connections are refused, in-flight calls
-    /// finish, then the registry is flushed and closed.
+    /// finish (for at most the drain timeout; connections still open then are cut),
+    /// then the registry is flushed and closed.
     pub async fn shutdown(mut self) -> Result<(), tonic::transport::Error> {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
-        let result = match (&mut self.task).await {
-            Ok(result) => result,
-            Err(join) => panic!("server task failed: {join}"),
+        let result = match tokio::time::timeout(self.drain_timeout, &mut self.task).await {
+            Ok(Ok(result)) => result,
+            Ok(Err(join)) => panic!("server task failed: {join}"),
+            Err(_) => {
+                tracing::warn!(
+                    timeout = ?self.drain_timeout,
+                    "drain timed out: closing the connections still open"
+                );
+                self.task.abort();
+                Ok(())
+            }
         };
         self.registry.close().await;
         result
@@ -344,5 +360,6 @@ pub async fn start(settings: Settings) -> Result<RunningServer, StartError> {
         stop: Some(stop),
         task,
         registry,
+        drain_timeout: settings.drain_timeout,
     })
 }

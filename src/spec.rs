@@ -125,7 +125,11 @@ impl CommandSpec {
             return Err(Error::invalid(field("description"), "must not be empty"));
         }
         check_line(&field("description"), description, MAX_DESCRIPTION_CHARS)?;
-        check_line(&field("argument_hint"), argument_hint, MAX_ARGUMENT_HINT_CHARS)?;
+        check_line(
+            &field("argument_hint"),
+            argument_hint,
+            MAX_ARGUMENT_HINT_CHARS,
+        )?;
         Ok(Self {
             name,
             description: description.to_owned(),
@@ -182,17 +186,30 @@ mod tests {
         for ok in ["a", "model", "sub-task", "a9-", &"a".repeat(64)] {
             assert!(CommandName::parse("name", ok).is_ok(), "{ok}");
         }
-        for bad in ["", "Model", "9lives", "-a", "a b", "modèl", "a_b", &"a".repeat(65)] {
+        for bad in [
+            "",
+            "Model",
+            "9lives",
+            "-a",
+            "a b",
+            "modèl",
+            "a_b",
+            &"a".repeat(65),
+        ] {
             assert!(CommandName::parse("name", bad).is_err(), "{bad}");
         }
     }
 
     #[test]
     fn errors_name_the_field_and_rule() {
-        assert!(msg(CommandSpec::new("spec", "Model", "d", "")).starts_with("spec.name: must match"));
-        assert!(msg(CommandSpec::new("spec", "m", "a\nb", "")).contains("spec.description: must be one line"));
+        assert!(
+            msg(CommandSpec::new("spec", "Model", "d", "")).starts_with("spec.name: must match")
+        );
+        assert!(msg(CommandSpec::new("spec", "m", "a\nb", ""))
+            .contains("spec.description: must be one line"));
         assert!(msg(CommandSpec::new("spec", "m", "a\u{7}", "")).contains("control characters"));
-        assert!(msg(CommandSpec::new("spec", "m", "d", &"h".repeat(257))).contains("spec.argument_hint: must be at most 256"));
+        assert!(msg(CommandSpec::new("spec", "m", "d", &"h".repeat(257)))
+            .contains("spec.argument_hint: must be at most 256"));
         assert!(msg(CommandSpec::new("spec", "m", &"d".repeat(1025), "")).contains("at most 1024"));
         assert!(CommandSpec::new("spec", "m", &"é".repeat(1024), &"h".repeat(256)).is_ok());
     }

@@ -22,8 +22,14 @@ async fn builtins_come_first_in_the_reference_order() {
     let status = listed.commands[3].spec.clone().unwrap();
     assert_eq!(status.description, "Show this task's status");
     assert_eq!(status.argument_hint, "");
-    assert_eq!(listed.commands[1].spec.clone().unwrap().argument_hint, "[low|medium|high]");
-    assert!(listed.commands.iter().all(|c| c.body() == pb::CommandBody::Builtin));
+    assert_eq!(
+        listed.commands[1].spec.clone().unwrap().argument_hint,
+        "[low|medium|high]"
+    );
+    assert!(listed
+        .commands
+        .iter()
+        .all(|c| c.body() == pb::CommandBody::Builtin));
 }
 
 #[tokio::test]
@@ -32,45 +38,70 @@ async fn registration_order_override_and_revisions() {
     let mut client = server.client().await;
     let start = list(&mut client).await.revision;
 
-    let a = register(&mut client, spec("alpha", "First", ""), false).await.unwrap();
+    let a = register(&mut client, spec("alpha", "First", ""), false)
+        .await
+        .unwrap();
     assert_eq!(a.outcome(), RegisterOutcome::Created);
     assert_eq!(a.revision, start + 1);
-    register(&mut client, spec("beta", "Second", "<x>"), false).await.unwrap();
-    register(&mut client, spec("gamma", "Third", ""), false).await.unwrap();
+    register(&mut client, spec("beta", "Second", "<x>"), false)
+        .await
+        .unwrap();
+    register(&mut client, spec("gamma", "Third", ""), false)
+        .await
+        .unwrap();
     assert_eq!(names(&mut client).await, ["alpha", "beta", "gamma"]);
 
     // Identical re-registration: success, nothing changes, not even the revision.
-    let same = register(&mut client, spec("beta", "Second", "<x>"), false).await.unwrap();
+    let same = register(&mut client, spec("beta", "Second", "<x>"), false)
+        .await
+        .unwrap();
     assert_eq!(same.outcome(), RegisterOutcome::Unchanged);
     assert_eq!(same.revision, start + 3);
 
     // A different spec under the same name is a conflict without override.
-    let conflict = register(&mut client, spec("beta", "Changed", ""), false).await.unwrap_err();
+    let conflict = register(&mut client, spec("beta", "Changed", ""), false)
+        .await
+        .unwrap_err();
     assert_eq!(conflict.code(), Code::AlreadyExists);
-    assert!(conflict.message().contains("/beta"), "{}", conflict.message());
+    assert!(
+        conflict.message().contains("/beta"),
+        "{}",
+        conflict.message()
+    );
 
     // Override replaces the spec and keeps its place.
-    let replaced = register(&mut client, spec("beta", "Changed", ""), true).await.unwrap();
+    let replaced = register(&mut client, spec("beta", "Changed", ""), true)
+        .await
+        .unwrap();
     assert_eq!(replaced.outcome(), RegisterOutcome::Replaced);
     assert_eq!(replaced.revision, start + 4);
     let listed = list(&mut client).await;
     assert_eq!(listed.revision, start + 4);
-    assert_eq!(listed.commands[1].spec.clone().unwrap().description, "Changed");
+    assert_eq!(
+        listed.commands[1].spec.clone().unwrap().description,
+        "Changed"
+    );
     assert_eq!(names(&mut client).await, ["alpha", "beta", "gamma"]);
 
     // Unregister, then re-register: the name goes to the end.
     let removed = client
-        .unregister(pb::UnregisterRequest { name: "alpha".into() })
+        .unregister(pb::UnregisterRequest {
+            name: "alpha".into(),
+        })
         .await
         .unwrap()
         .into_inner();
     assert_eq!(removed.revision, start + 5);
     assert_eq!(names(&mut client).await, ["beta", "gamma"]);
-    register(&mut client, spec("alpha", "First", ""), false).await.unwrap();
+    register(&mut client, spec("alpha", "First", ""), false)
+        .await
+        .unwrap();
     assert_eq!(names(&mut client).await, ["beta", "gamma", "alpha"]);
 
     let missing = client
-        .unregister(pb::UnregisterRequest { name: "nope".into() })
+        .unregister(pb::UnregisterRequest {
+            name: "nope".into(),
+        })
         .await
         .unwrap_err();
     assert_eq!(missing.code(), Code::NotFound);
@@ -81,7 +112,9 @@ async fn registration_order_override_and_revisions() {
 async fn override_of_a_builtin_keeps_its_place_and_loses_its_body() {
     let server = TestServer::start().await;
     let mut client = server.client().await;
-    let r = register(&mut client, spec("effort", "Our effort", ""), true).await.unwrap();
+    let r = register(&mut client, spec("effort", "Our effort", ""), true)
+        .await
+        .unwrap();
     assert_eq!(r.outcome(), RegisterOutcome::Replaced);
     let listed = list(&mut client).await;
     assert_eq!(names(&mut client).await, BUILTINS);
@@ -94,34 +127,85 @@ async fn every_validation_rule_is_invalid_argument_naming_the_field() {
     let mut client = server.client().await;
     let long_name = "a".repeat(65);
     let cases: Vec<(pb::CommandSpec, &str, &str)> = vec![
-        (spec("Model", "d", ""), "spec.name", "must match [a-z][a-z0-9-]*"),
+        (
+            spec("Model", "d", ""),
+            "spec.name",
+            "must match [a-z][a-z0-9-]*",
+        ),
         (spec("MODEL", "d", ""), "spec.name", "must match"),
         (spec("9lives", "d", ""), "spec.name", "must match"),
         (spec("", "d", ""), "spec.name", "must not be empty"),
-        (spec(&long_name, "d", ""), "spec.name", "must be at most 64 characters"),
+        (
+            spec(&long_name, "d", ""),
+            "spec.name",
+            "must be at most 64 characters",
+        ),
         (spec("two words", "d", ""), "spec.name", "must match"),
         (spec("modèle", "d", ""), "spec.name", "must match"),
         (spec("a_b", "d", ""), "spec.name", "must match"),
-        (spec("m", "line\nbreak", ""), "spec.description", "must be one line"),
+        (
+            spec("m", "line\nbreak", ""),
+            "spec.description",
+            "must be one line",
+        ),
         (spec("m", "", ""), "spec.description", "must not be empty"),
-        (spec("m", &"d".repeat(1025), ""), "spec.description", "must be at most 1024 characters"),
-        (spec("m", "bell\u{7}", ""), "spec.description", "must not contain control characters"),
-        (spec("m", "tab\there", ""), "spec.description", "must not contain control characters"),
-        (spec("m", "del\u{7f}", ""), "spec.description", "must not contain control characters"),
-        (spec("m", "c1\u{9b}", ""), "spec.description", "must not contain control characters"),
-        (spec("m", "d", &"h".repeat(257)), "spec.argument_hint", "must be at most 256 characters"),
-        (spec("m", "d", "a\rb"), "spec.argument_hint", "must be one line"),
-        (spec("m", "d", "esc\u{1b}[0m"), "spec.argument_hint", "must not contain control characters"),
+        (
+            spec("m", &"d".repeat(1025), ""),
+            "spec.description",
+            "must be at most 1024 characters",
+        ),
+        (
+            spec("m", "bell\u{7}", ""),
+            "spec.description",
+            "must not contain control characters",
+        ),
+        (
+            spec("m", "tab\there", ""),
+            "spec.description",
+            "must not contain control characters",
+        ),
+        (
+            spec("m", "del\u{7f}", ""),
+            "spec.description",
+            "must not contain control characters",
+        ),
+        (
+            spec("m", "c1\u{9b}", ""),
+            "spec.description",
+            "must not contain control characters",
+        ),
+        (
+            spec("m", "d", &"h".repeat(257)),
+            "spec.argument_hint",
+            "must be at most 256 characters",
+        ),
+        (
+            spec("m", "d", "a\rb"),
+            "spec.argument_hint",
+            "must be one line",
+        ),
+        (
+            spec("m", "d", "esc\u{1b}[0m"),
+            "spec.argument_hint",
+            "must not contain control characters",
+        ),
     ];
     for (bad, field, rule) in cases {
         let shown = format!("{bad:?}");
         let status = register(&mut client, bad, false).await.unwrap_err();
         assert_eq!(status.code(), Code::InvalidArgument, "{shown}");
         let want = format!("{field}: {rule}");
-        assert!(status.message().starts_with(&want), "{shown}: {}", status.message());
+        assert!(
+            status.message().starts_with(&want),
+            "{shown}: {}",
+            status.message()
+        );
     }
     let missing = client
-        .register(pb::RegisterRequest { spec: None, r#override: false })
+        .register(pb::RegisterRequest {
+            spec: None,
+            r#override: false,
+        })
         .await
         .unwrap_err();
     assert_eq!(missing.code(), Code::InvalidArgument);
@@ -136,7 +220,11 @@ async fn every_validation_rule_is_invalid_argument_naming_the_field() {
     // Limits are inclusive, and non-ASCII text counts in characters.
     let edge = spec(&"a".repeat(64), &"é".repeat(1024), &"…".repeat(256));
     register(&mut client, edge, false).await.unwrap();
-    assert_eq!(list(&mut client).await.commands.len(), 1, "nothing invalid was registered");
+    assert_eq!(
+        list(&mut client).await.commands.len(),
+        1,
+        "nothing invalid was registered"
+    );
 }
 
 #[tokio::test]
@@ -148,24 +236,43 @@ async fn capacity_is_resource_exhausted() {
     .await;
     let mut client = server.client().await;
     for name in ["a", "b", "c"] {
-        register(&mut client, spec(name, "d", ""), false).await.unwrap();
+        register(&mut client, spec(name, "d", ""), false)
+            .await
+            .unwrap();
     }
-    let full = register(&mut client, spec("d", "d", ""), false).await.unwrap_err();
+    let full = register(&mut client, spec("d", "d", ""), false)
+        .await
+        .unwrap_err();
     assert_eq!(full.code(), Code::ResourceExhausted);
     assert!(full.message().contains("at most") || full.message().contains("maximum"));
     // Replacing in place and identical re-registration still work when full.
-    register(&mut client, spec("b", "new", ""), true).await.unwrap();
-    register(&mut client, spec("c", "d", ""), false).await.unwrap();
+    register(&mut client, spec("b", "new", ""), true)
+        .await
+        .unwrap();
+    register(&mut client, spec("c", "d", ""), false)
+        .await
+        .unwrap();
 }
 
 #[tokio::test]
 async fn restart_restores_specs_order_and_revision() {
     let mut server = TestServer::start().await;
     let mut client = server.client().await;
-    register(&mut client, spec("deploy", "Deploy it", "<env>"), false).await.unwrap();
-    register(&mut client, spec("review", "Review it", ""), false).await.unwrap();
-    register(&mut client, spec("model", "Our model", ""), true).await.unwrap();
-    client.unregister(pb::UnregisterRequest { name: "effort".into() }).await.unwrap();
+    register(&mut client, spec("deploy", "Deploy it", "<env>"), false)
+        .await
+        .unwrap();
+    register(&mut client, spec("review", "Review it", ""), false)
+        .await
+        .unwrap();
+    register(&mut client, spec("model", "Our model", ""), true)
+        .await
+        .unwrap();
+    client
+        .unregister(pb::UnregisterRequest {
+            name: "effort".into(),
+        })
+        .await
+        .unwrap();
     let before = list(&mut client).await;
 
     server.restart().await;
@@ -175,9 +282,16 @@ async fn restart_restores_specs_order_and_revision() {
     let mut want: Vec<_> = before.commands.clone();
     want.push(after.commands.last().unwrap().clone());
     assert_eq!(after.commands, want);
-    assert_eq!(names(&mut client).await, ["model", "sub-task", "status", "deploy", "review", "effort"]);
+    assert_eq!(
+        names(&mut client).await,
+        ["model", "sub-task", "status", "deploy", "review", "effort"]
+    );
     assert_eq!(after.revision, before.revision + 1);
-    assert_eq!(after.commands[0].body(), pb::CommandBody::None, "the override survived");
+    assert_eq!(
+        after.commands[0].body(),
+        pb::CommandBody::None,
+        "the override survived"
+    );
 
     // With nothing changed in between, a restart keeps the revision exactly.
     server.restart().await;
@@ -191,7 +305,9 @@ async fn restart_restores_specs_order_and_revision() {
 async fn disabling_builtins_removes_only_unreplaced_ones() {
     let mut server = TestServer::start().await;
     let mut client = server.client().await;
-    register(&mut client, spec("status", "Our status", ""), true).await.unwrap();
+    register(&mut client, spec("status", "Our status", ""), true)
+        .await
+        .unwrap();
     server.settings.builtins = vec![a2a_commands::builtins::Builtin::Model];
     server.restart().await;
     let mut client = server.client().await;

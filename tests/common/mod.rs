@@ -10,6 +10,8 @@ use a2a_commands::pb::command_service_client::CommandServiceClient;
 use a2a_commands::server::{self, RunningServer};
 use tonic::transport::Channel;
 
+pub mod process;
+
 pub type Client = CommandServiceClient<Channel>;
 
 /// An in-process server and the directory it keeps its registry in.
@@ -34,7 +36,9 @@ impl TestServer {
         let dir = tempfile::tempdir().unwrap();
         let mut settings = settings(dir.path());
         adjust(&mut settings);
-        let server = server::start(settings.clone()).await.expect("server starts");
+        let server = server::start(settings.clone())
+            .await
+            .expect("server starts");
         Self {
             server: Some(server),
             settings,
@@ -69,7 +73,9 @@ impl TestServer {
     /// Drains and stops the server, then starts a new one on the same directory.
     pub async fn restart(&mut self) {
         self.server.take().unwrap().shutdown().await.unwrap();
-        let server = server::start(self.settings.clone()).await.expect("restarts");
+        let server = server::start(self.settings.clone())
+            .await
+            .expect("restarts");
         self.server = Some(server);
     }
 

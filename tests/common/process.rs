@@ -1,0 +1,105 @@
+//! The real `a2a-commands` binary as a child process.
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::{Child, ChildStderr, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// A running `a2a-commands serve`.
+pub struct ServeProcess {
+    pub child: Child,
+    pub addr: SocketAddr,
+    /// Every log line after the "serving" one, as it arrives.
+    pub lines: mpsc::Receiver<String>,
+}
+
+pub fn binary() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_a2a-commands"))
+}
+
+/// `serve` on `data_dir` and 127.0.0.1:0 with JSON logs, plus `extra` flags.
+pub fn serve_command(data_dir: &Path, extra: &[&str]) -> Command {
+    let mut command = binary();
+    command
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--log-format",
+            "json",
+            "--data-dir",
+        ])
+        .arg(data_dir)
+        .args(extra)
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    command
+}
+
+fn forward_lines(stderr: ChildStderr) -> mpsc::Receiver<String> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+impl ServeProcess {
+    /// Starts the binary and waits for its "serving" log line, which carries the
+    /// bound address. Panics with the output if it exits first.
+    pub fn start(data_dir: &Path, extra: &[&str]) -> Self {
+        let mut child = serve_command(data_dir, extra).spawn().expect("spawns");
+        let lines = forward_lines(child.stderr.take().unwrap());
+        let mut seen = Vec::new();
+        loop {
+            // A generous bound that only guards against a hang; readiness is the line.
+            let line = match lines.recv_timeout(Duration::from_secs(60)) {
+                Ok(line) => line,
+                Err(_) => {
+                    let _ = child.kill();
+                    panic!("no serving line; output so far: {seen:#?}");
+                }
+            };
+            if let Ok(event) = serde_json::from_str::<serde_json::Value>(&line) {
+                if event["message"] == "serving" {
+                    let addr = event["addr"].as_str().unwrap().parse().unwrap();
+                    return Self { child, addr, lines };
+                }
+            }
+            seen.push(line);
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub fn signal(&self, name: &str) {
+        let status = Command::new("kill")
+            .args([&format!("-{name}"), &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
+    /// Waits for exit and returns the status with the remaining log lines.
+    pub fn wait(mut self) -> (ExitStatus, Vec<String>) {
+        let status = self.child.wait().unwrap();
+        (status, self.lines.try_iter().collect())
+    }
+}
+
+impl Drop for ServeProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
