@@ -65,6 +65,7 @@ impl ServeProcess {
                 Ok(line) => line,
                 Err(_) => {
                     let _ = child.kill();
+                    let _ = child.wait();
                     panic!("no serving line; output so far: {seen:#?}");
                 }
             };

@@ -1,0 +1,92 @@
+"""Fixtures: Python stubs generated from proto/, and the real server binary."""
+
+import json
+import os
+import pathlib
+import queue
+import subprocess
+import tempfile
+import threading
+
+import grpc
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="session")
+def stubs():
+    """Generates Python code for our protos (with grpc_tools' own protoc)."""
+    import grpc_tools
+    from grpc_tools import protoc
+
+    out = tempfile.mkdtemp(prefix="a2a-commands-py-")
+    well_known = os.path.join(os.path.dirname(grpc_tools.__file__), "_proto")
+    args = [
+        "protoc",
+        f"-I{ROOT / 'proto'}",
+        f"-I{well_known}",
+        f"--python_out={out}",
+        f"--grpc_python_out={out}",
+        "a2a/commands/v1/a2a.proto",
+        "a2a/commands/v1/commands.proto",
+    ]
+    assert protoc.main(args) == 0, "protoc failed"
+    # a2a-sdk owns the top-level `a2a` package, so our `a2a.commands.v1` modules are
+    # added to its search path rather than shadowing it (see README, "Python").
+    import a2a
+
+    a2a.__path__.append(os.path.join(out, "a2a"))
+    from a2a.commands.v1 import a2a_pb2, commands_pb2, commands_pb2_grpc  # noqa: E402
+
+    return a2a_pb2, commands_pb2, commands_pb2_grpc
+
+
+def _binary():
+    path = os.environ.get("A2A_COMMANDS_BIN") or str(ROOT / "target" / "debug" / "a2a-commands")
+    assert os.path.exists(path), f"{path} is missing: run cargo build first"
+    return path
+
+
+@pytest.fixture(scope="session")
+def server_addr():
+    """Starts `a2a-commands serve` on 127.0.0.1:0 and waits for its "serving" line."""
+    data = tempfile.mkdtemp(prefix="a2a-commands-data-")
+    proc = subprocess.Popen(
+        [_binary(), "serve", "--listen", "127.0.0.1:0", "--log-format", "json", "--data-dir", data],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    lines: "queue.Queue[str | None]" = queue.Queue()
+
+    def pump():
+        for line in proc.stderr:
+            lines.put(line)
+        lines.put(None)
+
+    threading.Thread(target=pump, daemon=True).start()
+    seen = []
+    addr = None
+    while addr is None:
+        line = lines.get(timeout=60)  # a bound against a hang; readiness is the line itself
+        if line is None:
+            raise RuntimeError(f"server exited before serving: {seen}")
+        seen.append(line)
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if event.get("message") == "serving":
+            addr = event["addr"]
+    yield addr
+    proc.terminate()
+    assert proc.wait(timeout=30) == 0
+
+
+@pytest.fixture()
+def client(stubs, server_addr):
+    _, _, commands_pb2_grpc = stubs
+    with grpc.insecure_channel(server_addr) as channel:
+        yield commands_pb2_grpc.CommandServiceStub(channel)
