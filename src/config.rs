@@ -11,6 +11,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use serde::Deserialize;
 
 use crate::builtins::{Builtin, Catalogue, EFFORTS};
+use crate::handlers::HandlerPolicy;
 use crate::registry;
 
 /// The command line.
@@ -80,6 +81,35 @@ pub struct ServeArgs {
     #[arg(long, env = "A2A_COMMANDS_DRAIN_SECONDS", default_value_t = 10)]
     pub drain_seconds: u64,
 
+    /// Timeout of a handler binding that names none, in milliseconds.
+    #[arg(long, env = "A2A_COMMANDS_HANDLER_TIMEOUT_MS", default_value_t = 5_000)]
+    pub handler_timeout_ms: u32,
+
+    /// Largest timeout a handler binding may ask for, in milliseconds.
+    #[arg(
+        long,
+        env = "A2A_COMMANDS_HANDLER_MAX_TIMEOUT_MS",
+        default_value_t = 30_000
+    )]
+    pub handler_max_timeout_ms: u32,
+
+    /// Hosts handlers may be on, comma-separated (`name` or `*.domain`); empty allows
+    /// any.
+    #[arg(
+        long,
+        env = "A2A_COMMANDS_HANDLER_ALLOWED_HOSTS",
+        value_delimiter = ','
+    )]
+    pub handler_allowed_hosts: Vec<String>,
+
+    /// Largest handler answer accepted, in bytes; larger ones are failures.
+    #[arg(long, env = "A2A_COMMANDS_HANDLER_MAX_ANSWER_BYTES", default_value_t = 64 * 1024)]
+    pub handler_max_answer_bytes: usize,
+
+    /// Most calls in flight to one handler endpoint; more wait (within their timeout).
+    #[arg(long, env = "A2A_COMMANDS_HANDLER_CONCURRENCY", default_value_t = 32)]
+    pub handler_concurrency: usize,
+
     /// JSON config file: {"default_model", "models", "default_effort", "builtins"}.
     #[arg(long, env = "A2A_COMMANDS_CONFIG")]
     pub config: Option<PathBuf>,
@@ -128,6 +158,8 @@ pub struct Settings {
     pub max_message_bytes: usize,
     /// Longest wait for calls in flight at shutdown.
     pub drain_timeout: Duration,
+    /// Limits on command handlers.
+    pub handlers: HandlerPolicy,
 }
 
 /// A configuration that cannot be used; the message says which setting and why.
@@ -150,6 +182,7 @@ impl Settings {
             builtins: Builtin::ALL.to_vec(),
             max_message_bytes: 4 << 20,
             drain_timeout: Duration::from_secs(10),
+            handlers: HandlerPolicy::default(),
         }
     }
 
@@ -195,6 +228,25 @@ impl Settings {
         if args.max_commands == 0 {
             return Err(ConfigError("max-commands: must be at least 1".into()));
         }
+        let handlers = HandlerPolicy {
+            default_timeout_ms: args.handler_timeout_ms,
+            max_timeout_ms: args.handler_max_timeout_ms,
+            allowed_hosts: non_empty(args.handler_allowed_hosts.clone()),
+            max_answer_bytes: args.handler_max_answer_bytes,
+            max_concurrency: args.handler_concurrency,
+        };
+        if handlers.default_timeout_ms == 0 || handlers.default_timeout_ms > handlers.max_timeout_ms
+        {
+            return Err(ConfigError(format!(
+                "handler-timeout-ms: must be between 1 and handler-max-timeout-ms ({})",
+                handlers.max_timeout_ms
+            )));
+        }
+        if handlers.max_concurrency == 0 {
+            return Err(ConfigError(
+                "handler-concurrency: must be at least 1".into(),
+            ));
+        }
         Ok(Self {
             listen: args.listen,
             registry: registry::Options {
@@ -206,6 +258,7 @@ impl Settings {
             builtins,
             max_message_bytes: args.max_message_bytes,
             drain_timeout: Duration::from_secs(args.drain_seconds),
+            handlers,
         })
     }
 }

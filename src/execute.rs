@@ -8,9 +8,10 @@
 use prost_types::Timestamp;
 
 use crate::builtins::{sub_task_name, Catalogue};
-use crate::classify::{classify, Classification};
+use crate::classify::{classify, trim_py_whitespace, Classification};
 use crate::error::Error;
 use crate::event::{reply_message_id, ReplyEvent};
+use crate::handlers::{HandlerAnswer, HandlerBinding};
 use crate::pb::{self, OrdinaryReason, Outcome, ParticipantRole, SubState, TaskState};
 use crate::registry::{Body, Snapshot};
 
@@ -164,6 +165,16 @@ pub enum Execution<'m> {
         /// The typed name, when it was not registered.
         name: Option<&'m str>,
     },
+    /// A command whose body is a handler elsewhere: the caller invokes it and turns
+    /// the answer into a reply with [`handler_reply`].
+    Delegate {
+        /// Its name.
+        name: &'m str,
+        /// Its arguments.
+        arguments: &'m str,
+        /// Where its body runs.
+        handler: HandlerBinding,
+    },
     /// A command ran (or was refused).
     Command {
         /// Its name.
@@ -208,16 +219,100 @@ pub fn execute<'m>(
     let reply = match &command.body {
         Body::Builtin { builtin } => refuse_by_role(role, name, builtin.changes_task(arguments))
             .unwrap_or_else(|| builtin.run(task, arguments, catalogue)),
-        Body::None => refuse_by_role(role, name, false).unwrap_or_else(|| Reply {
-            outcome: Outcome::NoHandler,
-            text: format!("command /{name} has no handler"),
-            changes: Changes::default(),
-        }),
+        Body::None => refuse_by_role(role, name, false).unwrap_or_else(|| no_handler(name)),
+        Body::Handler { handler } => match refuse_by_role(role, name, false) {
+            Some(refusal) => refusal,
+            None => {
+                return Execution::Delegate {
+                    name,
+                    arguments,
+                    handler: handler.clone(),
+                }
+            }
+        },
     };
     Execution::Command {
         name,
         arguments,
         reply,
+    }
+}
+
+fn no_handler(name: &str) -> Reply {
+    Reply {
+        outcome: Outcome::NoHandler,
+        text: format!("command /{name} has no handler"),
+        changes: Changes::default(),
+    }
+}
+
+fn failed(name: &str, reason: &str) -> Reply {
+    Reply {
+        outcome: Outcome::Failed,
+        text: format!("/{name} failed: {reason}"),
+        changes: Changes::default(),
+    }
+}
+
+/// Turns a handler's answer into the reply, checking it as the built-ins are checked:
+/// a reply is required, settings must be in the catalogue, a spawn needs a goal, and a
+/// watcher may not change the task.
+pub fn handler_reply(
+    name: &str,
+    answer: HandlerAnswer,
+    task: &Task<'_>,
+    role: ParticipantRole,
+    catalogue: &Catalogue,
+) -> Reply {
+    let (text, model, effort, spawn_goal) = match answer {
+        HandlerAnswer::NoAnswer => return no_handler(name),
+        HandlerAnswer::Abort(reason) => return Reply::refused(format!("refused: {reason}")),
+        HandlerAnswer::Failed(reason) => return failed(name, &reason),
+        HandlerAnswer::Reply {
+            reply,
+            model,
+            effort,
+            spawn_goal,
+        } => (reply, model, effort, spawn_goal),
+    };
+    if text.is_empty() {
+        return failed(name, "malformed answer: no reply");
+    }
+    if let Some(model) = model.as_deref().filter(|m| !catalogue.is_selectable(m)) {
+        return failed(
+            name,
+            &format!("invalid answer: {model:?} is not a selectable model"),
+        );
+    }
+    if let Some(effort) = effort
+        .as_deref()
+        .filter(|e| !Catalogue::is_accepted_effort(e))
+    {
+        return failed(
+            name,
+            &format!("invalid answer: {effort:?} is not an accepted effort"),
+        );
+    }
+    if spawn_goal
+        .as_deref()
+        .is_some_and(|g| trim_py_whitespace(g).is_empty())
+    {
+        return failed(name, "invalid answer: a spawn needs a goal");
+    }
+    let changes = Changes {
+        model,
+        effort,
+        sub_task: spawn_goal.map(|goal| SubTask::next_for(task, &goal)),
+    };
+    if changes != Changes::default() {
+        if let Some(refusal) = refuse_by_role(role, name, true) {
+            return refusal;
+        }
+    }
+    Reply {
+        outcome: Outcome::Ok,
+        text,
+        changes,
     }
 }
 

@@ -10,6 +10,7 @@ pub mod config;
 pub mod error;
 pub mod event;
 pub mod execute;
+pub mod handlers;
 pub mod json;
 pub mod registry;
 pub mod server;

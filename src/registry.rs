@@ -21,6 +21,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 use crate::builtins::Builtin;
 use crate::card::Card;
 use crate::error::Error;
+use crate::handlers::HandlerBinding;
 use crate::spec::{CommandName, CommandSpec};
 
 const COMMAND_PREFIX: &[u8] = b"c:";
@@ -42,6 +43,11 @@ pub enum Body {
     },
     /// Nothing runs it: Execute answers "no handler".
     None,
+    /// A handler elsewhere.
+    Handler {
+        /// Where, and how long to wait.
+        handler: HandlerBinding,
+    },
 }
 
 /// A command in the registry.
@@ -347,7 +353,10 @@ impl State {
         match self.position(spec.name.as_str()) {
             Some(at) => {
                 let old = &self.commands[at];
-                if old.spec == spec && (old.body == body || !replace) {
+                // Re-registering a spec with no body, without override, is what a gateway
+                // does on every start: it leaves the existing body alone.
+                let keeps_body = !replace && body == Body::None;
+                if old.spec == spec && (old.body == body || keeps_body) {
                     return Ok(Applied::Unchanged);
                 }
                 if !replace {

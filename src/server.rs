@@ -19,7 +19,8 @@ use crate::builtins::Catalogue;
 use crate::classify::{classify, Classification};
 use crate::config::Settings;
 use crate::error::Error;
-use crate::execute::{execute, reply_event, Execution, Task};
+use crate::execute::{execute, handler_reply, reply_event, Execution, Task};
+use crate::handlers::{HandlerBinding, Handlers};
 use crate::pb::command_service_server::{CommandService, CommandServiceServer};
 use crate::pb::{self, EventJsonFormat, OrdinaryReason, ParticipantRole};
 use crate::registry::{Applied, Body, Change, OpenError, Registry};
@@ -32,6 +33,7 @@ pub const SERVICE_NAME: &str = "a2a.commands.v1.CommandService";
 pub struct Api {
     registry: Arc<Registry>,
     catalogue: Arc<Catalogue>,
+    handlers: Arc<Handlers>,
 }
 
 fn required<'a, T>(field: &str, value: &'a Option<T>) -> Result<&'a T, Error> {
@@ -67,9 +69,15 @@ impl CommandService for Api {
         let request = request.into_inner();
         let spec = required("spec", &request.spec)?;
         let spec = CommandSpec::new("spec", &spec.name, &spec.description, &spec.argument_hint)?;
+        let body = match &request.handler {
+            None => Body::None,
+            Some(binding) => Body::Handler {
+                handler: HandlerBinding::parse("handler", binding, self.handlers.policy())?,
+            },
+        };
         let change = Change::Register {
             spec,
-            body: Body::None,
+            body,
             replace: request.r#override,
         };
         let (applied, revision) = self.registry.apply(change).await?;
@@ -107,8 +115,13 @@ impl CommandService for Api {
                 body: match c.body {
                     Body::Builtin { .. } => pb::CommandBody::Builtin,
                     Body::None => pb::CommandBody::None,
+                    Body::Handler { .. } => pb::CommandBody::Handler,
                 }
                 .into(),
+                handler: match &c.body {
+                    Body::Handler { handler } => Some(handler.to_proto()),
+                    _ => None,
+                },
             })
             .collect();
         Ok(Response::new(pb::ListSpecsResponse {
@@ -178,44 +191,68 @@ impl CommandService for Api {
         })?;
 
         let snapshot = self.registry.snapshot();
-        let result = match execute(message, &task, role, &snapshot, &self.catalogue) {
-            Execution::Ordinary { reason, name } => {
-                pb::execute_response::Result::Ordinary(ordinary(reason, name))
-            }
-            Execution::Command {
-                name,
-                arguments,
-                reply,
-            } => {
-                let event = reply_event(
-                    &task,
-                    &message.context_id,
-                    &message.message_id,
+        let (name, arguments, reply) =
+            match execute(message, &task, role, &snapshot, &self.catalogue) {
+                Execution::Ordinary { reason, name } => {
+                    return Ok(Response::new(pb::ExecuteResponse {
+                        result: Some(pb::execute_response::Result::Ordinary(ordinary(
+                            reason, name,
+                        ))),
+                        revision: snapshot.revision(),
+                    }));
+                }
+                Execution::Command {
                     name,
-                    &reply,
-                    now(),
-                );
-                let changes = reply.changes.clone();
-                pb::execute_response::Result::Command(pb::CommandOutcome {
-                    command: Some(pb::Command {
-                        name: name.to_owned(),
+                    arguments,
+                    reply,
+                } => (name, arguments, reply),
+                Execution::Delegate {
+                    name,
+                    arguments,
+                    handler,
+                } => {
+                    let invocation = pb::Invocation {
+                        task_id: task.id.to_owned(),
+                        correlation_id: message.message_id.clone(),
+                        attempt: request.attempt.max(1),
+                        command: name.to_owned(),
                         arguments: arguments.to_owned(),
-                    }),
-                    outcome: reply.outcome.into(),
-                    reply: reply.text.clone(),
-                    event: Some(event.to_proto()),
-                    event_json: event.to_json(format),
-                    changes: Some(pb::Changes {
-                        settings: settings_to_proto(changes.model, changes.effort),
-                        sub_task: changes.sub_task.map(|s| pb::SubTaskToCreate {
-                            id: s.id,
-                            name: s.name,
-                            goal: s.goal,
-                        }),
-                    }),
-                })
-            }
-        };
+                        sender: request.sender.clone(),
+                        task: request.task.clone(),
+                        message: Some(message.clone()),
+                    };
+                    let answer = self.handlers.invoke(&handler, &invocation).await;
+                    let reply = handler_reply(name, answer, &task, role, &self.catalogue);
+                    (name, arguments, reply)
+                }
+            };
+        let event = reply_event(
+            &task,
+            &message.context_id,
+            &message.message_id,
+            name,
+            &reply,
+            now(),
+        );
+        let changes = reply.changes.clone();
+        let result = pb::execute_response::Result::Command(pb::CommandOutcome {
+            command: Some(pb::Command {
+                name: name.to_owned(),
+                arguments: arguments.to_owned(),
+            }),
+            outcome: reply.outcome.into(),
+            reply: reply.text.clone(),
+            event: Some(event.to_proto()),
+            event_json: event.to_json(format),
+            changes: Some(pb::Changes {
+                settings: settings_to_proto(changes.model, changes.effort),
+                sub_task: changes.sub_task.map(|s| pb::SubTaskToCreate {
+                    id: s.id,
+                    name: s.name,
+                    goal: s.goal,
+                }),
+            }),
+        });
         Ok(Response::new(pb::ExecuteResponse {
             result: Some(result),
             revision: snapshot.revision(),
@@ -327,6 +364,7 @@ pub async fn start(settings: Settings) -> Result<RunningServer, StartError> {
     let api = Api {
         registry: Arc::clone(&registry),
         catalogue: Arc::new(settings.catalogue.clone()),
+        handlers: Arc::new(Handlers::new(settings.handlers.clone())),
     };
     let (health, health_service) = tonic_health::server::health_reporter();
     health.set_serving::<CommandServiceServer<Api>>().await;

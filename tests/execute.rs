@@ -63,6 +63,7 @@ fn request(text: &str, task: pb::TaskSnapshot, role: Role) -> pb::ExecuteRequest
             role: role.into(),
         }),
         event_json_format: EventJsonFormat::A2a10.into(),
+        attempt: 1,
     }
 }
 

@@ -202,10 +202,7 @@ async fn every_validation_rule_is_invalid_argument_naming_the_field() {
         );
     }
     let missing = client
-        .register(pb::RegisterRequest {
-            spec: None,
-            r#override: false,
-        })
+        .register(pb::RegisterRequest::default())
         .await
         .unwrap_err();
     assert_eq!(missing.code(), Code::InvalidArgument);

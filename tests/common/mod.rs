@@ -101,6 +101,7 @@ pub async fn register(
         .register(pb::RegisterRequest {
             spec: Some(spec),
             r#override: replace,
+            handler: None,
         })
         .await
         .map(|r| r.into_inner())
