@@ -269,10 +269,7 @@ impl Handlers {
         };
         let result = match tokio::time::timeout(binding.timeout(), call).await {
             Ok(result) => result,
-            Err(_) => Err(Failure::new(
-                format!("timed out after {} ms", binding.timeout_ms),
-                "deadline passed",
-            )),
+            Err(_) => Err(Failure::new(timed_out(binding), "deadline passed")),
         };
         result.unwrap_or_else(|failure| {
             tracing::warn!(
@@ -327,7 +324,7 @@ impl Handlers {
         let result = client
             .handle(request)
             .await
-            .map_err(|status| grpc_failure(&status, self.policy.max_answer_bytes))?;
+            .map_err(|status| grpc_failure(&status, binding, self.policy.max_answer_bytes))?;
         Ok(match result.into_inner().result {
             None => HandlerAnswer::NoAnswer,
             Some(pb::handler_result::Result::Abort(abort)) => HandlerAnswer::Abort(abort.reason),
@@ -401,14 +398,23 @@ impl Handlers {
     }
 }
 
-fn grpc_failure(status: &tonic::Status, max_answer_bytes: usize) -> Failure {
+fn timed_out(binding: &HandlerBinding) -> String {
+    format!("timed out after {} ms", binding.timeout_ms)
+}
+
+fn grpc_failure(
+    status: &tonic::Status,
+    binding: &HandlerBinding,
+    max_answer_bytes: usize,
+) -> Failure {
     use tonic::Code;
     let reason = match status.code() {
+        // The deadline we sent with the call (grpc-timeout) passed, on either side.
+        Code::DeadlineExceeded | Code::Cancelled => timed_out(binding),
         Code::OutOfRange | Code::ResourceExhausted if status.message().contains("too large") => {
             format!("answer larger than {max_answer_bytes} bytes")
         }
         Code::Unavailable => "handler unreachable".to_owned(),
-        Code::DeadlineExceeded => "handler deadline exceeded".to_owned(),
         code => format!("handler answered {}", code_name(code)),
     };
     Failure::new(reason, status)
