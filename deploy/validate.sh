@@ -37,8 +37,9 @@ installed_version() { # python -> the installed kubernetes-validate version, or 
   "$1" -c 'import importlib.metadata as m; print(m.version("kubernetes-validate"))' 2>/dev/null || true
 }
 
+venv_ok() { [[ -x "$venv/bin/python3" ]] && "$venv/bin/python3" -m pip --version >/dev/null 2>&1; }
 python=""
-if [[ -x "$venv/bin/python3" ]] || python3 -m venv "$venv" >/dev/null 2>&1; then
+if venv_ok || { python3 -m venv "$venv" >/dev/null 2>&1 && venv_ok; }; then
   python="$venv/bin/python3"
 else
   echo "validate.sh: python3 -m venv failed; installing into $(command -v python3) instead" >&2

@@ -51,6 +51,41 @@ pub struct ServeArgs {
     #[arg(long, env = "A2A_COMMANDS_LISTEN", default_value = "127.0.0.1:50051")]
     pub listen: SocketAddr,
 
+    /// Address of the health-only listener (grpc.health.v1, plaintext), for
+    /// Kubernetes probes on the pod's IP; `off` for none.
+    #[arg(long, env = "A2A_COMMANDS_HEALTH_LISTEN", default_value = "0.0.0.0:50052", value_parser = parse_optional_addr)]
+    pub health_listen: OptionalAddr,
+
+    /// JSON file of declarative commands, reconciled at start and whenever it changes:
+    /// {"commands": [{"name", "description", "argument_hint", "handler"}]}.
+    #[arg(long, env = "A2A_COMMANDS_COMMANDS_FILE")]
+    pub commands_file: Option<PathBuf>,
+
+    /// How often the commands file is checked for changes, in milliseconds.
+    #[arg(
+        long,
+        env = "A2A_COMMANDS_COMMANDS_FILE_POLL_MS",
+        default_value_t = 1_000
+    )]
+    pub commands_file_poll_ms: u64,
+
+    /// File holding the admin token; when set, Register and Unregister need
+    /// `authorization: Bearer <token>`. Read on every such call (Secret rotation).
+    #[arg(long, env = "A2A_COMMANDS_ADMIN_TOKEN_FILE")]
+    pub admin_token_file: Option<PathBuf>,
+
+    /// PEM certificate chain for TLS on the API listener (with --tls-key).
+    #[arg(long, env = "A2A_COMMANDS_TLS_CERT", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+
+    /// PEM private key for TLS on the API listener (with --tls-cert).
+    #[arg(long, env = "A2A_COMMANDS_TLS_KEY", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+
+    /// PEM CA certificate(s): clients must present a certificate signed by one (mTLS).
+    #[arg(long, env = "A2A_COMMANDS_TLS_CLIENT_CA", requires = "tls_cert")]
+    pub tls_client_ca: Option<PathBuf>,
+
     /// Directory of the registry's sled store [default: $XDG_DATA_HOME/a2a-commands,
     /// else ~/.local/share/a2a-commands, else ./a2a-commands-data].
     #[arg(long, env = "A2A_COMMANDS_DATA_DIR")]
@@ -133,6 +168,31 @@ pub struct ServeArgs {
     pub builtins: Option<Vec<String>>,
 }
 
+/// A listen address that can be turned off.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OptionalAddr(pub Option<SocketAddr>);
+
+fn parse_optional_addr(text: &str) -> Result<OptionalAddr, String> {
+    match text.trim() {
+        "" | "off" | "none" => Ok(OptionalAddr(None)),
+        addr => addr
+            .parse()
+            .map(|a| OptionalAddr(Some(a)))
+            .map_err(|e| format!("{e} (an ip:port, or off)")),
+    }
+}
+
+/// TLS files for the API listener.
+#[derive(Clone, Debug)]
+pub struct Tls {
+    /// PEM certificate chain.
+    pub cert: PathBuf,
+    /// PEM private key.
+    pub key: PathBuf,
+    /// PEM CA for client certificates; set means mTLS.
+    pub client_ca: Option<PathBuf>,
+}
+
 /// The config file's shape; every key is optional.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -148,6 +208,16 @@ struct ConfigFile {
 pub struct Settings {
     /// The API's address.
     pub listen: SocketAddr,
+    /// The health-only listener's address, if any.
+    pub health_listen: Option<SocketAddr>,
+    /// The declarative commands file, if any.
+    pub commands_file: Option<PathBuf>,
+    /// How often the commands file is checked.
+    pub commands_file_poll: Duration,
+    /// The admin token's file, if changes need one.
+    pub admin_token_file: Option<PathBuf>,
+    /// TLS for the API listener, if any.
+    pub tls: Option<Tls>,
     /// How to open the registry.
     pub registry: registry::Options,
     /// The model catalogue.
@@ -168,11 +238,17 @@ pub struct Settings {
 pub struct ConfigError(String);
 
 impl Settings {
-    /// A configuration with every default, the registry in `data_dir` and the API on
-    /// `listen` (tests and tools start from this).
+    /// A configuration with every default, the registry in `data_dir`, the API on
+    /// `listen` and the health listener on a free port of the same IP (tests and tools
+    /// start from this).
     pub fn with_defaults(listen: SocketAddr, data_dir: PathBuf) -> Self {
         Self {
             listen,
+            health_listen: Some(SocketAddr::new(listen.ip(), 0)),
+            commands_file: None,
+            commands_file_poll: Duration::from_secs(1),
+            admin_token_file: None,
+            tls: None,
             registry: registry::Options {
                 data_dir,
                 cache_bytes: 8 << 20,
@@ -247,8 +323,21 @@ impl Settings {
                 "handler-concurrency: must be at least 1".into(),
             ));
         }
+        let tls = match (&args.tls_cert, &args.tls_key) {
+            (Some(cert), Some(key)) => Some(Tls {
+                cert: cert.clone(),
+                key: key.clone(),
+                client_ca: args.tls_client_ca.clone(),
+            }),
+            _ => None,
+        };
         Ok(Self {
             listen: args.listen,
+            health_listen: args.health_listen.0,
+            commands_file: args.commands_file.clone(),
+            commands_file_poll: Duration::from_millis(args.commands_file_poll_ms.max(10)),
+            admin_token_file: args.admin_token_file.clone(),
+            tls,
             registry: registry::Options {
                 data_dir: args.data_dir.clone().unwrap_or_else(default_data_dir),
                 cache_bytes: args.cache_mib.max(1) << 20,

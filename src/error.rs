@@ -19,6 +19,15 @@ pub enum Error {
         "command /{0} is already registered with a different spec; set override to replace it"
     )]
     AlreadyExists(String),
+    /// The command belongs to the commands file; the API may not change it.
+    #[error("command /{0} is managed by the commands file; change the file instead")]
+    ManagedByFile(String),
+    /// No admin token was sent, and one is required.
+    #[error("this call needs the admin token: send metadata authorization: Bearer <token>")]
+    Unauthenticated,
+    /// The admin token sent is wrong.
+    #[error("the admin token is not valid")]
+    PermissionDenied,
     /// No command of this name is registered.
     #[error("command /{0} is not registered")]
     NotFound(String),
@@ -59,6 +68,9 @@ impl Error {
             Self::InvalidArgument { .. } => Code::InvalidArgument,
             Self::AlreadyExists(_) => Code::AlreadyExists,
             Self::NotFound(_) => Code::NotFound,
+            Self::ManagedByFile(_) => Code::FailedPrecondition,
+            Self::Unauthenticated => Code::Unauthenticated,
+            Self::PermissionDenied => Code::PermissionDenied,
             Self::RegistryFull(_) | Self::DiskFull(_) => Code::ResourceExhausted,
             Self::Storage(_) | Self::ShuttingDown => Code::Unavailable,
         }

@@ -3,9 +3,12 @@
 //! See `ARCHITECTURE.md` for the map of modules and the invariants they keep.
 #![warn(missing_docs)]
 
+pub mod api;
+pub mod auth;
 pub mod builtins;
 pub mod card;
 pub mod classify;
+pub mod commands_file;
 pub mod config;
 pub mod error;
 pub mod event;

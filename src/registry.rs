@@ -50,6 +50,19 @@ pub enum Body {
     },
 }
 
+/// Who put a command in the registry.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    /// Register, over the API.
+    #[default]
+    Api,
+    /// The built-ins, from configuration.
+    Builtins,
+    /// The commands file; the API may not change such a command.
+    File,
+}
+
 /// A command in the registry.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Registered {
@@ -59,6 +72,9 @@ pub struct Registered {
     pub spec: CommandSpec,
     /// What runs it.
     pub body: Body,
+    /// Who put it there.
+    #[serde(default)]
+    pub source: Source,
 }
 
 /// An immutable view of the registry at one revision.
@@ -110,7 +126,7 @@ impl Snapshot {
 /// A change to the registry.
 #[derive(Clone, Debug)]
 pub enum Change {
-    /// Add a command, or with `replace` replace one in its place.
+    /// Add a command, or with `replace` replace one in its place (from the API).
     Register {
         /// The spec.
         spec: CommandSpec,
@@ -118,6 +134,14 @@ pub enum Change {
         body: Body,
         /// Replace an existing command of the same name.
         replace: bool,
+    },
+    /// Make the commands file's commands exactly `commands`, in that order: add or
+    /// update each, remove those the file added before and no longer lists, and give
+    /// the file's commands the file's order within the places they hold. All or
+    /// nothing.
+    Reconcile {
+        /// The file's commands, in file order.
+        commands: Vec<(CommandSpec, Body)>,
     },
     /// Remove a command.
     Unregister {
@@ -144,7 +168,8 @@ pub enum Applied {
     Unchanged,
     /// A command was removed.
     Removed,
-    /// Several commands were added or removed ([`Change::SetBuiltins`]).
+    /// Several commands were added, updated or removed ([`Change::SetBuiltins`],
+    /// [`Change::Reconcile`]).
     Reconciled,
 }
 
@@ -323,16 +348,20 @@ impl State {
                 spec,
                 body,
                 replace,
-            } => self.register(spec, body, replace, Some(max), batch)?,
+            } => self.register(spec, body, replace, Source::Api, Some(max), batch)?,
             Change::Unregister { name } => {
                 let at = self
                     .position(name.as_str())
                     .ok_or_else(|| Error::NotFound(name.to_string()))?;
+                if self.commands[at].source == Source::File {
+                    return Err(Error::ManagedByFile(name.to_string()));
+                }
                 self.commands.remove(at);
                 batch.remove(command_key(&name));
                 Applied::Removed
             }
             Change::SetBuiltins { enabled } => self.set_builtins(&enabled, batch),
+            Change::Reconcile { commands } => self.reconcile(commands, max, batch)?,
         };
         if applied != Applied::Unchanged {
             self.revision += 1;
@@ -342,11 +371,13 @@ impl State {
         Ok((applied, self.revision))
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn register(
         &mut self,
         spec: CommandSpec,
         body: Body,
         replace: bool,
+        source: Source,
         max: Option<usize>,
         batch: &mut sled::Batch,
     ) -> Result<Applied, Error> {
@@ -359,6 +390,9 @@ impl State {
                 if old.spec == spec && (old.body == body || keeps_body) {
                     return Ok(Applied::Unchanged);
                 }
+                if old.source == Source::File && source != Source::File {
+                    return Err(Error::ManagedByFile(spec.name.to_string()));
+                }
                 if !replace {
                     return Err(Error::AlreadyExists(spec.name.to_string()));
                 }
@@ -366,6 +400,7 @@ impl State {
                     seq: old.seq,
                     spec,
                     body,
+                    source,
                 };
                 batch.insert(command_key(&record.spec.name), encode(&record));
                 self.commands[at] = Arc::new(record);
@@ -379,6 +414,7 @@ impl State {
                     seq: self.next_seq,
                     spec,
                     body,
+                    source,
                 };
                 self.next_seq += 1;
                 batch.insert(command_key(&record.spec.name), encode(&record));
@@ -405,7 +441,7 @@ impl State {
             if self.position(builtin.name()).is_none() {
                 let body = Body::Builtin { builtin };
                 // Built-ins are configuration: they do not count against the capacity.
-                let _ = self.register(builtin.spec(), body, false, None, batch);
+                let _ = self.register(builtin.spec(), body, false, Source::Builtins, None, batch);
                 changed = true;
             }
         }
@@ -414,6 +450,98 @@ impl State {
         } else {
             Applied::Unchanged
         }
+    }
+}
+
+impl State {
+    fn reconcile(
+        &mut self,
+        commands: Vec<(CommandSpec, Body)>,
+        max: usize,
+        batch: &mut sled::Batch,
+    ) -> Result<Applied, Error> {
+        let listed: HashMap<String, usize> = commands
+            .iter()
+            .enumerate()
+            .map(|(i, (spec, _))| (spec.name.to_string(), i))
+            .collect();
+        // Check capacity before changing anything: a change is all or nothing.
+        let dropped = self
+            .commands
+            .iter()
+            .filter(|c| c.source == Source::File && !listed.contains_key(c.spec.name.as_str()))
+            .count();
+        let added = commands
+            .iter()
+            .filter(|(spec, _)| self.position(spec.name.as_str()).is_none())
+            .count();
+        if self.commands.len() - dropped + added > max {
+            return Err(Error::RegistryFull(max));
+        }
+
+        let before = self.commands.clone();
+        let stale: Vec<CommandName> = self
+            .commands
+            .iter()
+            .filter(|c| c.source == Source::File && !listed.contains_key(c.spec.name.as_str()))
+            .map(|c| c.spec.name.clone())
+            .collect();
+        for name in &stale {
+            batch.remove(command_key(name));
+        }
+        self.commands
+            .retain(|c| !(c.source == Source::File && !listed.contains_key(c.spec.name.as_str())));
+        for (spec, body) in commands {
+            match self.position(spec.name.as_str()) {
+                Some(at) => {
+                    let seq = self.commands[at].seq;
+                    self.commands[at] = Arc::new(Registered {
+                        seq,
+                        spec,
+                        body,
+                        source: Source::File,
+                    });
+                }
+                None => {
+                    self.commands.push(Arc::new(Registered {
+                        seq: self.next_seq,
+                        spec,
+                        body,
+                        source: Source::File,
+                    }));
+                    self.next_seq += 1;
+                }
+            }
+        }
+        // The file's commands take the places they hold, in the file's order.
+        let places: Vec<usize> = (0..self.commands.len())
+            .filter(|&i| self.commands[i].source == Source::File)
+            .collect();
+        let mut in_file_order: Vec<Arc<Registered>> = places
+            .iter()
+            .map(|&i| Arc::clone(&self.commands[i]))
+            .collect();
+        in_file_order.sort_by_key(|c| listed[c.spec.name.as_str()]);
+        for (&place, command) in places.iter().zip(in_file_order) {
+            let seq = self.commands[place].seq;
+            self.commands[place] = Arc::new(Registered {
+                seq,
+                ..(*command).clone()
+            });
+        }
+
+        let mut changed = !stale.is_empty();
+        for command in &self.commands {
+            if !before.iter().any(|b| b == command) {
+                batch.insert(command_key(&command.spec.name), encode(command));
+                changed = true;
+            }
+        }
+        Ok(if changed {
+            Applied::Reconciled
+        } else {
+            Applied::Unchanged
+        })
     }
 }
 
@@ -539,6 +667,7 @@ mod tests {
         CommandSpec::new("spec", name, description, "").unwrap()
     }
 
+    /// Registers over the API into a registry of capacity 3.
     fn register(state: &mut State, s: CommandSpec, replace: bool) -> ChangeResult {
         let change = Change::Register {
             spec: s,
@@ -546,6 +675,58 @@ mod tests {
             replace,
         };
         state.apply(change, 3, &mut sled::Batch::default())
+    }
+
+    fn reconcile(state: &mut State, names: &[&str]) -> ChangeResult {
+        let commands = names
+            .iter()
+            .map(|n| (spec(n, "from file"), Body::None))
+            .collect();
+        state.apply(
+            Change::Reconcile { commands },
+            10,
+            &mut sled::Batch::default(),
+        )
+    }
+
+    #[test]
+    fn reconcile_adds_updates_reorders_and_removes_only_its_own() {
+        let mut s = State {
+            revision: 0,
+            next_seq: 0,
+            commands: vec![],
+        };
+        register(&mut s, spec("api", "1"), false).unwrap();
+        assert_eq!(
+            reconcile(&mut s, &["a", "b"]).unwrap().0,
+            Applied::Reconciled
+        );
+        let late = Change::Register {
+            spec: spec("late", "1"),
+            body: Body::None,
+            replace: false,
+        };
+        s.apply(late, 10, &mut sled::Batch::default()).unwrap();
+        assert_eq!(names(&s), ["api", "a", "b", "late"]);
+        assert_eq!(
+            reconcile(&mut s, &["a", "b"]).unwrap(),
+            (Applied::Unchanged, 3)
+        );
+        reconcile(&mut s, &["c", "b", "a"]).unwrap();
+        assert_eq!(names(&s), ["api", "c", "b", "late", "a"]);
+        reconcile(&mut s, &["a"]).unwrap();
+        assert_eq!(names(&s), ["api", "late", "a"]);
+        assert!(matches!(
+            register(&mut s, spec("a", "2"), true),
+            Err(Error::ManagedByFile(_))
+        ));
+        let unregister = Change::Unregister {
+            name: CommandName::parse("name", "a").unwrap(),
+        };
+        let err = s.apply(unregister, 10, &mut sled::Batch::default());
+        assert!(matches!(err, Err(Error::ManagedByFile(_))));
+        // Seqs stay ordered like the list, so a reload sorts the same way.
+        assert!(s.commands.windows(2).all(|w| w[0].seq < w[1].seq));
     }
 
     fn names(state: &State) -> Vec<&str> {

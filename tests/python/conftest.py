@@ -53,7 +53,8 @@ def server_addr():
     """Starts `a2a-commands serve` on 127.0.0.1:0 and waits for its "serving" line."""
     data = tempfile.mkdtemp(prefix="a2a-commands-data-")
     proc = subprocess.Popen(
-        [_binary(), "serve", "--listen", "127.0.0.1:0", "--log-format", "json", "--data-dir", data],
+        [_binary(), "serve", "--listen", "127.0.0.1:0", "--health-listen", "127.0.0.1:0",
+         "--log-format", "json", "--data-dir", data],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,

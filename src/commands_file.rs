@@ -1,0 +1,156 @@
+//! Declarative commands: the `--commands-file` JSON, read at start and whenever it
+//! changes, and reconciled into the registry (see [`Change::Reconcile`]).
+//!
+//! The file has the shape of the harness's plugin `commands.json`, with our handler
+//! binding where that file has its hook: `{"commands": [{"name", "description",
+//! "argument_hint", "handler"}]}`. A file is checked whole before anything changes; a
+//! bad file changes nothing.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::error::Error;
+use crate::handlers::{HandlerBinding, HandlerPolicy};
+use crate::pb;
+use crate::registry::{Body, Change, Registry};
+use crate::spec::CommandSpec;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    commands: Vec<Entry>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Entry {
+    name: String,
+    description: String,
+    #[serde(default)]
+    argument_hint: String,
+    #[serde(default)]
+    handler: Option<HandlerEntry>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HandlerEntry {
+    #[serde(default)]
+    grpc: Option<String>,
+    #[serde(default)]
+    json_rpc: Option<String>,
+    #[serde(default)]
+    timeout_ms: u32,
+}
+
+/// A commands file that cannot be used; the message names the file and the problem.
+#[derive(Debug, thiserror::Error)]
+#[error("commands file {}: {reason}", path.display())]
+pub struct FileError {
+    /// The file.
+    pub path: PathBuf,
+    /// What is wrong with it.
+    pub reason: String,
+}
+
+/// Parses and checks a commands file's text into the registry change it asks for.
+pub fn parse(text: &str, policy: &HandlerPolicy) -> Result<Change, String> {
+    let file: File = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    let mut seen = HashSet::new();
+    let mut commands = Vec::with_capacity(file.commands.len());
+    for (i, entry) in file.commands.into_iter().enumerate() {
+        let at = format!("commands[{i}]");
+        let spec = CommandSpec::new(&at, &entry.name, &entry.description, &entry.argument_hint)
+            .map_err(|e| e.to_string())?;
+        if !seen.insert(spec.name.clone()) {
+            return Err(format!("{at}.name: {:?} is listed twice", entry.name));
+        }
+        let body = match entry.handler {
+            None => Body::None,
+            Some(h) => {
+                use pb::handler_binding::Endpoint;
+                let endpoint = match (h.grpc, h.json_rpc) {
+                    (Some(url), None) => Some(Endpoint::Grpc(url)),
+                    (None, Some(url)) => Some(Endpoint::JsonRpc(url)),
+                    (None, None) => None,
+                    (Some(_), Some(_)) => {
+                        return Err(format!("{at}.handler: set grpc or json_rpc, not both"))
+                    }
+                };
+                let binding = pb::HandlerBinding {
+                    endpoint,
+                    timeout_ms: h.timeout_ms,
+                };
+                let handler = HandlerBinding::parse(&format!("{at}.handler"), &binding, policy)
+                    .map_err(|e| e.to_string())?;
+                Body::Handler { handler }
+            }
+        };
+        commands.push((spec, body));
+    }
+    Ok(Change::Reconcile { commands })
+}
+
+/// Reads, checks and applies the file once.
+pub async fn apply(
+    path: &Path,
+    policy: &HandlerPolicy,
+    registry: &Registry,
+) -> Result<(), FileError> {
+    let fail = |reason: String| FileError {
+        path: path.to_owned(),
+        reason,
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| fail(e.to_string()))?;
+    let change = parse(&text, policy).map_err(fail)?;
+    registry
+        .apply(change)
+        .await
+        .map_err(|e: Error| fail(e.to_string()))?;
+    Ok(())
+}
+
+/// Re-reads the file every `interval` and reconciles when its content changed. A bad
+/// change is logged and skipped: the registry keeps the last good state. Kubernetes
+/// updates a mounted ConfigMap by swapping a symlink, which polling the path sees.
+pub async fn watch(
+    path: PathBuf,
+    interval: Duration,
+    policy: HandlerPolicy,
+    registry: Arc<Registry>,
+) {
+    let mut last = std::fs::read(&path).ok();
+    let mut ticks = tokio::time::interval(interval);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        let current = match std::fs::read(&path) {
+            Ok(bytes) => bytes,
+            Err(e) => {
+                if last.is_some() {
+                    tracing::warn!(file = %path.display(), error = %e, "commands file unreadable; keeping the registry as it is");
+                    last = None;
+                }
+                continue;
+            }
+        };
+        if last.as_ref() == Some(&current) {
+            continue;
+        }
+        last = Some(current);
+        match apply(&path, &policy, &registry).await {
+            Ok(()) => tracing::info!(
+                file = %path.display(),
+                revision = registry.snapshot().revision(),
+                "commands file reconciled"
+            ),
+            Err(e) => {
+                tracing::error!(error = %e, "commands file rejected; keeping the last good registry")
+            }
+        }
+    }
+}
