@@ -8,7 +8,8 @@ use tracing_subscriber::EnvFilter;
 use a2a_commands::config::{Cli, Command, LogFormat, ServeArgs, Settings};
 use a2a_commands::server;
 
-fn init_logging(args: &ServeArgs) {
+/// Sets up logging; the returned guard flushes the log when dropped.
+fn init_logging(args: &ServeArgs) -> tracing_appender::non_blocking::WorkerGuard {
     let filter = EnvFilter::try_new(&args.log_filter).unwrap_or_else(|e| {
         eprintln!(
             "a2a-commands: invalid log filter {:?} ({e}); using info",
@@ -17,14 +18,21 @@ fn init_logging(args: &ServeArgs) {
         EnvFilter::new("info")
     });
     use std::io::IsTerminal as _;
+    // Lines are written by a background thread, so a call never waits for stderr; under
+    // an extreme burst, lines are dropped rather than calls slowed.
+    let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
+        .lossy(true)
+        .thread_name("log-writer")
+        .finish(std::io::stderr());
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(std::io::stderr().is_terminal())
-        .with_writer(std::io::stderr);
+        .with_writer(writer);
     match args.log_format {
         LogFormat::Text => builder.init(),
         LogFormat::Json => builder.json().flatten_event(true).init(),
     }
+    guard
 }
 
 /// Resolves when SIGTERM or SIGINT arrives.
@@ -54,12 +62,16 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let Command::Serve(args) = cli.command;
-    init_logging(&args);
+    let log = init_logging(&args);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .expect("tokio runtime");
-    match runtime.block_on(serve(args)) {
+    let result = runtime.block_on(serve(args));
+    drop(runtime);
+    // Flush the log first, so that an error line below is the last thing printed.
+    drop(log);
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
             // One clear line for the operator; the log may be JSON or filtered.

@@ -465,32 +465,29 @@ impl State {
             .enumerate()
             .map(|(i, (spec, _))| (spec.name.to_string(), i))
             .collect();
-        // Check capacity before changing anything: a change is all or nothing.
-        let dropped = self
+        // The file put it there and no longer lists it.
+        let dropped =
+            |c: &Registered| c.source == Source::File && !listed.contains_key(c.spec.name.as_str());
+        let stale: Vec<CommandName> = self
             .commands
             .iter()
-            .filter(|c| c.source == Source::File && !listed.contains_key(c.spec.name.as_str()))
-            .count();
+            .filter(|c| dropped(c))
+            .map(|c| c.spec.name.clone())
+            .collect();
+        // Check capacity before changing anything: a change is all or nothing.
         let added = commands
             .iter()
             .filter(|(spec, _)| self.position(spec.name.as_str()).is_none())
             .count();
-        if self.commands.len() - dropped + added > max {
+        if self.commands.len() - stale.len() + added > max {
             return Err(Error::RegistryFull(max));
         }
 
         let before = self.commands.clone();
-        let stale: Vec<CommandName> = self
-            .commands
-            .iter()
-            .filter(|c| c.source == Source::File && !listed.contains_key(c.spec.name.as_str()))
-            .map(|c| c.spec.name.clone())
-            .collect();
         for name in &stale {
             batch.remove(command_key(name));
         }
-        self.commands
-            .retain(|c| !(c.source == Source::File && !listed.contains_key(c.spec.name.as_str())));
+        self.commands.retain(|c| !dropped(c));
         for (spec, body) in commands {
             match self.position(spec.name.as_str()) {
                 Some(at) => {

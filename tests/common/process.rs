@@ -27,6 +27,8 @@ pub fn serve_command(data_dir: &Path, extra: &[&str]) -> Command {
             "serve",
             "--listen",
             "127.0.0.1:0",
+            "--health-listen",
+            "127.0.0.1:0",
             "--log-format",
             "json",
             "--data-dir",
