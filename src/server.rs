@@ -11,7 +11,7 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
-use tokio_stream::wrappers::TcpListenerStream;
+use tonic::transport::server::TcpIncoming;
 use tonic::transport::{Certificate, Identity, ServerTlsConfig};
 use tonic_health::server::HealthReporter;
 use tonic_health::ServingStatus;
@@ -145,6 +145,12 @@ fn reflection_builder() -> tonic_reflection::server::Builder<'static> {
         .register_encoded_file_descriptor_set(tonic_types::pb::FILE_DESCRIPTOR_SET)
 }
 
+/// Accepted connections with Nagle's algorithm off: a gRPC answer is written in pieces,
+/// and waiting to coalesce them costs tens of milliseconds against delayed ACKs.
+fn incoming(listener: TcpListener) -> TcpIncoming {
+    TcpIncoming::from(listener).with_nodelay(Some(true))
+}
+
 async fn bind(addr: SocketAddr) -> Result<(TcpListener, SocketAddr), StartError> {
     let fail = |source| StartError::Bind { addr, source };
     let listener = TcpListener::bind(addr).await.map_err(fail)?;
@@ -203,9 +209,8 @@ pub async fn start(settings: Settings) -> Result<RunningServer, StartError> {
         .max_decoding_message_size(settings.max_message_bytes)
         .max_encoding_message_size(usize::MAX);
 
-    let mut builder = tonic::transport::Server::builder()
-        .http2_keepalive_interval(Some(Duration::from_secs(30)))
-        .tcp_nodelay(true);
+    let mut builder =
+        tonic::transport::Server::builder().http2_keepalive_interval(Some(Duration::from_secs(30)));
     if let Some(tls) = tls {
         builder = builder
             .tls_config(tls)
@@ -218,7 +223,7 @@ pub async fn start(settings: Settings) -> Result<RunningServer, StartError> {
             .add_service(reflection_builder().build_v1()?)
             .add_service(reflection_builder().build_v1alpha()?)
             .add_service(api)
-            .serve_with_incoming_shutdown(TcpListenerStream::new(listener), async {
+            .serve_with_incoming_shutdown(incoming(listener), async {
                 let _ = api_stopped.await;
             }),
     );
@@ -229,7 +234,7 @@ pub async fn start(settings: Settings) -> Result<RunningServer, StartError> {
             let task = tokio::spawn(
                 tonic::transport::Server::builder()
                     .add_service(health_service)
-                    .serve_with_incoming_shutdown(TcpListenerStream::new(listener), async {
+                    .serve_with_incoming_shutdown(incoming(listener), async {
                         let _ = health_stopped.await;
                     }),
             );
@@ -250,7 +255,7 @@ pub async fn start(settings: Settings) -> Result<RunningServer, StartError> {
     let snapshot = registry.snapshot();
     tracing::info!(
         addr = %addr,
-        health_addr = ?health_addr,
+        health_addr = %health_addr.map_or_else(|| "off".to_owned(), |a| a.to_string()),
         tls = settings.tls.is_some(),
         revision = snapshot.revision(),
         commands = snapshot.commands().len(),

@@ -96,7 +96,9 @@ async fn start_grpc_handler() -> (SocketAddr, GrpcHandler) {
     tokio::spawn(
         tonic::transport::Server::builder()
             .add_service(service)
-            .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener)),
+            .serve_with_incoming(
+                tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true)),
+            ),
     );
     (addr, handler)
 }

@@ -74,7 +74,9 @@ async fn start_gate() -> (String, Gate) {
     tokio::spawn(
         tonic::transport::Server::builder()
             .add_service(CommandHandlerServer::new(gate.clone()))
-            .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener)),
+            .serve_with_incoming(
+                tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true)),
+            ),
     );
     (url, gate)
 }
