@@ -106,7 +106,6 @@ pub fn list_response(snapshot: &Snapshot) -> pb::ListSpecsResponse {
     let card = snapshot.card();
     let commands = snapshot
         .commands()
-        .iter()
         .map(|c| pb::RegisteredCommand {
             spec: Some(spec_to_proto(&c.spec)),
             body: match c.body {

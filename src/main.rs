@@ -23,7 +23,12 @@ fn init_logging(args: &ServeArgs) -> tracing_appender::non_blocking::WorkerGuard
     let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
         .lossy(true)
         .thread_name("log-writer")
-        .finish(std::io::stderr());
+        // Buffered: the writer thread flushes whenever its queue runs empty, so a burst
+        // of lines costs a few system calls, not one each.
+        .finish(std::io::BufWriter::with_capacity(
+            64 * 1024,
+            std::io::stderr(),
+        ));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(std::io::stderr().is_terminal())

@@ -77,49 +77,115 @@ pub struct Registered {
     pub source: Source,
 }
 
+/// The commands, in order and by name. Both maps are persistent (they share structure),
+/// so a copy costs O(1) and a change O(log n): publishing a snapshot after a change does
+/// not grow with the registry.
+#[derive(Clone, Debug, Default)]
+struct Commands {
+    by_seq: imbl::OrdMap<u64, Arc<Registered>>,
+    by_name: imbl::HashMap<CommandName, Arc<Registered>>,
+}
+
+impl Commands {
+    fn get(&self, name: &str) -> Option<&Arc<Registered>> {
+        self.by_name.get(name)
+    }
+
+    fn len(&self) -> usize {
+        self.by_name.len()
+    }
+
+    fn iter(&self) -> impl ExactSizeIterator<Item = &Arc<Registered>> + '_ {
+        self.by_seq.values()
+    }
+
+    /// Inserts `record`, replacing the command of the same name (wherever it was).
+    fn put(&mut self, record: Registered) -> Arc<Registered> {
+        let record = Arc::new(record);
+        if let Some(old) = self
+            .by_name
+            .insert(record.spec.name.clone(), Arc::clone(&record))
+        {
+            // Moving to another place: free the old one, unless another command has
+            // already taken it.
+            if old.seq != record.seq
+                && self
+                    .by_seq
+                    .get(&old.seq)
+                    .is_some_and(|at| at.spec.name == old.spec.name)
+            {
+                self.by_seq.remove(&old.seq);
+            }
+        }
+        self.by_seq.insert(record.seq, Arc::clone(&record));
+        record
+    }
+
+    fn remove(&mut self, name: &str) -> Option<Arc<Registered>> {
+        let old = self.by_name.remove(name)?;
+        self.by_seq.remove(&old.seq);
+        Some(old)
+    }
+}
+
 /// An immutable view of the registry at one revision.
 #[derive(Debug)]
 pub struct Snapshot {
     revision: u64,
-    commands: Vec<Arc<Registered>>,
-    by_name: HashMap<CommandName, Arc<Registered>>,
+    commands: Commands,
     /// Rendered on first use, so writes never pay for it.
     card: OnceLock<Card>,
 }
 
 impl Snapshot {
-    fn new(revision: u64, commands: Vec<Arc<Registered>>) -> Self {
-        let by_name = commands
-            .iter()
-            .map(|c| (c.spec.name.clone(), Arc::clone(c)))
-            .collect();
-        Self {
-            revision,
-            commands,
-            by_name,
-            card: OnceLock::new(),
-        }
-    }
-
     /// The revision: bumped by every change, persisted, never going backwards.
     pub fn revision(&self) -> u64 {
         self.revision
     }
 
     /// The commands in registration order.
-    pub fn commands(&self) -> &[Arc<Registered>] {
-        &self.commands
+    pub fn commands(&self) -> impl ExactSizeIterator<Item = &Arc<Registered>> + '_ {
+        self.commands.iter()
+    }
+
+    /// How many commands there are.
+    pub fn len(&self) -> usize {
+        self.commands.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     /// The command named `name`.
     pub fn get(&self, name: &str) -> Option<&Arc<Registered>> {
-        self.by_name.get(name)
+        self.commands.get(name)
     }
 
     /// The agent card's extension entry for these commands.
     pub fn card(&self) -> &Card {
         self.card
             .get_or_init(|| Card::render(self.commands.iter().map(|c| &c.spec)))
+    }
+
+    /// A snapshot of `commands` in the order given, that no store holds: for
+    /// benchmarks and tests of the read path.
+    pub fn detached(commands: impl IntoIterator<Item = (CommandSpec, Body)>) -> Self {
+        let mut all = Commands::default();
+        for (seq, (spec, body)) in commands.into_iter().enumerate() {
+            all.put(Registered {
+                seq: seq as u64,
+                spec,
+                body,
+                source: Source::Api,
+            });
+        }
+        Self {
+            revision: 0,
+            commands: all,
+            card: OnceLock::new(),
+        }
     }
 }
 
@@ -295,7 +361,7 @@ fn open_sled(dir: &Path, cache_bytes: u64) -> Result<sled::Db, String> {
 struct State {
     revision: u64,
     next_seq: u64,
-    commands: Vec<Arc<Registered>>,
+    commands: Commands,
 }
 
 impl State {
@@ -312,7 +378,7 @@ impl State {
         };
         let revision = read_u64(REVISION_KEY)?;
         let next_seq = read_u64(NEXT_SEQ_KEY)?;
-        let mut commands = Vec::new();
+        let mut commands = Commands::default();
         for item in db.scan_prefix(COMMAND_PREFIX) {
             let (key, value) = item.map_err(|e| e.to_string())?;
             let record: Registered = serde_json::from_slice(&value).map_err(|e| {
@@ -321,9 +387,15 @@ impl State {
                     show(&key)
                 )
             })?;
-            commands.push(Arc::new(record));
+            if record.seq >= next_seq {
+                return Err(format!(
+                    "the store is corrupt: record {} has place {} beyond the next ({next_seq})",
+                    show(&key),
+                    record.seq
+                ));
+            }
+            commands.put(record);
         }
-        commands.sort_by_key(|c| c.seq);
         Ok(Self {
             revision,
             next_seq,
@@ -332,16 +404,31 @@ impl State {
     }
 
     fn snapshot(&self) -> Snapshot {
-        Snapshot::new(self.revision, self.commands.clone())
+        Snapshot {
+            revision: self.revision,
+            commands: self.commands.clone(),
+            card: OnceLock::new(),
+        }
     }
 
-    fn position(&self, name: &str) -> Option<usize> {
-        self.commands
-            .iter()
-            .position(|c| c.spec.name.as_str() == name)
+    /// Writes `record` to the state and to `batch`.
+    fn put(&mut self, record: Registered, batch: &mut sled::Batch) {
+        batch.insert(command_key(&record.spec.name), encode(&record));
+        self.commands.put(record);
     }
 
-    /// Applies one change in memory and records its writes in `batch`.
+    fn remove(&mut self, name: &CommandName, batch: &mut sled::Batch) {
+        batch.remove(command_key(name));
+        self.commands.remove(name.as_str());
+    }
+
+    fn take_seq(&mut self) -> u64 {
+        self.next_seq += 1;
+        self.next_seq - 1
+    }
+
+    /// Applies one change in memory and records its writes in `batch`. A change that
+    /// fails leaves both untouched.
     fn apply(&mut self, change: Change, max: usize, batch: &mut sled::Batch) -> ChangeResult {
         let applied = match change {
             Change::Register {
@@ -350,14 +437,14 @@ impl State {
                 replace,
             } => self.register(spec, body, replace, Source::Api, Some(max), batch)?,
             Change::Unregister { name } => {
-                let at = self
-                    .position(name.as_str())
+                let old = self
+                    .commands
+                    .get(name.as_str())
                     .ok_or_else(|| Error::NotFound(name.to_string()))?;
-                if self.commands[at].source == Source::File {
+                if old.source == Source::File {
                     return Err(Error::ManagedByFile(name.to_string()));
                 }
-                self.commands.remove(at);
-                batch.remove(command_key(&name));
+                self.remove(&name, batch);
                 Applied::Removed
             }
             Change::SetBuiltins { enabled } => self.set_builtins(&enabled, batch),
@@ -381,9 +468,8 @@ impl State {
         max: Option<usize>,
         batch: &mut sled::Batch,
     ) -> Result<Applied, Error> {
-        match self.position(spec.name.as_str()) {
-            Some(at) => {
-                let old = &self.commands[at];
+        match self.commands.get(spec.name.as_str()) {
+            Some(old) => {
                 // Re-registering a spec with no body, without override, is what a gateway
                 // does on every start: it leaves the existing body alone.
                 let keeps_body = !replace && body == Body::None;
@@ -396,49 +482,50 @@ impl State {
                 if !replace {
                     return Err(Error::AlreadyExists(spec.name.to_string()));
                 }
-                let record = Registered {
-                    seq: old.seq,
-                    spec,
-                    body,
-                    source,
-                };
-                batch.insert(command_key(&record.spec.name), encode(&record));
-                self.commands[at] = Arc::new(record);
+                let seq = old.seq;
+                self.put(
+                    Registered {
+                        seq,
+                        spec,
+                        body,
+                        source,
+                    },
+                    batch,
+                );
                 Ok(Applied::Replaced)
             }
             None => {
                 if let Some(max) = max.filter(|&max| self.commands.len() >= max) {
                     return Err(Error::RegistryFull(max));
                 }
-                let record = Registered {
-                    seq: self.next_seq,
-                    spec,
-                    body,
-                    source,
-                };
-                self.next_seq += 1;
-                batch.insert(command_key(&record.spec.name), encode(&record));
-                self.commands.push(Arc::new(record));
+                let seq = self.take_seq();
+                self.put(
+                    Registered {
+                        seq,
+                        spec,
+                        body,
+                        source,
+                    },
+                    batch,
+                );
                 Ok(Applied::Created)
             }
         }
     }
 
     fn set_builtins(&mut self, enabled: &[Builtin], batch: &mut sled::Batch) -> Applied {
-        let mut changed = false;
         let stale: Vec<CommandName> = self
             .commands
             .iter()
             .filter(|c| matches!(c.body, Body::Builtin { builtin } if !enabled.contains(&builtin)))
             .map(|c| c.spec.name.clone())
             .collect();
-        for name in stale {
-            self.commands.retain(|c| c.spec.name != name);
-            batch.remove(command_key(&name));
-            changed = true;
+        let mut changed = !stale.is_empty();
+        for name in &stale {
+            self.remove(name, batch);
         }
         for &builtin in enabled {
-            if self.position(builtin.name()).is_none() {
+            if self.commands.get(builtin.name()).is_none() {
                 let body = Body::Builtin { builtin };
                 // Built-ins are configuration: they do not count against the capacity.
                 let _ = self.register(builtin.spec(), body, false, Source::Builtins, None, batch);
@@ -451,33 +538,29 @@ impl State {
             Applied::Unchanged
         }
     }
-}
 
-impl State {
     fn reconcile(
         &mut self,
         commands: Vec<(CommandSpec, Body)>,
         max: usize,
         batch: &mut sled::Batch,
     ) -> Result<Applied, Error> {
-        let listed: HashMap<String, usize> = commands
+        let listed: HashMap<CommandName, usize> = commands
             .iter()
             .enumerate()
-            .map(|(i, (spec, _))| (spec.name.to_string(), i))
+            .map(|(i, (spec, _))| (spec.name.clone(), i))
             .collect();
         // The file put it there and no longer lists it.
-        let dropped =
-            |c: &Registered| c.source == Source::File && !listed.contains_key(c.spec.name.as_str());
         let stale: Vec<CommandName> = self
             .commands
             .iter()
-            .filter(|c| dropped(c))
+            .filter(|c| c.source == Source::File && !listed.contains_key(&c.spec.name))
             .map(|c| c.spec.name.clone())
             .collect();
         // Check capacity before changing anything: a change is all or nothing.
         let added = commands
             .iter()
-            .filter(|(spec, _)| self.position(spec.name.as_str()).is_none())
+            .filter(|(spec, _)| self.commands.get(spec.name.as_str()).is_none())
             .count();
         if self.commands.len() - stale.len() + added > max {
             return Err(Error::RegistryFull(max));
@@ -485,55 +568,37 @@ impl State {
 
         let before = self.commands.clone();
         for name in &stale {
-            batch.remove(command_key(name));
+            self.remove(name, batch);
         }
-        self.commands.retain(|c| !dropped(c));
-        for (spec, body) in commands {
-            match self.position(spec.name.as_str()) {
-                Some(at) => {
-                    let seq = self.commands[at].seq;
-                    self.commands[at] = Arc::new(Registered {
-                        seq,
-                        spec,
-                        body,
-                        source: Source::File,
-                    });
-                }
-                None => {
-                    self.commands.push(Arc::new(Registered {
-                        seq: self.next_seq,
-                        spec,
-                        body,
-                        source: Source::File,
-                    }));
-                    self.next_seq += 1;
-                }
-            }
-        }
-        // The file's commands take the places they hold, in the file's order.
-        let places: Vec<usize> = (0..self.commands.len())
-            .filter(|&i| self.commands[i].source == Source::File)
-            .collect();
-        let mut in_file_order: Vec<Arc<Registered>> = places
+        // The file's commands keep the places they hold (new ones get places at the
+        // end), and take those places in the file's order.
+        let mut places: Vec<u64> = commands
             .iter()
-            .map(|&i| Arc::clone(&self.commands[i]))
+            .map(|(spec, _)| match self.commands.get(spec.name.as_str()) {
+                Some(existing) => existing.seq,
+                None => self.take_seq(),
+            })
             .collect();
-        in_file_order.sort_by_key(|c| listed[c.spec.name.as_str()]);
-        for (&place, command) in places.iter().zip(in_file_order) {
-            let seq = self.commands[place].seq;
-            self.commands[place] = Arc::new(Registered {
+        places.sort_unstable();
+        let changed_records: Vec<Registered> = commands
+            .into_iter()
+            .zip(places)
+            .map(|((spec, body), seq)| Registered {
                 seq,
-                ..(*command).clone()
-            });
+                spec,
+                body,
+                source: Source::File,
+            })
+            .filter(|record| before.get(record.spec.name.as_str()).map(|b| &**b) != Some(record))
+            .collect();
+        // Take them all out first, so that no move lands on a place another still holds.
+        for record in &changed_records {
+            self.commands.remove(record.spec.name.as_str());
         }
-
-        let mut changed = !stale.is_empty();
-        for command in &self.commands {
-            if !before.iter().any(|b| b == command) {
-                batch.insert(command_key(&command.spec.name), encode(command));
-                changed = true;
-            }
+        for record in changed_records {
+            self.put(record, batch);
         }
+        let changed = !stale.is_empty() || self.commands.by_seq != before.by_seq;
         Ok(if changed {
             Applied::Reconciled
         } else {
@@ -626,9 +691,19 @@ impl Writer {
             replies.push(reply);
         }
         if next.revision != self.state.revision {
+            let started = std::time::Instant::now();
             let written = self.db.apply_batch(batch).and_then(|()| self.db.flush());
+            let flushed = started.elapsed();
             match written {
-                Ok(_) => self.publish(next),
+                Ok(_) => {
+                    self.publish(next);
+                    tracing::debug!(
+                        changes = replies.len(),
+                        write_us = flushed.as_micros() as u64,
+                        publish_us = (started.elapsed() - flushed).as_micros() as u64,
+                        "group committed"
+                    );
+                }
                 Err(e) => {
                     let err = Error::from_store(e);
                     tracing::error!(error = %err, changes = replies.len(), "registry write failed");
@@ -691,7 +766,7 @@ mod tests {
         let mut s = State {
             revision: 0,
             next_seq: 0,
-            commands: vec![],
+            commands: Commands::default(),
         };
         register(&mut s, spec("api", "1"), false).unwrap();
         assert_eq!(
@@ -723,7 +798,11 @@ mod tests {
         let err = s.apply(unregister, 10, &mut sled::Batch::default());
         assert!(matches!(err, Err(Error::ManagedByFile(_))));
         // Seqs stay ordered like the list, so a reload sorts the same way.
-        assert!(s.commands.windows(2).all(|w| w[0].seq < w[1].seq));
+        // Both maps agree: every place holds the command its name points to.
+        assert_eq!(s.commands.by_seq.len(), s.commands.by_name.len());
+        for command in s.commands.iter() {
+            assert_eq!(s.commands.get(command.spec.name.as_str()), Some(command));
+        }
     }
 
     fn names(state: &State) -> Vec<&str> {
@@ -739,7 +818,7 @@ mod tests {
         let mut s = State {
             revision: 0,
             next_seq: 0,
-            commands: vec![],
+            commands: Commands::default(),
         };
         assert_eq!(
             register(&mut s, spec("a", "1"), false).unwrap(),

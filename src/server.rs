@@ -258,7 +258,7 @@ pub async fn start(settings: Settings) -> Result<RunningServer, StartError> {
         health_addr = %health_addr.map_or_else(|| "off".to_owned(), |a| a.to_string()),
         tls = settings.tls.is_some(),
         revision = snapshot.revision(),
-        commands = snapshot.commands().len(),
+        commands = snapshot.len(),
         "serving"
     );
     Ok(RunningServer {
