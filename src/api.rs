@@ -18,6 +18,7 @@ use crate::classify::{classify, Classification};
 use crate::error::Error;
 use crate::execute::{execute, handler_reply, reply_event, Execution, Reply, Task};
 use crate::handlers::{HandlerBinding, Handlers};
+use crate::list_route::ListCache;
 use crate::pb::command_service_server::CommandService;
 use crate::pb::{self, EventJsonFormat, OrdinaryReason, ParticipantRole};
 use crate::registry::{Applied, Body, Change, Registry, Snapshot, Source};
@@ -29,6 +30,7 @@ pub struct Api {
     catalogue: Arc<Catalogue>,
     handlers: Arc<Handlers>,
     auth: AdminAuth,
+    list_cache: ListCache,
 }
 
 impl Api {
@@ -45,12 +47,23 @@ impl Api {
             catalogue: Arc::new(catalogue),
             handlers: Arc::new(handlers),
             auth,
+            list_cache: ListCache::default(),
         }
+    }
+
+    /// The registry served.
+    pub(crate) fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    /// The encoded ListSpecs answer of the latest revision.
+    pub(crate) fn list_cache(&self) -> &ListCache {
+        &self.list_cache
     }
 }
 
 /// Logs the call's one line and wraps the answer.
-fn logged<T>(
+pub(crate) fn logged<T>(
     method: &'static str,
     started: Instant,
     command: &str,
@@ -101,8 +114,9 @@ fn spec_to_proto(spec: &CommandSpec) -> pb::CommandSpec {
     }
 }
 
-/// The registry at one snapshot, as ListSpecs and WatchSpecs send it.
-pub fn list_response(snapshot: &Snapshot) -> pb::ListSpecsResponse {
+/// The registry at one snapshot, as ListSpecs and WatchSpecs send it; `with_struct`
+/// adds the card entry as a protobuf message.
+pub fn list_response(snapshot: &Snapshot, with_struct: bool) -> pb::ListSpecsResponse {
     let card = snapshot.card();
     let commands = snapshot
         .commands()
@@ -131,7 +145,7 @@ pub fn list_response(snapshot: &Snapshot) -> pb::ListSpecsResponse {
         revision: snapshot.revision(),
         card_params_json: card.params_json.clone(),
         card_extension_json: card.extension_json.clone(),
-        card_extension: Some(pb::AgentExtension {
+        card_extension: with_struct.then(|| pb::AgentExtension {
             uri: crate::card::EXTENSION_URI.to_owned(),
             description: crate::card::EXTENSION_DESCRIPTION.to_owned(),
             required: false,
@@ -353,10 +367,11 @@ impl CommandService for Api {
 
     async fn list_specs(
         &self,
-        _request: Request<pb::ListSpecsRequest>,
+        request: Request<pb::ListSpecsRequest>,
     ) -> Result<Response<pb::ListSpecsResponse>, Status> {
         let started = Instant::now();
-        let response = list_response(&self.registry.snapshot());
+        let with_struct = request.get_ref().include_card_extension;
+        let response = list_response(&self.registry.snapshot(), with_struct);
         logged("ListSpecs", started, "", Ok(response))
     }
 
@@ -364,13 +379,14 @@ impl CommandService for Api {
 
     async fn watch_specs(
         &self,
-        _request: Request<pb::WatchSpecsRequest>,
+        request: Request<pb::WatchSpecsRequest>,
     ) -> Result<Response<Self::WatchSpecsStream>, Status> {
         let started = Instant::now();
+        let with_struct = request.get_ref().include_card_extension;
         // A watch channel holds only the latest snapshot: a slow reader skips ahead and
         // the writer never waits for it.
         let updates = tokio_stream::wrappers::WatchStream::new(self.registry.subscribe())
-            .map(|snapshot| Ok(list_response(&snapshot)));
+            .map(move |snapshot| Ok(list_response(&snapshot, with_struct)));
         logged(
             "WatchSpecs",
             started,

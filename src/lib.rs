@@ -15,6 +15,7 @@ pub mod event;
 pub mod execute;
 pub mod handlers;
 pub mod json;
+pub mod list_route;
 pub mod registry;
 pub mod server;
 pub mod spec;

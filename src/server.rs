@@ -22,6 +22,7 @@ use crate::commands_file::{self, FileError};
 use crate::config::{Settings, Tls};
 use crate::error::Error;
 use crate::handlers::Handlers;
+use crate::list_route::Routes;
 use crate::pb::{self, command_service_server::CommandServiceServer};
 use crate::registry::{Change, OpenError, Registry};
 
@@ -197,17 +198,15 @@ pub async fn start(settings: Settings) -> Result<RunningServer, StartError> {
         None => None,
     };
 
-    let api = Api::new(
+    let api = Arc::new(Api::new(
         Arc::clone(&registry),
         settings.catalogue.clone(),
         Handlers::new(settings.handlers.clone()),
         auth,
-    );
+    ));
     let (health, health_service) = tonic_health::server::health_reporter();
     health.set_serving::<CommandServiceServer<Api>>().await;
-    let api = CommandServiceServer::new(api)
-        .max_decoding_message_size(settings.max_message_bytes)
-        .max_encoding_message_size(usize::MAX);
+    let api = Routes::new(api, settings.max_message_bytes);
 
     let mut builder =
         tonic::transport::Server::builder().http2_keepalive_interval(Some(Duration::from_secs(30)));

@@ -138,7 +138,17 @@ async fn many_commands_in_registration_order() {
 async fn protobuf_extension_matches_the_json() {
     let server = TestServer::start().await;
     let mut client = server.client().await;
-    let listed = list(&mut client).await;
+    assert!(
+        list(&mut client).await.card_extension.is_none(),
+        "only on request"
+    );
+    let listed = client
+        .list_specs(a2a_commands::pb::ListSpecsRequest {
+            include_card_extension: true,
+        })
+        .await
+        .unwrap()
+        .into_inner();
     let ext = listed.card_extension.unwrap();
     assert_eq!(ext.uri, EXTENSION_URI);
     assert!(!ext.required);

@@ -144,7 +144,10 @@ async fn health_listener_serves_health_only() {
         ServingStatus::Serving
     );
     let mut api = CommandServiceClient::new(channel.clone());
-    let status = api.list_specs(pb::ListSpecsRequest {}).await.unwrap_err();
+    let status = api
+        .list_specs(pb::ListSpecsRequest::default())
+        .await
+        .unwrap_err();
     assert_eq!(status.code(), Code::Unimplemented);
     let mut reflection =
         tonic_reflection::pb::v1::server_reflection_client::ServerReflectionClient::new(channel);
@@ -298,7 +301,7 @@ async fn commands_file_converges_without_restart() {
     .await
     .unwrap();
     let mut watch = client
-        .watch_specs(pb::WatchSpecsRequest {})
+        .watch_specs(pb::WatchSpecsRequest::default())
         .await
         .unwrap()
         .into_inner();
@@ -424,7 +427,7 @@ async fn watch_specs_sends_the_state_then_each_change_and_never_blocks_writers()
     let server = TestServer::start_with(|s| s.builtins.clear()).await;
     let mut client = server.client().await;
     let mut watch = client
-        .watch_specs(pb::WatchSpecsRequest {})
+        .watch_specs(pb::WatchSpecsRequest::default())
         .await
         .unwrap()
         .into_inner();
@@ -452,7 +455,7 @@ async fn watch_specs_sends_the_state_then_each_change_and_never_blocks_writers()
 
     // A watcher that never reads: registration goes on regardless.
     let _stalled = client
-        .watch_specs(pb::WatchSpecsRequest {})
+        .watch_specs(pb::WatchSpecsRequest::default())
         .await
         .unwrap()
         .into_inner();
@@ -531,7 +534,7 @@ async fn admin_token_guards_changes_only() {
     admin.unregister(unregister()).await.unwrap();
     // Reads stay open.
     let listed = anonymous
-        .list_specs(pb::ListSpecsRequest {})
+        .list_specs(pb::ListSpecsRequest::default())
         .await
         .unwrap()
         .into_inner();
@@ -627,7 +630,7 @@ async fn tls_and_mutual_tls() {
     let refused = match plain {
         Err(_) => true,
         Ok(channel) => CommandServiceClient::new(channel)
-            .list_specs(pb::ListSpecsRequest {})
+            .list_specs(pb::ListSpecsRequest::default())
             .await
             .is_err(),
     };
@@ -642,7 +645,7 @@ async fn tls_and_mutual_tls() {
     let without = match tls_channel(server.addr(), &pki, false).await {
         Err(_) => true,
         Ok(channel) => CommandServiceClient::new(channel)
-            .list_specs(pb::ListSpecsRequest {})
+            .list_specs(pb::ListSpecsRequest::default())
             .await
             .is_err(),
     };

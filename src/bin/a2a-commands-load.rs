@@ -64,13 +64,25 @@ struct Args {
     /// Measure only the RPCs whose row name contains this text (the floor always runs).
     #[arg(long)]
     only: Option<String>,
+    /// Rounds per RPC, each right after its own floor measurement; the round with the
+    /// median ratio is reported (the machine's speed drifts between rounds).
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
     /// A quick run that checks every call works (CI): short measurements, no judging.
     #[arg(long)]
     smoke: bool,
 }
 
 /// One measured RPC.
+#[derive(Clone)]
 struct Measured {
+    /// The floor measured right before it: calls/s, p50 and p99.
+    floor: (f64, Duration, Duration),
+    /// Server CPU time (user + system, all threads) per call, when the tool started
+    /// the server.
+    server_cpu: Option<Duration>,
+    /// Calls over every round (for the totals).
+    calls_all_rounds: usize,
     name: String,
     calls: usize,
     failures: usize,
@@ -98,6 +110,9 @@ async fn measure(
         .is_some_and(|only| !name.contains(only) && !name.starts_with("floor"));
     if skipped {
         return Measured {
+            floor: (0.0, Duration::ZERO, Duration::ZERO),
+            server_cpu: None,
+            calls_all_rounds: 0,
             name: name.to_owned(),
             calls: 0,
             failures: 0,
@@ -109,6 +124,14 @@ async fn measure(
     let warmup = Duration::from_secs_f64(if args.smoke { 0.05 } else { args.warmup });
     let run = Duration::from_secs_f64(if args.smoke { 0.2 } else { args.seconds });
     let per_worker_cap = args.max_calls / concurrency.max(1) + 1;
+    // Server CPU over the measured window (after the warm-up), read beside the workers.
+    let cpu_window = tokio::spawn(async move {
+        let pid = SERVER_PID.get().copied()?;
+        tokio::time::sleep(warmup).await;
+        let before = cpu_time(pid)?;
+        tokio::time::sleep(run).await;
+        Some(cpu_time(pid)? - before)
+    });
     let mut workers = Vec::new();
     for w in 0..concurrency {
         let channel = channels[w % channels.len()].clone();
@@ -156,14 +179,54 @@ async fn measure(
             .copied()
             .unwrap_or_default()
     };
+    let server_cpu = cpu_window
+        .await
+        .ok()
+        .flatten()
+        .map(|cpu| cpu / u32::try_from(latencies.len().max(1)).unwrap_or(u32::MAX));
+    let per_second = latencies.len() as f64 / elapsed.as_secs_f64();
+    let (p50, p99) = (pick(0.50), pick(0.99));
     Measured {
+        floor: (per_second, p50, p99),
+        server_cpu,
+        calls_all_rounds: latencies.len(),
         name: name.to_owned(),
         calls: latencies.len(),
         failures,
-        per_second: latencies.len() as f64 / elapsed.as_secs_f64(),
-        p50: pick(0.50),
-        p99: pick(0.99),
+        per_second,
+        p50,
+        p99,
     }
+}
+
+/// Measures `make` in `args.rounds` rounds, each right after a floor measurement at the
+/// same concurrency, and reports the round whose ratio to its own floor is the median.
+async fn against_floor(
+    name: &str,
+    channels: &[Channel],
+    concurrency: usize,
+    args: &Args,
+    floor: &MakeCall,
+    make: MakeCall,
+) -> Measured {
+    let mut rounds = Vec::new();
+    for _ in 0..args.rounds.max(1) {
+        let base = measure("floor", channels, concurrency, args, Arc::clone(floor)).await;
+        let mut row = measure(name, channels, concurrency, args, Arc::clone(&make)).await;
+        if row.calls == 0 {
+            return row;
+        }
+        row.floor = (base.per_second, base.p50, base.p99);
+        rounds.push(row);
+    }
+    rounds.sort_by(|a, b| (a.per_second / a.floor.0).total_cmp(&(b.per_second / b.floor.0)));
+    let median = rounds.len() / 2;
+    let failures = rounds.iter().map(|r| r.failures).sum();
+    let calls = rounds.iter().map(|r| r.calls).sum::<usize>();
+    let mut row = rounds.swap_remove(median);
+    row.failures = failures;
+    row.calls_all_rounds = calls;
+    row
 }
 
 fn message(id: String, text: &str) -> pb::Message {
@@ -267,6 +330,9 @@ fn server_binary(args: &Args) -> PathBuf {
 }
 
 /// Starts `a2a-commands serve` on `data_dir` and waits for its "serving" line.
+// The child is waited for by `Server`'s Drop; a panic here ends the tool, and the child
+// with it (its stderr closes).
+#[allow(clippy::zombie_processes)]
 fn start_server(args: &Args, data_dir: &std::path::Path, log_file: &std::path::Path) -> Server {
     use std::io::{BufRead, BufReader};
     let started = Instant::now();
@@ -278,7 +344,7 @@ fn start_server(args: &Args, data_dir: &std::path::Path, log_file: &std::path::P
             "--health-listen",
             "127.0.0.1:0",
             "--log-format",
-            "json",
+            "text",
         ])
         .args([
             "--max-commands",
@@ -296,23 +362,21 @@ fn start_server(args: &Args, data_dir: &std::path::Path, log_file: &std::path::P
         .spawn()
         .expect("the server starts (build it first: cargo build --release)");
     let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
-    let parse = |v: &serde_json::Value, key: &str| -> SocketAddr {
-        v[key]
-            .as_str()
-            .and_then(|s| s.parse().ok())
-            .expect("an address")
+    // The text line reads `... a2a_commands::server: serving addr=A health_addr=H ...`.
+    let field = |line: &str, key: &str| -> SocketAddr {
+        line.split_whitespace()
+            .find_map(|word| word.strip_prefix(key))
+            .and_then(|value| value.parse().ok())
+            .expect("an address in the serving line")
     };
     loop {
         let line = lines
             .next()
             .expect("the server printed its serving line")
             .expect("stderr");
-        let Ok(event) = serde_json::from_str::<serde_json::Value>(&line) else {
-            continue;
-        };
-        if event["message"] == "serving" {
-            let addr = parse(&event, "addr");
-            let health_addr = parse(&event, "health_addr");
+        if line.contains("a2a_commands::server: serving ") {
+            let addr = field(&line, "addr=");
+            let health_addr = field(&line, "health_addr=");
             // Keep draining its log into a file, off the measuring threads' way.
             let log_file = log_file.to_owned();
             std::thread::spawn(move || {
@@ -385,21 +449,38 @@ fn ms(d: Duration) -> String {
 }
 
 fn print_table(rows: &[Measured]) {
-    let floor = &rows[0];
-    println!("| rpc | calls | calls/s | p50 ms | p99 ms | calls/s ÷ floor | p99 ÷ floor |");
-    println!("| --- | ---: | ---: | ---: | ---: | ---: | ---: |");
+    println!("| rpc | calls | calls/s | p50 ms | p99 ms | calls/s ÷ floor | p99 ÷ floor | server CPU µs/call |");
+    println!("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
     for row in rows.iter().filter(|r| r.calls > 0) {
+        let cpu = row.server_cpu.map_or_else(
+            || "n/a".to_owned(),
+            |c| format!("{:.1}", c.as_secs_f64() * 1e6),
+        );
         println!(
-            "| {} | {} | {:.0} | {} | {} | {:.2} | {:.2} |",
+            "| {} | {} | {:.0} | {} | {} | {:.2} | {:.2} | {} |",
             row.name,
             row.calls,
             row.per_second,
             ms(row.p50),
             ms(row.p99),
-            row.per_second / floor.per_second,
-            row.p99.as_secs_f64() / floor.p99.as_secs_f64(),
+            row.per_second / row.floor.0,
+            row.p99.as_secs_f64() / row.floor.2.as_secs_f64(),
+            cpu,
         );
     }
+}
+
+/// The started server's pid, for its CPU time and memory.
+static SERVER_PID: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+
+/// User plus system CPU time of all of `pid`'s threads so far.
+fn cpu_time(pid: u32) -> Option<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name (which may hold spaces) start at the last ')'.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    // The kernel reports in USER_HZ, 100 per second on Linux.
+    Some(Duration::from_millis(ticks * 10))
 }
 
 fn rss_kib(pid: u32) -> Option<u64> {
@@ -456,7 +537,7 @@ async fn startup(args: &Args) {
     };
     let mut api = CommandServiceClient::new(connect(server.addr, 1).await.remove(0));
     let listed = api
-        .list_specs(pb::ListSpecsRequest {})
+        .list_specs(pb::ListSpecsRequest::default())
         .await
         .expect("list")
         .into_inner();
@@ -507,6 +588,9 @@ async fn run(args: Args) -> ExitCode {
             &dir.path().join("server.log"),
         )),
     };
+    if let Some(server) = &server {
+        let _ = SERVER_PID.set(server.child.id());
+    }
     let addr = args
         .addr
         .or(server.as_ref().map(|s| s.addr))
@@ -545,7 +629,16 @@ async fn run(args: Args) -> ExitCode {
             }
         })
     });
-    rows.push(measure("floor: Health/Check", &channels, c, &args, health).await);
+    rows.push(
+        measure(
+            "floor: Health/Check",
+            &channels,
+            c,
+            &args,
+            Arc::clone(&health),
+        )
+        .await,
+    );
 
     let classify = |text: &'static str, want_command: bool| -> MakeCall {
         Arc::new(move |ch, _, i| {
@@ -569,21 +662,23 @@ async fn run(args: Args) -> ExitCode {
         })
     };
     rows.push(
-        measure(
+        against_floor(
             "Classify, a command",
             &channels,
             c,
             &args,
+            &health,
             classify("/cmd-00042 some arguments", true),
         )
         .await,
     );
     rows.push(
-        measure(
+        against_floor(
             "Classify, ordinary",
             &channels,
             c,
             &args,
+            &health,
             classify("Please summarise the thread so far.", false),
         )
         .await,
@@ -611,31 +706,34 @@ async fn run(args: Args) -> ExitCode {
         })
     };
     rows.push(
-        measure(
+        against_floor(
             "Execute, /status",
             &channels,
             c,
             &args,
+            &health,
             execute("/status", Some(pb::Outcome::Ok)),
         )
         .await,
     );
     rows.push(
-        measure(
+        against_floor(
             "Execute, ordinary",
             &channels,
             c,
             &args,
+            &health,
             execute("hello there", None),
         )
         .await,
     );
     rows.push(
-        measure(
+        against_floor(
             "Execute, gRPC handler",
             &channels,
             c,
             &args,
+            &health,
             execute("/echo hi", Some(pb::Outcome::Ok)),
         )
         .await,
@@ -644,7 +742,7 @@ async fn run(args: Args) -> ExitCode {
     let list: MakeCall = Arc::new(move |ch, _, _| {
         Box::pin(async move {
             let listed = CommandServiceClient::new(ch)
-                .list_specs(pb::ListSpecsRequest {})
+                .list_specs(pb::ListSpecsRequest::default())
                 .await?
                 .into_inner();
             if listed.commands.len() > commands {
@@ -655,11 +753,12 @@ async fn run(args: Args) -> ExitCode {
         })
     });
     rows.push(
-        measure(
+        against_floor(
             &format!("ListSpecs ({} commands)", commands + 5),
             &channels,
             c,
             &args,
+            &health,
             list,
         )
         .await,
@@ -668,7 +767,11 @@ async fn run(args: Args) -> ExitCode {
     let register = |tag: &'static str| -> MakeCall {
         Arc::new(move |ch, w, i| {
             Box::pin(async move {
-                let name = format!("load-{tag}-{w}-{i}");
+                // Unique across rounds: every call registers a new name.
+                static NEXT: std::sync::atomic::AtomicUsize =
+                    std::sync::atomic::AtomicUsize::new(0);
+                let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let name = format!("load-{tag}-{w}-{i}-{n}");
                 let response = CommandServiceClient::new(ch)
                     .register(pb::RegisterRequest {
                         spec: Some(spec(name)),
@@ -685,21 +788,23 @@ async fn run(args: Args) -> ExitCode {
         })
     };
     rows.push(
-        measure(
+        against_floor(
             "Register, durable, 1 client",
             &channels,
             1,
             &args,
+            &health,
             register("one"),
         )
         .await,
     );
     rows.push(
-        measure(
+        against_floor(
             "Register, durable, 16 clients",
             &channels,
             16,
             &args,
+            &health,
             register("many"),
         )
         .await,
@@ -713,7 +818,10 @@ async fn run(args: Args) -> ExitCode {
         "Register, 16 clients ÷ 1 client: {:.2}",
         many.per_second / one.per_second
     );
-    let floor_p50 = rows[0].p50;
+    let floor_p50 = rows
+        .iter()
+        .find(|r| r.name.contains("handler"))
+        .map_or(Duration::ZERO, |r| r.floor.1);
     let handler = rows
         .iter()
         .find(|r| r.name.contains("handler"))
@@ -733,8 +841,8 @@ async fn run(args: Args) -> ExitCode {
         return ExitCode::FAILURE;
     }
     println!(
-        "\n{} calls, 0 failed",
-        rows.iter().map(|r| r.calls).sum::<usize>()
+        "\n{} calls (all rounds, floors not counted), 0 failed",
+        rows.iter().map(|r| r.calls_all_rounds).sum::<usize>()
     );
     ExitCode::SUCCESS
 }

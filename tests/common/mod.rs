@@ -109,7 +109,7 @@ pub async fn register(
 
 pub async fn list(client: &mut Client) -> pb::ListSpecsResponse {
     client
-        .list_specs(pb::ListSpecsRequest {})
+        .list_specs(pb::ListSpecsRequest::default())
         .await
         .unwrap()
         .into_inner()

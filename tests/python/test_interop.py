@@ -123,7 +123,7 @@ def test_classify_reads_official_message_bytes(stubs, client):
 
 def test_card_extension_parses_as_official_agent_extension(stubs, client):
     _, commands, _ = stubs
-    listed = client.ListSpecs(commands.ListSpecsRequest(), timeout=10)
+    listed = client.ListSpecs(commands.ListSpecsRequest(include_card_extension=True), timeout=10)
     extension = official.AgentExtension()
     json_format.Parse(listed.card_extension_json, extension, ignore_unknown_fields=False)
     assert extension.uri == "https://madarauchiha-314.github.io/tiny-harness/a2a/ext/commands/v1"

@@ -1,0 +1,159 @@
+//! ListSpecs answered from bytes encoded once per registry revision.
+//!
+//! A ListSpecs answer carries every spec plus the card twice as JSON, so building and
+//! encoding it costs far more than the call around it. The registry changes rarely and
+//! reads are frequent, so the encoded answer is kept for the current revision and every
+//! call until the next change sends the same bytes. This route sits in front of the
+//! generated `CommandServiceServer` and takes only the ListSpecs path; all else passes
+//! through. Reflection still describes ListSpecs as declared in the proto.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Instant;
+
+use arc_swap::ArcSwapOption;
+use prost::Message as _;
+use tonic::codec::{Codec, EncodeBuf, Encoder};
+use tonic::codegen::{http, BoxFuture, Bytes, Context, Poll, Service};
+use tonic::server::{Grpc, NamedService, UnaryService};
+use tonic::{Request, Response, Status};
+
+use crate::api::{list_response, logged, Api};
+use crate::pb::{self, command_service_server::CommandServiceServer};
+use crate::registry::Registry;
+use crate::server::SERVICE_NAME;
+
+const LIST_SPECS_PATH: &str = "/a2a.commands.v1.CommandService/ListSpecs";
+
+/// The encoded default ListSpecs answer for one revision.
+struct Encoded {
+    revision: u64,
+    bytes: Bytes,
+}
+
+/// Keeps the encoded answer of the latest revision asked for.
+#[derive(Default)]
+pub struct ListCache {
+    latest: ArcSwapOption<Encoded>,
+}
+
+impl ListCache {
+    /// The encoded answer for the registry as it is now.
+    fn answer(&self, registry: &Registry) -> Bytes {
+        let snapshot = registry.snapshot();
+        if let Some(cached) = self.latest.load().as_ref() {
+            if cached.revision == snapshot.revision() {
+                return cached.bytes.clone();
+            }
+        }
+        let bytes = Bytes::from(list_response(&snapshot, false).encode_to_vec());
+        self.latest.store(Some(Arc::new(Encoded {
+            revision: snapshot.revision(),
+            bytes: bytes.clone(),
+        })));
+        bytes
+    }
+}
+
+/// Decodes ListSpecs requests; encodes answers that are already bytes.
+#[derive(Clone, Copy, Default)]
+struct EncodedCodec;
+
+struct PassThrough;
+
+impl Encoder for PassThrough {
+    type Item = Bytes;
+    type Error = Status;
+
+    fn encode(&mut self, item: Bytes, dst: &mut EncodeBuf<'_>) -> Result<(), Status> {
+        use bytes::BufMut as _;
+        dst.put_slice(&item);
+        Ok(())
+    }
+}
+
+impl Codec for EncodedCodec {
+    type Encode = Bytes;
+    type Decode = pb::ListSpecsRequest;
+    type Encoder = PassThrough;
+    type Decoder = tonic_prost::ProstDecoder<pb::ListSpecsRequest>;
+
+    fn encoder(&mut self) -> PassThrough {
+        PassThrough
+    }
+
+    fn decoder(&mut self) -> Self::Decoder {
+        tonic_prost::ProstDecoder::default()
+    }
+}
+
+/// The ListSpecs method over the cache.
+struct ListSpecs(Arc<Api>);
+
+impl UnaryService<pb::ListSpecsRequest> for ListSpecs {
+    type Response = Bytes;
+    type Future = BoxFuture<Response<Bytes>, Status>;
+
+    fn call(&mut self, request: Request<pb::ListSpecsRequest>) -> Self::Future {
+        let api = Arc::clone(&self.0);
+        Box::pin(async move {
+            let started = Instant::now();
+            let bytes = if request.get_ref().include_card_extension {
+                // Rarely asked for: built each time rather than cached.
+                Bytes::from(list_response(&api.registry().snapshot(), true).encode_to_vec())
+            } else {
+                api.list_cache().answer(api.registry())
+            };
+            logged("ListSpecs", started, "", Ok(bytes))
+        })
+    }
+}
+
+/// `CommandService` with ListSpecs served from the cache.
+#[derive(Clone)]
+pub struct Routes {
+    api: Arc<Api>,
+    generated: CommandServiceServer<Api>,
+    max_decoding_message_size: usize,
+}
+
+impl Routes {
+    /// Routes for `api`, accepting requests up to `max_decoding_message_size` bytes.
+    pub fn new(api: Arc<Api>, max_decoding_message_size: usize) -> Self {
+        let generated = CommandServiceServer::from_arc(Arc::clone(&api))
+            .max_decoding_message_size(max_decoding_message_size)
+            .max_encoding_message_size(usize::MAX);
+        Self {
+            api,
+            generated,
+            max_decoding_message_size,
+        }
+    }
+}
+
+impl NamedService for Routes {
+    const NAME: &'static str = SERVICE_NAME;
+}
+
+impl Service<http::Request<tonic::body::Body>> for Routes {
+    type Response = http::Response<tonic::body::Body>;
+    type Error = Infallible;
+    type Future = BoxFuture<Self::Response, Infallible>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: http::Request<tonic::body::Body>) -> Self::Future {
+        if request.uri().path() != LIST_SPECS_PATH {
+            return self.generated.call(request);
+        }
+        let method = ListSpecs(Arc::clone(&self.api));
+        let max = self.max_decoding_message_size;
+        Box::pin(async move {
+            let mut grpc =
+                Grpc::new(EncodedCodec).apply_max_message_size_config(Some(max), Some(usize::MAX));
+            Ok(grpc.unary(method, request).await)
+        })
+    }
+}
