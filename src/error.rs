@@ -57,7 +57,7 @@ impl Error {
     /// Classifies a sled error: a full disk is worth telling apart.
     pub fn from_store(err: sled::Error) -> Self {
         match &err {
-            sled::Error::Io(io) if io.raw_os_error() == Some(28) => Self::DiskFull(io.to_string()),
+            sled::Error::Io(io) if is_disk_full(io) => Self::DiskFull(io.to_string()),
             _ => Self::Storage(err.to_string()),
         }
     }
@@ -75,6 +75,18 @@ impl Error {
             Self::Storage(_) | Self::ShuttingDown => Code::Unavailable,
         }
     }
+}
+
+/// Whether an I/O error means "no space left". sled re-creates the I/O errors it keeps
+/// (losing the OS code, keeping the kind), so the kind is checked too.
+fn is_disk_full(io: &std::io::Error) -> bool {
+    const ENOSPC: i32 = 28;
+    const EDQUOT: i32 = 122;
+    matches!(io.raw_os_error(), Some(ENOSPC | EDQUOT))
+        || matches!(
+            io.kind(),
+            std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
+        )
 }
 
 impl From<Error> for tonic::Status {

@@ -292,11 +292,11 @@ impl Registry {
         let (watch_tx, watch) = watch::channel(snapshot);
         let (ops, rx) = mpsc::channel(QUEUE_DEPTH);
         let writer = Writer {
-            db,
+            db: Some(db),
             state,
             current: Arc::clone(&current),
             watch: watch_tx,
-            max_commands: options.max_commands,
+            options: options.clone(),
         };
         std::thread::Builder::new()
             .name("registry-writer".into())
@@ -621,11 +621,13 @@ fn show(key: &[u8]) -> String {
 
 /// The one thread that writes to sled.
 struct Writer {
-    db: sled::Db,
+    /// `None` after a write failed: sled stays failed once an I/O error hits it, so
+    /// the next change reopens the store first.
+    db: Option<sled::Db>,
     state: State,
     current: Arc<ArcSwap<Snapshot>>,
     watch: watch::Sender<Arc<Snapshot>>,
-    max_commands: usize,
+    options: Options,
 }
 
 impl Writer {
@@ -667,7 +669,7 @@ impl Writer {
                 Op::Stop(reply) => stopping.push(reply),
             }
         }
-        if let Err(e) = self.db.flush() {
+        if let Some(Err(e)) = self.db.as_ref().map(|db| db.flush()) {
             tracing::error!(error = %e, "final flush of the registry failed");
         }
         // Closing sled releases the directory's lock; only then is the stop answered, so
@@ -682,17 +684,26 @@ impl Writer {
         if changes.is_empty() {
             return;
         }
+        let db = match self.store() {
+            Ok(db) => db,
+            Err(err) => {
+                for (_, reply) in changes {
+                    let _ = reply.send(Err(err.clone()));
+                }
+                return;
+            }
+        };
         let mut next = self.state.clone();
         let mut batch = sled::Batch::default();
         let mut results = Vec::with_capacity(changes.len());
         let mut replies = Vec::with_capacity(changes.len());
         for (change, reply) in changes {
-            results.push(next.apply(change, self.max_commands, &mut batch));
+            results.push(next.apply(change, self.options.max_commands, &mut batch));
             replies.push(reply);
         }
         if next.revision != self.state.revision {
             let started = std::time::Instant::now();
-            let written = self.db.apply_batch(batch).and_then(|()| self.db.flush());
+            let written = db.apply_batch(batch).and_then(|()| db.flush());
             let flushed = started.elapsed();
             match written {
                 Ok(_) => {
@@ -706,14 +717,11 @@ impl Writer {
                 }
                 Err(e) => {
                     let err = Error::from_store(e);
-                    tracing::error!(error = %err, changes = replies.len(), "registry write failed");
-                    // Nothing in this group is acknowledged. sled may still hold the
-                    // batch in memory (and write it later), so the published state is
-                    // re-read from sled to stay what sled will persist.
-                    match State::load(&self.db) {
-                        Ok(reloaded) => self.publish(reloaded),
-                        Err(e) => tracing::error!(error = %e, "re-reading the registry failed"),
-                    }
+                    tracing::error!(error = %err, changes = replies.len(), "registry write failed; the store will be reopened");
+                    // Nothing in this group is acknowledged, and reads keep the last
+                    // acknowledged state. sled is unusable after an I/O error, so it is
+                    // closed now and reopened (and re-read) before the next change.
+                    self.db = None;
                     results = replies.iter().map(|_| Err(err.clone())).collect();
                 }
             }
@@ -721,6 +729,26 @@ impl Writer {
         for (reply, result) in replies.into_iter().zip(results) {
             let _ = reply.send(result);
         }
+    }
+
+    /// The open store, reopening it (and re-reading the registry from it) after a
+    /// failed write.
+    fn store(&mut self) -> Result<sled::Db, Error> {
+        if let Some(db) = &self.db {
+            return Ok(db.clone());
+        }
+        let db = open_sled(&self.options.data_dir, self.options.cache_bytes)
+            .map_err(|cause| Error::Storage(format!("reopening the store failed: {cause}")))?;
+        let state = State::load(&db).map_err(Error::Storage)?;
+        tracing::info!(revision = state.revision, "registry store reopened");
+        // A group that failed may still have reached the disk; what is there now is
+        // the truth. Acknowledged changes are all there, so the revision never goes
+        // back.
+        if state.revision != self.state.revision {
+            self.publish(state);
+        }
+        self.db = Some(db.clone());
+        Ok(db)
     }
 
     fn publish(&mut self, state: State) {

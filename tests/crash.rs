@@ -70,8 +70,14 @@ async fn client_loop(
                 let name = format!("c{id}-{}", model.made);
                 model.made += 1;
                 model.pending = Some((name.clone(), Some("v0".into())));
-                let request = pb::RegisterRequest { spec: Some(spec(&name, "v0", "")), ..Default::default() };
-                let result = client.register(request).await.map(|r| r.into_inner().revision);
+                let request = pb::RegisterRequest {
+                    spec: Some(spec(&name, "v0", "")),
+                    ..Default::default()
+                };
+                let result = client
+                    .register(request)
+                    .await
+                    .map(|r| r.into_inner().revision);
                 (name, Some("v0".to_owned()), result)
             }
             1 => {
@@ -83,14 +89,20 @@ async fn client_loop(
                     r#override: true,
                     ..Default::default()
                 };
-                let result = client.register(request).await.map(|r| r.into_inner().revision);
+                let result = client
+                    .register(request)
+                    .await
+                    .map(|r| r.into_inner().revision);
                 (name, Some(description), result)
             }
             _ => {
                 let name = existing[rng.below(existing.len() as u64) as usize].clone();
                 model.pending = Some((name.clone(), None));
                 let request = pb::UnregisterRequest { name: name.clone() };
-                let result = client.unregister(request).await.map(|r| r.into_inner().revision);
+                let result = client
+                    .unregister(request)
+                    .await
+                    .map(|r| r.into_inner().revision);
                 (name, None, result)
             }
         };
@@ -121,9 +133,22 @@ async fn client_loop(
 
 /// Checks the restarted registry against the models and folds what the restart showed
 /// into them (resolving the pending changes). Returns the changes checked.
-fn check(listed: &pb::ListSpecsResponse, models: &mut [Model], max_acked: u64, last_seen: u64) -> usize {
-    assert!(listed.revision >= max_acked, "revision went back: {} < acked {max_acked}", listed.revision);
-    assert!(listed.revision >= last_seen, "revision went back: {} < {last_seen}", listed.revision);
+fn check(
+    listed: &pb::ListSpecsResponse,
+    models: &mut [Model],
+    max_acked: u64,
+    last_seen: u64,
+) -> usize {
+    assert!(
+        listed.revision >= max_acked,
+        "revision went back: {} < acked {max_acked}",
+        listed.revision
+    );
+    assert!(
+        listed.revision >= last_seen,
+        "revision went back: {} < {last_seen}",
+        listed.revision
+    );
     let actual: HashMap<&str, &str> = listed
         .commands
         .iter()
@@ -139,7 +164,10 @@ fn check(listed: &pb::ListSpecsResponse, models: &mut [Model], max_acked: u64, l
         for name in actual.keys().filter(|n| n.starts_with(&prefix)) {
             let explained = model.names.contains_key(*name)
                 || model.pending.as_ref().is_some_and(|(p, _)| p == name);
-            assert!(explained, "{name} exists but was never acknowledged or sent");
+            assert!(
+                explained,
+                "{name} exists but was never acknowledged or sent"
+            );
         }
         let mut names: Vec<String> = model.names.keys().cloned().collect();
         if let Some((pending, _)) = &model.pending {
@@ -148,9 +176,16 @@ fn check(listed: &pb::ListSpecsResponse, models: &mut [Model], max_acked: u64, l
         for name in names {
             let acked = model.names.get(&name).map(String::as_str);
             let got = actual.get(name.as_str()).copied();
-            let pending = model.pending.as_ref().filter(|(p, _)| *p == name).map(|(_, after)| after.as_deref());
+            let pending = model
+                .pending
+                .as_ref()
+                .filter(|(p, _)| *p == name)
+                .map(|(_, after)| after.as_deref());
             let ok = got == acked || pending.is_some_and(|after| got == after);
-            assert!(ok, "{name}: found {got:?}, acknowledged {acked:?}, pending {pending:?}");
+            assert!(
+                ok,
+                "{name}: found {got:?}, acknowledged {acked:?}, pending {pending:?}"
+            );
             checked += 1;
             // Fold in: what is there now is the truth for the next round.
             match got {
@@ -169,24 +204,37 @@ fn check(listed: &pb::ListSpecsResponse, models: &mut [Model], max_acked: u64, l
         model.pending = None;
     }
     // Order follows the acknowledged creations.
-    let created: HashMap<&str, u64> =
-        models.iter().flat_map(|m| m.created_at.iter().map(|(n, r)| (n.as_str(), *r))).collect();
+    let created: HashMap<&str, u64> = models
+        .iter()
+        .flat_map(|m| m.created_at.iter().map(|(n, r)| (n.as_str(), *r)))
+        .collect();
     let in_order: Vec<u64> = listed
         .commands
         .iter()
         .filter_map(|c| created.get(c.spec.as_ref().unwrap().name.as_str()).copied())
         .collect();
-    assert!(in_order.windows(2).all(|w| w[0] < w[1]), "order differs from acknowledgement order: {in_order:?}");
+    assert!(
+        in_order.windows(2).all(|w| w[0] < w[1]),
+        "order differs from acknowledgement order: {in_order:?}"
+    );
     checked
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn acknowledged_changes_survive_sigkill() {
-    let rounds: usize = std::env::var("A2A_COMMANDS_CRASH_ROUNDS").ok().and_then(|v| v.parse().ok()).unwrap_or(20);
+    let rounds: usize = std::env::var("A2A_COMMANDS_CRASH_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20);
     let seed: u64 = std::env::var("A2A_COMMANDS_CRASH_SEED")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64);
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64
+        });
     println!("crash test: {rounds} rounds, seed {seed}");
     let mut rng = Rng(seed | 1);
     let dir = tempfile::tempdir().unwrap();
@@ -238,7 +286,11 @@ async fn acknowledged_changes_survive_sigkill() {
 
         let process = ServeProcess::start(&data, &["--builtins", ""]);
         let mut client = CommandServiceClient::connect(process.url()).await.unwrap();
-        let listed = client.list_specs(pb::ListSpecsRequest::default()).await.unwrap().into_inner();
+        let listed = client
+            .list_specs(pb::ListSpecsRequest::default())
+            .await
+            .unwrap()
+            .into_inner();
         let max_acked = *max_revision.lock().unwrap();
         changes += check(&listed, &mut models, max_acked, last_seen);
         last_seen = listed.revision;

@@ -1,0 +1,175 @@
+//! Full disk: the data directory on a small tmpfs (mounted here, as root), filled up.
+//! Registration then fails with a clear error, reads keep working, nothing acknowledged
+//! is lost, and registration works again once space is freed, without a restart.
+//! Skipped, with a message, where a tmpfs cannot be mounted.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use a2a_commands::pb::{self, command_service_client::CommandServiceClient};
+use common::process::ServeProcess;
+use common::{spec, text_message};
+use tonic::Code;
+
+struct Mount(std::path::PathBuf);
+
+impl Mount {
+    fn tmpfs(path: &Path, size: &str) -> Option<Self> {
+        let status = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(path)
+            .status()
+            .ok()?;
+        status.success().then(|| Self(path.to_owned()))
+    }
+}
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
+/// Fills the file system holding `dir` with a file; returns its path.
+fn fill(dir: &Path) -> std::path::PathBuf {
+    use std::io::Write;
+    let path = dir.join("filler");
+    let mut file = std::fs::File::create(&path).unwrap();
+    let block = vec![0xA5u8; 64 * 1024];
+    loop {
+        if file.write_all(&block).is_err() {
+            break;
+        }
+    }
+    // Small writes fill the last partial block.
+    while file.write_all(&block[..512]).is_ok() {}
+    let _ = file.sync_all();
+    path
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_disk_fails_clearly_and_recovers_without_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(mount) = Mount::tmpfs(dir.path(), "4m") else {
+        eprintln!(
+            "skipped: cannot mount a tmpfs here (needs root); the full-disk test did not run"
+        );
+        return;
+    };
+    let data = mount.0.join("data");
+    let process = ServeProcess::start(&data, &["--builtins", "", "--cache-mib", "1"]);
+    let mut client = CommandServiceClient::connect(process.url()).await.unwrap();
+
+    let description = "d".repeat(1000);
+    let mut acknowledged = Vec::new();
+    for i in 0..20 {
+        let name = format!("before-{i}");
+        client
+            .register(pb::RegisterRequest {
+                spec: Some(spec(&name, &description, "")),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        acknowledged.push(name);
+    }
+    let filler = fill(&mount.0);
+
+    // Keep registering until the store reports the disk full (sled may have room left
+    // in space it already holds); a bounded number of tries.
+    let mut failure = None;
+    for i in 0..20_000 {
+        let name = format!("during-{i}");
+        let request = pb::RegisterRequest {
+            spec: Some(spec(&name, &description, "")),
+            ..Default::default()
+        };
+        match client.register(request).await {
+            Ok(_) => acknowledged.push(name),
+            Err(status) => {
+                failure = Some(status);
+                break;
+            }
+        }
+    }
+    let status = failure.expect("registration failed once the disk was full");
+    assert!(
+        matches!(status.code(), Code::ResourceExhausted | Code::Unavailable),
+        "{status:?}"
+    );
+    assert!(
+        status.message().contains("full"),
+        "the cause is named: {}",
+        status.message()
+    );
+
+    // Reads keep working.
+    let listed = client
+        .list_specs(pb::ListSpecsRequest::default())
+        .await
+        .unwrap()
+        .into_inner();
+    let names: Vec<&str> = listed
+        .commands
+        .iter()
+        .map(|c| c.spec.as_ref().unwrap().name.as_str())
+        .collect();
+    for name in &acknowledged {
+        assert!(
+            names.contains(&name.as_str()),
+            "{name} acknowledged but not listed"
+        );
+    }
+    client
+        .classify(pb::ClassifyRequest {
+            message: Some(text_message("m", "/before-1")),
+        })
+        .await
+        .unwrap();
+
+    // Free the space: registration works again, same process.
+    std::fs::remove_file(&filler).unwrap();
+    let mut recovered = false;
+    for attempt in 0..100 {
+        let name = format!("after-{attempt}");
+        let request = pb::RegisterRequest {
+            spec: Some(spec(&name, "back", "")),
+            ..Default::default()
+        };
+        if client.register(request).await.is_ok() {
+            acknowledged.push(name);
+            recovered = true;
+            break;
+        }
+    }
+    assert!(recovered, "registration works again once space is freed");
+
+    // And everything acknowledged survives a restart.
+    drop(client);
+    drop(process);
+    let process = ServeProcess::start(&data, &["--builtins", ""]);
+    let mut client = CommandServiceClient::connect(process.url()).await.unwrap();
+    let listed = client
+        .list_specs(pb::ListSpecsRequest::default())
+        .await
+        .unwrap()
+        .into_inner();
+    let names: Vec<&str> = listed
+        .commands
+        .iter()
+        .map(|c| c.spec.as_ref().unwrap().name.as_str())
+        .collect();
+    for name in &acknowledged {
+        assert!(
+            names.contains(&name.as_str()),
+            "{name} acknowledged but lost"
+        );
+    }
+    println!(
+        "full disk: {} acknowledged registrations kept; the full disk answered {:?}",
+        acknowledged.len(),
+        status.code()
+    );
+}
