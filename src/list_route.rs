@@ -109,6 +109,39 @@ impl UnaryService<pb::ListSpecsRequest> for ListSpecs {
     }
 }
 
+/// Rewrites the statuses tonic gives requests it cannot decode, which blame the server:
+/// a request over the size limit is OUT_OF_RANGE there and RESOURCE_EXHAUSTED here,
+/// and bytes that are not a valid message are INTERNAL there and INVALID_ARGUMENT here.
+/// Such errors come back "trailers-only", with the status in the headers.
+fn clarify_decode_errors(
+    mut answer: http::Response<tonic::body::Body>,
+    max_bytes: usize,
+) -> http::Response<tonic::body::Body> {
+    let Some(status) = Status::from_header_map(answer.headers()) else {
+        return answer;
+    };
+    let rewritten = match status.code() {
+        tonic::Code::OutOfRange if status.message().contains("message length too large") => {
+            Status::resource_exhausted(format!(
+                "the request is larger than the limit of {max_bytes} bytes (--max-message-bytes)"
+            ))
+        }
+        tonic::Code::Internal if status.message().starts_with("failed to decode") => {
+            Status::invalid_argument(format!(
+                "the request is not a valid protobuf message: {}",
+                status.message()
+            ))
+        }
+        _ => return answer,
+    };
+    let headers = answer.headers_mut();
+    headers.remove("grpc-message");
+    if let Err(e) = rewritten.add_header(headers) {
+        tracing::debug!(error = %e, "could not rewrite a status");
+    }
+    answer
+}
+
 /// `CommandService` with ListSpecs served from the cache.
 #[derive(Clone)]
 pub struct Routes {
@@ -145,15 +178,19 @@ impl Service<http::Request<tonic::body::Body>> for Routes {
     }
 
     fn call(&mut self, request: http::Request<tonic::body::Body>) -> Self::Future {
+        let max = self.max_decoding_message_size;
         if request.uri().path() != LIST_SPECS_PATH {
-            return self.generated.call(request);
+            let answer = self.generated.call(request);
+            return Box::pin(async move { Ok(clarify_decode_errors(answer.await?, max)) });
         }
         let method = ListSpecs(Arc::clone(&self.api));
-        let max = self.max_decoding_message_size;
         Box::pin(async move {
             let mut grpc =
                 Grpc::new(EncodedCodec).apply_max_message_size_config(Some(max), Some(usize::MAX));
-            Ok(grpc.unary(method, request).await)
+            Ok(clarify_decode_errors(
+                grpc.unary(method, request).await,
+                max,
+            ))
         })
     }
 }
