@@ -113,6 +113,13 @@ impl HandlerBinding {
                 ),
             ));
         }
+        if !parsed.username().is_empty() || parsed.password().is_some() {
+            // ListSpecs shows bindings to anyone who can read the registry.
+            return Err(Error::invalid(
+                &url_field,
+                "must not carry credentials (user:password@); put them in the handler",
+            ));
+        }
         let host = parsed
             .host_str()
             .ok_or_else(|| Error::invalid(&url_field, "must name a host"))?;
@@ -134,7 +141,9 @@ impl HandlerBinding {
         };
         Ok(Self {
             kind,
-            url: url.clone(),
+            // The parsed form: what was checked is what is called, logged and shown
+            // (the parser drops tabs and line breaks a raw string could smuggle in).
+            url: parsed.to_string(),
             timeout_ms,
         })
     }

@@ -484,6 +484,13 @@ async fn registration_checks_bindings() {
             },
             "handler: must set grpc or json_rpc",
         ),
+        (
+            binding(
+                Endpoint::JsonRpc("https://user:pw@hooks.internal/x".into()),
+                0,
+            ),
+            "handler.json_rpc: must not carry credentials",
+        ),
     ];
     for (bad, want) in cases {
         let status = register_with(&mut client, "hook", bad, false)
@@ -555,7 +562,10 @@ async fn bindings_survive_restart_and_override_keeps_the_builtins_place() {
         ["model", "effort", "sub-task", "status", "deploy"]
     );
     let listed = list(&mut client).await;
-    assert_eq!(listed.commands[1].handler, Some(grpc));
+    // Stored as parsed (normalized): the root path is explicit.
+    let mut stored = grpc;
+    stored.endpoint = Some(Endpoint::Grpc(format!("http://{addr}/")));
+    assert_eq!(listed.commands[1].handler, Some(stored));
     let out = execute(&mut client, "/effort reply", Role::Assignee).await;
     assert_eq!(
         (out.outcome(), out.reply.as_str()),
