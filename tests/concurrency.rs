@@ -9,6 +9,9 @@ use std::sync::{Arc, Mutex};
 use a2a_commands::pb::{self, classify_response::Result as Classified};
 use common::*;
 
+/// A registry state as a reader saw it: revision and names in order.
+type State = (u64, Vec<String>);
+
 const WRITERS: usize = 6;
 const PER_WRITER: usize = 60;
 
@@ -18,7 +21,7 @@ async fn readers_only_see_states_that_existed() {
     // name -> revision at which it was registered (only registrations, so the state
     // at revision r is exactly the names registered at or before r).
     let created: Arc<Mutex<HashMap<String, u64>>> = Arc::default();
-    let lists: Arc<Mutex<Vec<(u64, Vec<String>)>>> = Arc::default();
+    let lists: Arc<Mutex<Vec<State>>> = Arc::default();
     let classified: Arc<Mutex<Vec<(u64, String, bool)>>> = Arc::default();
 
     let mut watch = server
