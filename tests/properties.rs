@@ -1,0 +1,63 @@
+//! Property tests of spec validation against the rules written out independently.
+
+use a2a_commands::spec::{CommandName, CommandSpec};
+use proptest::prelude::*;
+
+/// The name rule, as the issue states it.
+fn name_ok(name: &str) -> bool {
+    let re = regex::Regex::new(r"\A[a-z][a-z0-9-]*\z").unwrap();
+    re.is_match(name) && name.chars().count() <= 64
+}
+
+/// One line, at most `max` characters, no control characters, as the issue states it.
+fn line_ok(text: &str, max: usize) -> bool {
+    text.chars().count() <= max
+        && !text.chars().any(|c| c.is_control() || matches!(c, '\u{2028}' | '\u{2029}'))
+}
+
+fn text() -> impl Strategy<Value = String> {
+    let alphabet = prop::sample::select(vec![
+        'a', 'z', 'm', '0', '9', '-', '_', ' ', 'A', 'é', '\n', '\r', '\t', '\0', '\u{7f}', '\u{85}',
+        '\u{9b}', '\u{2028}', '\u{2029}', '\u{200b}', '🙂',
+    ]);
+    prop_oneof![
+        prop::collection::vec(alphabet.clone(), 0..8),
+        prop::collection::vec(alphabet, 60..70),
+    ]
+    .prop_map(|chars| chars.into_iter().collect())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(5_000))]
+
+    #[test]
+    fn names_follow_the_rule(name in text()) {
+        prop_assert_eq!(CommandName::parse("name", &name).is_ok(), name_ok(&name));
+    }
+
+    #[test]
+    fn any_string_name_follows_the_rule(name in "\\PC{0,70}") {
+        prop_assert_eq!(CommandName::parse("name", &name).is_ok(), name_ok(&name));
+    }
+
+    #[test]
+    fn specs_follow_the_rules(name in text(), description in text(), hint in text()) {
+        let want = name_ok(&name)
+            && !description.is_empty()
+            && line_ok(&description, 1024)
+            && line_ok(&hint, 256);
+        let got = CommandSpec::new("spec", &name, &description, &hint);
+        prop_assert_eq!(got.is_ok(), want, "{:?}", got);
+        if let Err(e) = got {
+            // Errors name the field they are about.
+            let text = e.to_string();
+            prop_assert!(text.starts_with("spec.name: ") || text.starts_with("spec.description: ") || text.starts_with("spec.argument_hint: "), "{}", text);
+        }
+    }
+
+    #[test]
+    fn long_texts_count_characters_not_bytes(n in 1000usize..1100, c in prop::sample::select(vec!['a', 'é', '名', '🙂'])) {
+        let description: String = std::iter::repeat_n(c, n).collect();
+        prop_assert_eq!(CommandSpec::new("spec", "m", &description, "").is_ok(), n <= 1024);
+    }
+}
