@@ -38,7 +38,9 @@ fuzz_target!(|data: &[u8]| {
         if let Some(message) = &request.message {
             let parsed = single_text(message).and_then(parse_command_text);
             match classify(message, snapshot()) {
-                Classification::Command { name, arguments, .. } => {
+                Classification::Command {
+                    name, arguments, ..
+                } => {
                     assert_eq!(parsed, Some((name, arguments)));
                 }
                 Classification::Ordinary { .. } => {
