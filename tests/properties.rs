@@ -12,13 +12,15 @@ fn name_ok(name: &str) -> bool {
 /// One line, at most `max` characters, no control characters, as the issue states it.
 fn line_ok(text: &str, max: usize) -> bool {
     text.chars().count() <= max
-        && !text.chars().any(|c| c.is_control() || matches!(c, '\u{2028}' | '\u{2029}'))
+        && !text
+            .chars()
+            .any(|c| c.is_control() || matches!(c, '\u{2028}' | '\u{2029}'))
 }
 
 fn text() -> impl Strategy<Value = String> {
     let alphabet = prop::sample::select(vec![
-        'a', 'z', 'm', '0', '9', '-', '_', ' ', 'A', 'é', '\n', '\r', '\t', '\0', '\u{7f}', '\u{85}',
-        '\u{9b}', '\u{2028}', '\u{2029}', '\u{200b}', '🙂',
+        'a', 'z', 'm', '0', '9', '-', '_', ' ', 'A', 'é', '\n', '\r', '\t', '\0', '\u{7f}',
+        '\u{85}', '\u{9b}', '\u{2028}', '\u{2029}', '\u{200b}', '🙂',
     ]);
     prop_oneof![
         prop::collection::vec(alphabet.clone(), 0..8),

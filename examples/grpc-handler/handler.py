@@ -9,8 +9,10 @@ It generates its Python stubs from ../../proto at start (needs grpcio-tools).
 """
 
 import argparse
+import atexit
 import os
 import pathlib
+import shutil
 import sys
 import tempfile
 from concurrent import futures
@@ -27,6 +29,7 @@ def load_stubs():
     from grpc_tools import protoc
 
     out = tempfile.mkdtemp(prefix="a2a-commands-stubs-")
+    atexit.register(shutil.rmtree, out, ignore_errors=True)
     include = os.path.join(os.path.dirname(grpc_tools.__file__), "_proto")
     files = ["a2a/commands/v1/a2a.proto", "a2a/commands/v1/commands.proto"]
     args = ["protoc", f"-I{PROTO}", f"-I{include}", f"--python_out={out}", f"--grpc_python_out={out}"]

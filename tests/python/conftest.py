@@ -5,7 +5,6 @@ import os
 import pathlib
 import queue
 import subprocess
-import tempfile
 import threading
 
 import grpc
@@ -15,12 +14,12 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="session")
-def stubs():
+def stubs(tmp_path_factory):
     """Generates Python code for our protos (with grpc_tools' own protoc)."""
     import grpc_tools
     from grpc_tools import protoc
 
-    out = tempfile.mkdtemp(prefix="a2a-commands-py-")
+    out = str(tmp_path_factory.mktemp("stubs"))
     well_known = os.path.join(os.path.dirname(grpc_tools.__file__), "_proto")
     args = [
         "protoc",
@@ -49,9 +48,9 @@ def _binary():
 
 
 @pytest.fixture(scope="session")
-def server_addr():
+def server_addr(tmp_path_factory):
     """Starts `a2a-commands serve` on 127.0.0.1:0 and waits for its "serving" line."""
-    data = tempfile.mkdtemp(prefix="a2a-commands-data-")
+    data = str(tmp_path_factory.mktemp("data"))
     proc = subprocess.Popen(
         [_binary(), "serve", "--listen", "127.0.0.1:0", "--health-listen", "127.0.0.1:0",
          "--log-format", "json", "--data-dir", data],
