@@ -468,7 +468,7 @@ impl State {
         max: Option<usize>,
         batch: &mut sled::Batch,
     ) -> Result<Applied, Error> {
-        match self.commands.get(spec.name.as_str()) {
+        let (seq, applied) = match self.commands.get(spec.name.as_str()) {
             Some(old) => {
                 // Re-registering a spec with no body, without override, is what a gateway
                 // does on every start: it leaves the existing body alone.
@@ -482,35 +482,23 @@ impl State {
                 if !replace {
                     return Err(Error::AlreadyExists(spec.name.to_string()));
                 }
-                let seq = old.seq;
-                self.put(
-                    Registered {
-                        seq,
-                        spec,
-                        body,
-                        source,
-                    },
-                    batch,
-                );
-                Ok(Applied::Replaced)
+                (old.seq, Applied::Replaced)
             }
             None => {
                 if let Some(max) = max.filter(|&max| self.commands.len() >= max) {
                     return Err(Error::RegistryFull(max));
                 }
-                let seq = self.take_seq();
-                self.put(
-                    Registered {
-                        seq,
-                        spec,
-                        body,
-                        source,
-                    },
-                    batch,
-                );
-                Ok(Applied::Created)
+                (self.take_seq(), Applied::Created)
             }
-        }
+        };
+        let record = Registered {
+            seq,
+            spec,
+            body,
+            source,
+        };
+        self.put(record, batch);
+        Ok(applied)
     }
 
     fn set_builtins(&mut self, enabled: &[Builtin], batch: &mut sled::Batch) -> Applied {

@@ -106,21 +106,9 @@ async fn a_full_disk_fails_clearly_and_recovers_without_a_restart() {
     );
 
     // Reads keep working.
-    let listed = client
-        .list_specs(pb::ListSpecsRequest::default())
-        .await
-        .unwrap()
-        .into_inner();
-    let names: Vec<&str> = listed
-        .commands
-        .iter()
-        .map(|c| c.spec.as_ref().unwrap().name.as_str())
-        .collect();
+    let names = common::names(&mut client).await;
     for name in &acknowledged {
-        assert!(
-            names.contains(&name.as_str()),
-            "{name} acknowledged but not listed"
-        );
+        assert!(names.contains(name), "{name} acknowledged but not listed");
     }
     client
         .classify(pb::ClassifyRequest {
@@ -151,21 +139,9 @@ async fn a_full_disk_fails_clearly_and_recovers_without_a_restart() {
     drop(process);
     let process = ServeProcess::start(&data, &["--builtins", ""]);
     let mut client = CommandServiceClient::connect(process.url()).await.unwrap();
-    let listed = client
-        .list_specs(pb::ListSpecsRequest::default())
-        .await
-        .unwrap()
-        .into_inner();
-    let names: Vec<&str> = listed
-        .commands
-        .iter()
-        .map(|c| c.spec.as_ref().unwrap().name.as_str())
-        .collect();
+    let names = common::names(&mut client).await;
     for name in &acknowledged {
-        assert!(
-            names.contains(&name.as_str()),
-            "{name} acknowledged but lost"
-        );
+        assert!(names.contains(name), "{name} acknowledged but lost");
     }
     println!(
         "full disk: {} acknowledged registrations kept; the full disk answered {:?}",
