@@ -44,17 +44,15 @@ pub fn state_name(state: TaskState) -> &'static str {
     name.strip_prefix("TASK_STATE_").unwrap_or(name)
 }
 
-fn task_state(field: &str, value: i32) -> Result<TaskState, Error> {
+/// A set, known state; the error is the rule broken (the caller names the field, so
+/// the field's path is only formatted on failure).
+fn task_state(value: i32) -> Result<TaskState, String> {
     match TaskState::try_from(value) {
-        Ok(TaskState::Unspecified) => Err(Error::invalid(
-            field,
-            "must be set to a TaskState other than TASK_STATE_UNSPECIFIED",
-        )),
+        Ok(TaskState::Unspecified) => {
+            Err("must be set to a TaskState other than TASK_STATE_UNSPECIFIED".into())
+        }
         Ok(state) => Ok(state),
-        Err(_) => Err(Error::invalid(
-            field,
-            format!("{value} is not a TaskState value"),
-        )),
+        Err(_) => Err(format!("{value} is not a TaskState value")),
     }
 }
 
@@ -64,7 +62,7 @@ impl<'a> Task<'a> {
         if task.id.is_empty() {
             return Err(Error::invalid("task.id", "must not be empty"));
         }
-        let state = task_state("task.state", task.state)?;
+        let state = task_state(task.state).map_err(|rule| Error::invalid("task.state", rule))?;
         let sub_state = SubState::try_from(task.sub_state).map_err(|_| {
             Error::invalid(
                 "task.sub_state",
@@ -76,10 +74,9 @@ impl<'a> Task<'a> {
             .iter()
             .enumerate()
             .map(|(i, s)| {
-                Ok((
-                    s.id.as_str(),
-                    task_state(&format!("task.sub_tasks[{i}].state"), s.state)?,
-                ))
+                let state = task_state(s.state)
+                    .map_err(|rule| Error::invalid(format!("task.sub_tasks[{i}].state"), rule))?;
+                Ok((s.id.as_str(), state))
             })
             .collect::<Result<_, Error>>()?;
         let settings = task.settings.as_ref();
