@@ -20,6 +20,10 @@ use crate::event::v03_state;
 use crate::execute::state_name;
 use crate::pb::{self, command_handler_client::CommandHandlerClient, ParticipantRole};
 
+/// Endpoints whose connections and slots are kept; past that, idle ones are dropped so
+/// that registering and removing many handler URLs cannot grow memory without bound.
+const MAX_ENDPOINTS: usize = 256;
+
 /// The JSON-RPC method a command invocation is posted as.
 pub const JSON_RPC_METHOD: &str = "command.invoked.in";
 
@@ -294,6 +298,11 @@ impl Handlers {
 
     fn slots_for(&self, url: &str) -> Arc<Semaphore> {
         let mut slots = self.slots.lock().expect("not poisoned");
+        if slots.len() >= MAX_ENDPOINTS && !slots.contains_key(url) {
+            // Forget endpoints with no call in flight (unregistered ones among them);
+            // one in use keeps its slots.
+            slots.retain(|_, s| Arc::strong_count(s) > 1);
+        }
         Arc::clone(
             slots
                 .entry(url.to_owned())
@@ -317,6 +326,10 @@ impl Handlers {
         }
         // Lazy: connects on first use and reconnects by itself; the channel is shared.
         let channel = endpoint.connect_lazy();
+        if channels.len() >= MAX_ENDPOINTS {
+            // Calls in flight hold their own clones; a later call reconnects.
+            channels.clear();
+        }
         channels.insert(url.to_owned(), channel.clone());
         Ok(channel)
     }
@@ -646,6 +659,23 @@ mod tests {
         assert!(!policy.allows_host("evil-example.com"));
         assert!(!policy.allows_host("127.0.0.1"));
         assert!(HandlerPolicy::default().allows_host("anything"));
+    }
+
+    #[tokio::test]
+    async fn idle_endpoints_are_forgotten() {
+        let handlers = Handlers::new(HandlerPolicy::default());
+        let busy = handlers.slots_for("http://busy:1/");
+        for i in 0..1000 {
+            let _ = handlers.slots_for(&format!("http://h{i}:1/"));
+            assert!(handlers.channel_for(&format!("http://h{i}:1/")).is_ok());
+        }
+        let slots = handlers.slots.lock().unwrap();
+        assert!(slots.len() <= MAX_ENDPOINTS, "{}", slots.len());
+        assert!(handlers.channels.lock().unwrap().len() <= MAX_ENDPOINTS);
+        assert!(
+            Arc::ptr_eq(&slots["http://busy:1/"], &busy),
+            "the one in use is kept"
+        );
     }
 
     #[test]
