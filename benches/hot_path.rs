@@ -122,5 +122,52 @@ fn validation(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, classification, card, validation);
+/// The whole of Execute's own work for `/status`: checking the snapshot, classifying,
+/// running the built-in, and building the event as protobuf and as A2A 1.0 JSON.
+fn execution(c: &mut Criterion) {
+    use a2a_commands::builtins::{Builtin, Catalogue};
+    use a2a_commands::execute::{execute, reply_event, Execution, Task};
+    use prost::Message as _;
+
+    let snapshot =
+        Snapshot::detached(Builtin::ALL.map(|b| (b.spec(), Body::Builtin { builtin: b })));
+    let catalogue = Catalogue {
+        default_model: "gpt-x".into(),
+        models: vec!["gpt-x".into(), "gpt-x-mini".into()],
+        default_effort: None,
+    };
+    let snapshot_pb = pb::TaskSnapshot {
+        id: "t-load".into(),
+        context_id: "c-load".into(),
+        name: "Load".into(),
+        state: pb::TaskState::Working.into(),
+        plan: Some(pb::PlanProgress {
+            steps_done: 1,
+            steps_total: 3,
+        }),
+        ..Default::default()
+    };
+    let msg = message("/status".into());
+    let timestamp = prost_types::Timestamp {
+        seconds: 1_796_217_892,
+        nanos: 807_000_000,
+    };
+    c.bench_function("execute /status, event as protobuf and JSON", |b| {
+        b.iter(|| {
+            let task = Task::from_proto(black_box(&snapshot_pb)).unwrap();
+            let role = pb::ParticipantRole::Assignee;
+            let Execution::Command { name, reply, .. } =
+                execute(&msg, &task, role, &snapshot, &catalogue)
+            else {
+                unreachable!()
+            };
+            let event = reply_event(&task, "", &msg.message_id, name, &reply, timestamp);
+            let bytes = event.to_proto().encode_to_vec();
+            let json = event.to_json(pb::EventJsonFormat::A2a10);
+            (bytes.len(), json.len())
+        })
+    });
+}
+
+criterion_group!(benches, classification, card, validation, execution);
 criterion_main!(benches);
