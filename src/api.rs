@@ -62,15 +62,9 @@ impl Api {
     }
 }
 
-/// Logs the call's one line and wraps the answer.
-pub(crate) fn logged<T>(
-    method: &'static str,
-    started: Instant,
-    command: &str,
-    result: Result<T, Error>,
-) -> Result<Response<T>, Status> {
-    let result = result.map_err(Status::from);
-    let code = result.as_ref().map_or_else(Status::code, |_| Code::Ok);
+/// Logs the call's one line: method, status code, latency and command name.
+fn log_call<T>(method: &'static str, started: Instant, result: &Result<T, Error>, command: &str) {
+    let code = result.as_ref().map_or_else(Error::code, |_| Code::Ok);
     tracing::info!(
         method,
         code = ?code,
@@ -78,7 +72,17 @@ pub(crate) fn logged<T>(
         command,
         "call"
     );
-    result.map(Response::new)
+}
+
+/// Logs the call's one line and wraps the answer.
+pub(crate) fn logged<T>(
+    method: &'static str,
+    started: Instant,
+    command: &str,
+    result: Result<T, Error>,
+) -> Result<Response<T>, Status> {
+    log_call(method, started, &result, command);
+    result.map(Response::new).map_err(Status::from)
 }
 
 fn required<'a, T>(field: &str, value: &'a Option<T>) -> Result<&'a T, Error> {
@@ -365,6 +369,9 @@ impl CommandService for Api {
         logged("Unregister", started, &name, result)
     }
 
+    /// Served by `list_route::Routes` from cached bytes when the server is wired by
+    /// `server::start`; this is the same answer for anyone using the generated server
+    /// directly.
     async fn list_specs(
         &self,
         request: Request<pb::ListSpecsRequest>,
@@ -401,14 +408,16 @@ impl CommandService for Api {
     ) -> Result<Response<pb::ClassifyResponse>, Status> {
         let started = Instant::now();
         let result = Api::classify(self, request.get_ref());
+        // The name is read from the answer in place: nothing is copied to log it.
         let command = match &result {
             Ok(pb::ClassifyResponse {
                 result: Some(pb::classify_response::Result::Command(c)),
                 ..
-            }) => c.name.clone(),
-            _ => String::new(),
+            }) => c.name.as_str(),
+            _ => "",
         };
-        logged("Classify", started, &command, result)
+        log_call("Classify", started, &result, command);
+        result.map(Response::new).map_err(Status::from)
     }
 
     async fn execute(
@@ -417,7 +426,7 @@ impl CommandService for Api {
     ) -> Result<Response<pb::ExecuteResponse>, Status> {
         let started = Instant::now();
         let result = Api::execute(self, request.get_ref()).await;
-        let command = command_of_execute(&result).to_owned();
-        logged("Execute", started, &command, result)
+        log_call("Execute", started, &result, command_of_execute(&result));
+        result.map(Response::new).map_err(Status::from)
     }
 }

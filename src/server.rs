@@ -84,11 +84,6 @@ impl RunningServer {
         self.health_addr
     }
 
-    /// The registry the server serves.
-    pub fn registry(&self) -> &Arc<Registry> {
-        &self.registry
-    }
-
     /// Turns health NOT_SERVING (overall and for the API) without stopping anything:
     /// the first step of a drain.
     pub async fn set_not_serving(&self) {
