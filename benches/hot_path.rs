@@ -5,11 +5,11 @@
 
 use std::hint::black_box;
 
-use a2a_commands::card::Card;
-use a2a_commands::classify::classify;
 use a2a_commands::pb::{self, part::Content};
-use a2a_commands::registry::{Body, Snapshot};
-use a2a_commands::spec::CommandSpec;
+use a2a_commands::rules::card::Card;
+use a2a_commands::rules::parse::classify;
+use a2a_commands::rules::spec::CommandSpec;
+use a2a_commands::{registry::Snapshot, rules::body::Body};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 
 fn registry(n: usize) -> Snapshot {
@@ -125,8 +125,11 @@ fn validation(c: &mut Criterion) {
 /// The whole of Execute's own work for `/status`: checking the snapshot, classifying,
 /// running the built-in, and building the event as protobuf and as A2A 1.0 JSON.
 fn execution(c: &mut Criterion) {
-    use a2a_commands::builtins::{Builtin, Catalogue};
-    use a2a_commands::execute::{execute, reply_event, Execution, Task};
+    use a2a_commands::rules::builtins::{Builtin, Catalogue};
+    use a2a_commands::rules::{
+        execute::{execute, reply_event, Execution},
+        task::Task,
+    };
     use prost::Message as _;
 
     let snapshot =

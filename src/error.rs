@@ -1,7 +1,5 @@
-//! The service's errors, and the one place they become gRPC status codes.
-
-use tonic::Code;
-use tonic_types::{ErrorDetails, StatusExt};
+//! The service's errors, shared by every layer. They become gRPC statuses in one place
+//! only: `crate::transport::status`.
 
 /// Everything a request can fail with.
 #[derive(Clone, Debug, thiserror::Error)]
@@ -51,57 +49,6 @@ impl Error {
         Self::InvalidArgument {
             field: field.into(),
             rule: rule.into(),
-        }
-    }
-
-    /// Classifies a sled error: a full disk is worth telling apart.
-    pub fn from_store(err: sled::Error) -> Self {
-        match &err {
-            sled::Error::Io(io) if is_disk_full(io) => Self::DiskFull(io.to_string()),
-            _ => Self::Storage(err.to_string()),
-        }
-    }
-
-    /// The gRPC code this error maps to.
-    pub fn code(&self) -> Code {
-        match self {
-            Self::InvalidArgument { .. } => Code::InvalidArgument,
-            Self::AlreadyExists(_) => Code::AlreadyExists,
-            Self::NotFound(_) => Code::NotFound,
-            Self::ManagedByFile(_) => Code::FailedPrecondition,
-            Self::Unauthenticated => Code::Unauthenticated,
-            Self::PermissionDenied => Code::PermissionDenied,
-            Self::RegistryFull(_) | Self::DiskFull(_) => Code::ResourceExhausted,
-            Self::Storage(_) | Self::ShuttingDown => Code::Unavailable,
-        }
-    }
-}
-
-/// Whether an I/O error means "no space left". sled re-creates the I/O errors it keeps
-/// (losing the OS code, keeping the kind), so the kind is checked too.
-fn is_disk_full(io: &std::io::Error) -> bool {
-    const ENOSPC: i32 = 28;
-    const EDQUOT: i32 = 122;
-    matches!(io.raw_os_error(), Some(ENOSPC | EDQUOT))
-        || matches!(
-            io.kind(),
-            std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
-        )
-}
-
-impl From<Error> for tonic::Status {
-    fn from(err: Error) -> Self {
-        let code = err.code();
-        let message = err.to_string();
-        match &err {
-            // A google.rpc.BadRequest detail lets clients find the field without
-            // parsing the message.
-            Error::InvalidArgument { field, rule } => tonic::Status::with_error_details(
-                code,
-                message,
-                ErrorDetails::with_bad_request_violation(field.clone(), rule.clone()),
-            ),
-            _ => tonic::Status::new(code, message),
         }
     }
 }

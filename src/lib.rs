@@ -1,24 +1,22 @@
 //! a2a-commands: the A2A Commands extension v1 behind one gRPC API.
 //!
-//! See `ARCHITECTURE.md` for the map of modules and the invariants they keep.
+//! The modules are layers, and every import points down (`tests/layers.rs` checks it):
+//!
+//! 1. [`pb`] (the generated protobuf types) and [`error`]: shared by all.
+//! 2. [`rules`]: the extension's rules, pure, no I/O.
+//! 3. [`registry`] (the ordered, durable state) and [`bodies`] (handler clients).
+//! 4. [`config`]: flags, environment and files resolved into settings.
+//! 5. [`transport`]: the gRPC service, routes, auth, TLS and server wiring.
+//!
+//! See `ARCHITECTURE.md` for the map and the invariants.
 #![warn(missing_docs)]
 
-pub mod api;
-pub mod auth;
-pub mod builtins;
-pub mod card;
-pub mod classify;
-pub mod commands_file;
+pub mod bodies;
 pub mod config;
 pub mod error;
-pub mod event;
-pub mod execute;
-pub mod handlers;
-pub mod json;
-pub mod list_route;
 pub mod registry;
-pub mod server;
-pub mod spec;
+pub mod rules;
+pub mod transport;
 
 /// The generated protobuf and gRPC code for `a2a.commands.v1`.
 #[allow(missing_docs, clippy::all, clippy::pedantic)]

@@ -6,7 +6,7 @@ use clap::Parser;
 use tracing_subscriber::EnvFilter;
 
 use a2a_commands::config::{Cli, Command, LogFormat, ServeArgs, Settings};
-use a2a_commands::server;
+use a2a_commands::transport::server;
 
 /// Sets up logging; the returned guard flushes the log when dropped.
 fn init_logging(args: &ServeArgs) -> tracing_appender::non_blocking::WorkerGuard {

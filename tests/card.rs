@@ -3,7 +3,7 @@
 
 mod common;
 
-use a2a_commands::card::{EXTENSION_URI, PARAMS_SCHEMA};
+use a2a_commands::rules::card::{EXTENSION_URI, PARAMS_SCHEMA};
 use common::*;
 use serde_json::{json, Value};
 

@@ -3,8 +3,8 @@
 
 mod common;
 
-use a2a_commands::classify::parse_command_text;
 use a2a_commands::pb::{self, classify_response::Result as Classified, OrdinaryReason};
+use a2a_commands::rules::parse::parse_command_text;
 use common::*;
 use proptest::prelude::*;
 use std::sync::LazyLock;

@@ -3,11 +3,11 @@
 
 mod common;
 
-use a2a_commands::builtins::Catalogue;
 use a2a_commands::pb::{
     self, execute_response::Result as Executed, EventJsonFormat, OrdinaryReason, Outcome,
     ParticipantRole as Role, SubState, TaskState,
 };
+use a2a_commands::rules::builtins::Catalogue;
 use common::*;
 use prost_types::value::Kind;
 use tonic::Code;

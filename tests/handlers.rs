@@ -7,12 +7,12 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use a2a_commands::handlers::HandlerPolicy;
 use a2a_commands::pb::command_handler_server::{CommandHandler, CommandHandlerServer};
 use a2a_commands::pb::{
     self, execute_response::Result as Executed, handler_binding::Endpoint, Outcome,
     ParticipantRole as Role, TaskState,
 };
+use a2a_commands::rules::body::HandlerPolicy;
 use axum::routing::post;
 use common::*;
 use serde_json::{json, Value};

@@ -1,6 +1,6 @@
 //! Property tests of spec validation against the rules written out independently.
 
-use a2a_commands::spec::{CommandName, CommandSpec};
+use a2a_commands::rules::spec::{CommandName, CommandSpec};
 use proptest::prelude::*;
 
 /// The name rule, as the issue states it.

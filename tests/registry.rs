@@ -305,7 +305,7 @@ async fn disabling_builtins_removes_only_unreplaced_ones() {
     register(&mut client, spec("status", "Our status", ""), true)
         .await
         .unwrap();
-    server.settings.builtins = vec![a2a_commands::builtins::Builtin::Model];
+    server.settings.builtins = vec![a2a_commands::rules::builtins::Builtin::Model];
     server.restart().await;
     let mut client = server.client().await;
     assert_eq!(names(&mut client).await, ["model", "status"]);

@@ -3,7 +3,7 @@
 mod common;
 
 use a2a_commands::pb::command_service_client::CommandServiceClient;
-use a2a_commands::server::SERVICE_NAME;
+use a2a_commands::transport::service::SERVICE_NAME;
 use common::process::{serve_command, ServeProcess};
 use common::*;
 use tonic_health::pb::health_check_response::ServingStatus;

@@ -10,7 +10,7 @@ use a2a_commands::config::Tls;
 use a2a_commands::pb::command_handler_server::{CommandHandler, CommandHandlerServer};
 use a2a_commands::pb::command_service_client::CommandServiceClient;
 use a2a_commands::pb::{self, execute_response::Result as Executed, Outcome};
-use a2a_commands::server::SERVICE_NAME;
+use a2a_commands::transport::service::SERVICE_NAME;
 use common::process::ServeProcess;
 use common::*;
 use tokio::net::TcpListener;

@@ -6,12 +6,12 @@
 
 use std::sync::OnceLock;
 
-use a2a_commands::builtins::{Builtin, Catalogue};
-use a2a_commands::classify::{classify, parse_command_text, single_text, Classification};
-use a2a_commands::execute::{execute, Task};
+use a2a_commands::rules::builtins::{Builtin, Catalogue};
+use a2a_commands::rules::parse::{classify, parse_command_text, single_text, Classification};
+use a2a_commands::rules::{execute::execute, task::Task};
 use a2a_commands::pb;
-use a2a_commands::registry::{Body, Snapshot};
-use a2a_commands::spec::CommandSpec;
+use a2a_commands::{registry::Snapshot, rules::body::Body};
+use a2a_commands::rules::spec::CommandSpec;
 use libfuzzer_sys::fuzz_target;
 use prost::Message as _;
 

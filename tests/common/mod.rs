@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use a2a_commands::config::Settings;
 use a2a_commands::pb;
 use a2a_commands::pb::command_service_client::CommandServiceClient;
-use a2a_commands::server::{self, RunningServer};
+use a2a_commands::transport::server::{self, RunningServer};
 use tonic::transport::Channel;
 
 pub mod process;

@@ -14,10 +14,11 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::error::Error;
-use crate::handlers::{HandlerBinding, HandlerPolicy};
 use crate::pb;
-use crate::registry::{Body, Change, Registry};
-use crate::spec::CommandSpec;
+use crate::registry::handle::Registry;
+use crate::registry::state::Change;
+use crate::rules::body::{Body, HandlerBinding, HandlerPolicy};
+use crate::rules::spec::CommandSpec;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -4,7 +4,6 @@
 //! finishes its calls in flight, then the registry is flushed and closed.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,22 +11,20 @@ use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tonic::transport::server::TcpIncoming;
-use tonic::transport::{Certificate, Identity, ServerTlsConfig};
+
 use tonic_health::server::HealthReporter;
 use tonic_health::ServingStatus;
 
-use crate::api::Api;
-use crate::auth::AdminAuth;
-use crate::commands_file::{self, FileError};
-use crate::config::{Settings, Tls};
+use crate::bodies::Handlers;
+use crate::config::Settings;
 use crate::error::Error;
-use crate::handlers::Handlers;
-use crate::list_route::Routes;
 use crate::pb::{self, command_service_server::CommandServiceServer};
+use crate::registry::commands_file::{self, FileError};
 use crate::registry::{Change, OpenError, Registry};
-
-/// The gRPC service name of the API, as health and reflection know it.
-pub const SERVICE_NAME: &str = "a2a.commands.v1.CommandService";
+use crate::transport::auth::AdminAuth;
+use crate::transport::routes::Routes;
+use crate::transport::service::{Api, SERVICE_NAME};
+use crate::transport::tls::{tls_config, TlsError};
 
 /// Why the server could not start.
 #[derive(Debug, thiserror::Error)]
@@ -154,21 +151,6 @@ async fn bind(addr: SocketAddr) -> Result<(TcpListener, SocketAddr), StartError>
     Ok((listener, local))
 }
 
-fn read_file(what: &str, path: &PathBuf) -> Result<Vec<u8>, StartError> {
-    std::fs::read(path).map_err(|e| StartError::Security(format!("{what} {}: {e}", path.display())))
-}
-
-fn tls_config(tls: &Tls) -> Result<ServerTlsConfig, StartError> {
-    let cert = read_file("TLS certificate", &tls.cert)?;
-    let key = read_file("TLS key", &tls.key)?;
-    let mut config = ServerTlsConfig::new().identity(Identity::from_pem(cert, key));
-    if let Some(ca) = &tls.client_ca {
-        // With a client CA, every client must present a certificate it signed (mTLS).
-        config = config.client_ca_root(Certificate::from_pem(read_file("TLS client CA", ca)?));
-    }
-    Ok(config)
-}
-
 /// Opens the registry, makes the built-ins and the commands file as configured, binds
 /// the listeners and starts serving in the background. Returns once both listeners
 /// accept connections and health is SERVING.
@@ -186,7 +168,12 @@ pub async fn start(settings: Settings) -> Result<RunningServer, StartError> {
         Some(path) => AdminAuth::from_file(path.clone()).map_err(StartError::Security)?,
         None => AdminAuth::open(),
     };
-    let tls = settings.tls.as_ref().map(tls_config).transpose()?;
+    let tls = settings
+        .tls
+        .as_ref()
+        .map(tls_config)
+        .transpose()
+        .map_err(|TlsError(e)| StartError::Security(e))?;
     let (listener, addr) = bind(settings.listen).await?;
     let health_listener = match settings.health_listen {
         Some(health_addr) => Some(bind(health_addr).await?),

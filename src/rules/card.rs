@@ -6,7 +6,7 @@
 
 use serde::Serialize;
 
-use crate::spec::CommandSpec;
+use crate::rules::spec::CommandSpec;
 
 /// The Commands extension v1's URI.
 pub const EXTENSION_URI: &str =
@@ -18,7 +18,7 @@ pub const EXTENSION_DESCRIPTION: &str =
      listed here, runs that command instead of reaching the model.";
 
 /// The published card-params schema, shipped with the service.
-pub const PARAMS_SCHEMA: &str = include_str!("../docs/commands-extension-v1.schema.json");
+pub const PARAMS_SCHEMA: &str = include_str!("../../docs/commands-extension-v1.schema.json");
 
 /// The rendered card entry.
 #[derive(Clone, Debug, PartialEq, Eq)]

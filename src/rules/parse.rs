@@ -4,24 +4,38 @@
 //! `/<name>` followed by the end or by whitespace and arguments
 //! (`^/([a-z][a-z0-9-]*)(?:\s+(.*))?$`, dot matching newline), and the name is
 //! registered. "Whitespace" is Python's `str.isspace()`, which the reference's `\s`
-//! uses: Unicode's White_Space plus the information separators U+001C..U+001F.
+//! uses (see [`crate::rules::text`]).
 //!
-//! The scan is one pass over the text and one hash lookup, so its cost does not grow
-//! with the registry and grows linearly with the text only up to the name's end.
+//! The scan is one pass over the text and one lookup, so its cost does not grow with
+//! the registry and grows linearly with the text only up to the name's end.
 
 use crate::pb::{self, part::Content, OrdinaryReason};
-use crate::registry::{Registered, Snapshot};
-use std::sync::Arc;
+use crate::rules::body::Body;
+use crate::rules::spec::is_name_byte;
+use crate::rules::text::is_py_whitespace;
+
+/// Where classification looks names up: the registry's snapshot implements it. Kept as
+/// a trait so that these rules know nothing of how the registry is stored.
+pub trait Lookup {
+    /// The body of the command registered as `name`, if there is one.
+    fn body(&self, name: &str) -> Option<&Body>;
+}
+
+impl<T: Lookup + ?Sized> Lookup for std::sync::Arc<T> {
+    fn body(&self, name: &str) -> Option<&Body> {
+        (**self).body(name)
+    }
+}
 
 /// What a message is.
 #[derive(Clone, Debug)]
-pub enum Classification<'m> {
+pub enum Classification<'m, 's> {
     /// A registered command.
     Command {
         /// The name as typed (equal to the registered command's).
         name: &'m str,
-        /// The registered command (spec and body).
-        command: Arc<Registered>,
+        /// What runs the registered command.
+        body: &'s Body,
         /// Everything after the name and its following whitespace, unchanged.
         arguments: &'m str,
     },
@@ -34,16 +48,6 @@ pub enum Classification<'m> {
     },
 }
 
-/// Whether `c` is whitespace to Python's `str.isspace()`.
-pub fn is_py_whitespace(c: char) -> bool {
-    c.is_whitespace() || ('\u{1C}'..='\u{1F}').contains(&c)
-}
-
-/// `s` without leading or trailing Python whitespace.
-pub fn trim_py_whitespace(s: &str) -> &str {
-    s.trim_matches(is_py_whitespace)
-}
-
 /// Splits command text into name and arguments by the reference's syntax, ignoring the
 /// registry. `None` when the text is not command syntax.
 pub fn parse_command_text(text: &str) -> Option<(&str, &str)> {
@@ -52,10 +56,7 @@ pub fn parse_command_text(text: &str) -> Option<(&str, &str)> {
     if !matches!(bytes.first(), Some(b'a'..=b'z')) {
         return None;
     }
-    let name_len = 1 + bytes[1..]
-        .iter()
-        .take_while(|&&b| crate::spec::is_name_byte(b))
-        .count();
+    let name_len = 1 + bytes[1..].iter().take_while(|&&b| is_name_byte(b)).count();
     let (name, after) = rest.split_at(name_len);
     match after.chars().next() {
         None => Some((name, "")),
@@ -75,8 +76,11 @@ pub fn single_text(message: &pb::Message) -> Option<&str> {
     }
 }
 
-/// Classifies `message` against the registry `snapshot`.
-pub fn classify<'m>(message: &'m pb::Message, snapshot: &Snapshot) -> Classification<'m> {
+/// Classifies `message` against the registered commands.
+pub fn classify<'m, 's>(
+    message: &'m pb::Message,
+    commands: &'s impl Lookup,
+) -> Classification<'m, 's> {
     let Some(text) = single_text(message) else {
         return Classification::Ordinary {
             reason: OrdinaryReason::NotSingleTextPart,
@@ -89,10 +93,10 @@ pub fn classify<'m>(message: &'m pb::Message, snapshot: &Snapshot) -> Classifica
             name: None,
         };
     };
-    match snapshot.get(name) {
-        Some(command) => Classification::Command {
+    match commands.body(name) {
+        Some(body) => Classification::Command {
             name,
-            command: Arc::clone(command),
+            body,
             arguments,
         },
         None => Classification::Ordinary {
@@ -134,22 +138,6 @@ mod tests {
         ];
         for (text, want) in cases {
             assert_eq!(parse_command_text(text), *want, "{text:?}");
-        }
-    }
-
-    #[test]
-    fn whitespace_is_pythons_isspace() {
-        // Every character for which CPython 3.11's str.isspace() is true.
-        let mut python: Vec<u32> = vec![0x9, 0xA, 0xB, 0xC, 0xD, 0x1C, 0x1D, 0x1E, 0x1F, 0x20];
-        python.extend([0x85, 0xA0, 0x1680, 0x2028, 0x2029, 0x202F, 0x205F, 0x3000]);
-        python.extend(0x2000..=0x200A);
-        for c in (0..=0x10FFFF).filter_map(char::from_u32) {
-            assert_eq!(
-                is_py_whitespace(c),
-                python.contains(&(c as u32)),
-                "U+{:04X}",
-                c as u32
-            );
         }
     }
 }

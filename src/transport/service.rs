@@ -7,22 +7,25 @@
 
 use std::pin::Pin;
 use std::sync::Arc;
-use std::time::{Instant, SystemTime};
+use std::time::Instant;
 
 use tokio_stream::{Stream, StreamExt};
-use tonic::{Code, Request, Response, Status};
+use tonic::{Request, Response, Status};
 
-use crate::auth::AdminAuth;
-use crate::builtins::Catalogue;
-use crate::classify::{classify, Classification};
+use crate::bodies::Handlers;
 use crate::error::Error;
-use crate::execute::{execute, handler_reply, reply_event, Execution, Reply, Task};
-use crate::handlers::{HandlerBinding, Handlers};
-use crate::list_route::ListCache;
 use crate::pb::command_service_server::CommandService;
-use crate::pb::{self, EventJsonFormat, OrdinaryReason, ParticipantRole};
-use crate::registry::{Applied, Body, Change, Registry, Snapshot, Source};
-use crate::spec::{CommandName, CommandSpec};
+use crate::pb::{self, EventJsonFormat, ParticipantRole};
+use crate::registry::{Applied, Change, Registry};
+use crate::rules::body::{Body, HandlerBinding};
+use crate::rules::builtins::Catalogue;
+use crate::rules::execute::{execute, handler_reply, reply_event, Execution};
+use crate::rules::parse::{classify, Classification};
+use crate::rules::spec::{CommandName, CommandSpec};
+use crate::rules::task::Task;
+use crate::transport::auth::AdminAuth;
+use crate::transport::call_log::{log_call, logged};
+use crate::transport::convert::{list_response, now, ordinary, outcome_to_proto};
 
 /// The `CommandService` implementation.
 pub struct Api {
@@ -30,7 +33,6 @@ pub struct Api {
     catalogue: Arc<Catalogue>,
     handlers: Arc<Handlers>,
     auth: AdminAuth,
-    list_cache: ListCache,
 }
 
 impl Api {
@@ -47,43 +49,17 @@ impl Api {
             catalogue: Arc::new(catalogue),
             handlers: Arc::new(handlers),
             auth,
-            list_cache: ListCache::default(),
         }
     }
 
     /// The registry served.
-    pub(crate) fn registry(&self) -> &Registry {
+    pub(crate) fn registry(&self) -> &Arc<Registry> {
         &self.registry
     }
-
-    /// The encoded ListSpecs answer of the latest revision.
-    pub(crate) fn list_cache(&self) -> &ListCache {
-        &self.list_cache
-    }
 }
 
-/// Logs the call's one line: method, status code, latency and command name.
-fn log_call<T>(method: &'static str, started: Instant, result: &Result<T, Error>, command: &str) {
-    let code = result.as_ref().map_or_else(Error::code, |_| Code::Ok);
-    tracing::info!(
-        method,
-        code = ?code,
-        latency_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
-        command,
-        "call"
-    );
-}
-
-/// Logs the call's one line and wraps the answer.
-pub(crate) fn logged<T>(
-    method: &'static str,
-    started: Instant,
-    command: &str,
-    result: Result<T, Error>,
-) -> Result<Response<T>, Status> {
-    log_call(method, started, &result, command);
-    result.map(Response::new).map_err(Status::from)
-}
+/// The gRPC service name of the API, as health and reflection know it.
+pub const SERVICE_NAME: &str = "a2a.commands.v1.CommandService";
 
 fn required<'a, T>(field: &str, value: &'a Option<T>) -> Result<&'a T, Error> {
     value
@@ -94,101 +70,6 @@ fn required<'a, T>(field: &str, value: &'a Option<T>) -> Result<&'a T, Error> {
 fn enum_value<E: TryFrom<i32>>(field: &str, type_name: &str, value: i32) -> Result<E, Error> {
     E::try_from(value)
         .map_err(|_| Error::invalid(field, format!("{value} is not a {type_name} value")))
-}
-
-fn ordinary(reason: OrdinaryReason, name: Option<&str>) -> pb::Ordinary {
-    pb::Ordinary {
-        reason: reason.into(),
-        name: name.unwrap_or_default().to_owned(),
-    }
-}
-
-/// Now, to the millisecond (A2A timestamps carry milliseconds).
-fn now() -> prost_types::Timestamp {
-    let mut ts = prost_types::Timestamp::from(SystemTime::now());
-    ts.nanos -= ts.nanos % 1_000_000;
-    ts
-}
-
-fn spec_to_proto(spec: &CommandSpec) -> pb::CommandSpec {
-    pb::CommandSpec {
-        name: spec.name.to_string(),
-        description: spec.description.clone(),
-        argument_hint: spec.argument_hint.clone(),
-    }
-}
-
-/// The registry at one snapshot, as ListSpecs and WatchSpecs send it; `with_struct`
-/// adds the card entry as a protobuf message.
-pub fn list_response(snapshot: &Snapshot, with_struct: bool) -> pb::ListSpecsResponse {
-    let card = snapshot.card();
-    let commands = snapshot
-        .commands()
-        .map(|c| pb::RegisteredCommand {
-            spec: Some(spec_to_proto(&c.spec)),
-            body: match c.body {
-                Body::Builtin { .. } => pb::CommandBody::Builtin,
-                Body::None => pb::CommandBody::None,
-                Body::Handler { .. } => pb::CommandBody::Handler,
-            }
-            .into(),
-            handler: match &c.body {
-                Body::Handler { handler } => Some(handler.to_proto()),
-                _ => None,
-            },
-            source: match c.source {
-                Source::Api => pb::CommandSource::Api,
-                Source::Builtins => pb::CommandSource::Builtin,
-                Source::File => pb::CommandSource::File,
-            }
-            .into(),
-        })
-        .collect();
-    pb::ListSpecsResponse {
-        commands,
-        revision: snapshot.revision(),
-        card_params_json: card.params_json.clone(),
-        card_extension_json: card.extension_json.clone(),
-        card_extension: with_struct.then(|| pb::AgentExtension {
-            uri: crate::card::EXTENSION_URI.to_owned(),
-            description: crate::card::EXTENSION_DESCRIPTION.to_owned(),
-            required: false,
-            params: Some(crate::json::to_struct(&card.params)),
-        }),
-    }
-}
-
-fn outcome_to_proto(
-    name: &str,
-    arguments: &str,
-    reply: Reply,
-    event: pb::TaskStatusUpdateEvent,
-    event_json: String,
-) -> pb::CommandOutcome {
-    let changes = reply.changes;
-    let settings =
-        (changes.model.is_some() || changes.effort.is_some()).then_some(pb::TaskSettings {
-            model: changes.model,
-            effort: changes.effort,
-        });
-    pb::CommandOutcome {
-        command: Some(pb::Command {
-            name: name.to_owned(),
-            arguments: arguments.to_owned(),
-        }),
-        outcome: reply.outcome.into(),
-        event: Some(event),
-        event_json,
-        reply: reply.text,
-        changes: Some(pb::Changes {
-            settings,
-            sub_task: changes.sub_task.map(|s| pb::SubTaskToCreate {
-                id: s.id,
-                name: s.name,
-                goal: s.goal,
-            }),
-        }),
-    }
 }
 
 impl Api {

@@ -2,20 +2,17 @@
 //! their bodies, each a pure function of the task snapshot and the model catalogue.
 //!
 //! Reply texts, refusals and role rules follow the reference harness word for word
-//! (`shared/spec/reference-behaviour.md`); tests pin every one of them.
+//! (`docs/reference-behaviour.md`); tests pin every one of them.
 
 use serde::{Deserialize, Serialize};
 
-use crate::classify::trim_py_whitespace;
-use crate::execute::{Changes, Reply, SubTask, Task};
-use crate::pb::Outcome;
-use crate::spec::CommandSpec;
+use crate::rules::reply::{Changes, Reply, SubTask};
+use crate::rules::spec::CommandSpec;
+use crate::rules::task::{state_name, Task};
+use crate::rules::text::trim_py_whitespace;
 
 /// The efforts `/effort` accepts, in the order its replies list them.
 pub const EFFORTS: [&str; 3] = ["low", "medium", "high"];
-
-/// Longest sub-task name derived from its goal, in characters.
-const SUB_TASK_NAME_CHARS: usize = 60;
 
 /// One of the built-in commands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -188,18 +185,6 @@ fn sub_task(task: &Task<'_>, goal: &str) -> Reply {
     Reply::ok(text, changes)
 }
 
-/// A short name for a sub-task: the goal's first line, cut at a character boundary.
-pub(crate) fn sub_task_name(goal: &str) -> String {
-    let first_line = goal.lines().next().unwrap_or_default();
-    let first_line = trim_py_whitespace(first_line);
-    if first_line.chars().count() <= SUB_TASK_NAME_CHARS {
-        return first_line.to_owned();
-    }
-    let mut name: String = first_line.chars().take(SUB_TASK_NAME_CHARS - 1).collect();
-    name.push('…');
-    name
-}
-
 fn status(task: &Task<'_>, catalogue: &Catalogue) -> String {
     use std::fmt::Write as _;
 
@@ -229,27 +214,8 @@ fn status(task: &Task<'_>, catalogue: &Catalogue) -> String {
     } else {
         text.push_str("\nSub-tasks:");
         for (id, state) in &task.sub_tasks {
-            let _ = write!(text, "\n- {id} · {}", crate::execute::state_name(*state));
+            let _ = write!(text, "\n- {id} · {}", state_name(*state));
         }
     }
     text
-}
-
-impl Reply {
-    fn ok(text: String, changes: Changes) -> Self {
-        Self {
-            outcome: Outcome::Ok,
-            text,
-            changes,
-        }
-    }
-
-    /// A refusal: the reply is the text, nothing changes.
-    pub(crate) fn refused(text: String) -> Self {
-        Self {
-            outcome: Outcome::Refused,
-            text,
-            changes: Changes::default(),
-        }
-    }
 }

@@ -18,10 +18,11 @@ use tonic::codegen::{http, BoxFuture, Bytes, Context, Poll, Service};
 use tonic::server::{Grpc, NamedService, UnaryService};
 use tonic::{Request, Response, Status};
 
-use crate::api::{list_response, logged, Api};
 use crate::pb::{self, command_service_server::CommandServiceServer};
 use crate::registry::Registry;
-use crate::server::SERVICE_NAME;
+use crate::transport::call_log::logged;
+use crate::transport::convert::list_response;
+use crate::transport::service::{Api, SERVICE_NAME};
 
 const LIST_SPECS_PATH: &str = "/a2a.commands.v1.CommandService/ListSpecs";
 
@@ -33,7 +34,7 @@ struct Encoded {
 
 /// Keeps the encoded answer of the latest revision asked for.
 #[derive(Default)]
-pub struct ListCache {
+struct ListCache {
     latest: ArcSwapOption<Encoded>,
 }
 
@@ -88,21 +89,25 @@ impl Codec for EncodedCodec {
 }
 
 /// The ListSpecs method over the cache.
-struct ListSpecs(Arc<Api>);
+struct ListSpecs {
+    registry: Arc<Registry>,
+    cache: Arc<ListCache>,
+}
 
 impl UnaryService<pb::ListSpecsRequest> for ListSpecs {
     type Response = Bytes;
     type Future = BoxFuture<Response<Bytes>, Status>;
 
     fn call(&mut self, request: Request<pb::ListSpecsRequest>) -> Self::Future {
-        let api = Arc::clone(&self.0);
+        let registry = Arc::clone(&self.registry);
+        let cache = Arc::clone(&self.cache);
         Box::pin(async move {
             let started = Instant::now();
             let bytes = if request.get_ref().include_card_extension {
                 // Rarely asked for: built each time rather than cached.
-                Bytes::from(list_response(&api.registry().snapshot(), true).encode_to_vec())
+                Bytes::from(list_response(&registry.snapshot(), true).encode_to_vec())
             } else {
-                api.list_cache().answer(api.registry())
+                cache.answer(&registry)
             };
             logged("ListSpecs", started, "", Ok(bytes))
         })
@@ -145,7 +150,8 @@ fn clarify_decode_errors(
 /// `CommandService` with ListSpecs served from the cache.
 #[derive(Clone)]
 pub struct Routes {
-    api: Arc<Api>,
+    registry: Arc<Registry>,
+    cache: Arc<ListCache>,
     generated: CommandServiceServer<Api>,
     max_decoding_message_size: usize,
 }
@@ -157,7 +163,8 @@ impl Routes {
             .max_decoding_message_size(max_decoding_message_size)
             .max_encoding_message_size(usize::MAX);
         Self {
-            api,
+            registry: Arc::clone(api.registry()),
+            cache: Arc::default(),
             generated,
             max_decoding_message_size,
         }
@@ -183,7 +190,10 @@ impl Service<http::Request<tonic::body::Body>> for Routes {
             let answer = self.generated.call(request);
             return Box::pin(async move { Ok(clarify_decode_errors(answer.await?, max)) });
         }
-        let method = ListSpecs(Arc::clone(&self.api));
+        let method = ListSpecs {
+            registry: Arc::clone(&self.registry),
+            cache: Arc::clone(&self.cache),
+        };
         Box::pin(async move {
             let mut grpc =
                 Grpc::new(EncodedCodec).apply_max_message_size_config(Some(max), Some(usize::MAX));

@@ -1,0 +1,54 @@
+//! The load tool's flags.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::Parser;
+
+/// Drives every RPC of a2a-commands and compares it with the gRPC floor.
+#[derive(Parser, Debug)]
+#[command(name = "a2a-commands-load")]
+pub(crate) struct Args {
+    /// Target a running server instead of starting one (it must allow Register).
+    #[arg(long)]
+    pub(crate) addr: Option<SocketAddr>,
+    /// The server binary to start [default: a2a-commands next to this tool].
+    #[arg(long)]
+    pub(crate) server: Option<PathBuf>,
+    /// Commands to register before measuring (the registry size for Classify and
+    /// Execute; ListSpecs lists them all).
+    #[arg(long, default_value_t = 100)]
+    pub(crate) commands: usize,
+    /// Calls in flight at once.
+    #[arg(long, default_value_t = 16)]
+    pub(crate) concurrency: usize,
+    /// HTTP/2 connections the calls share.
+    #[arg(long, default_value_t = 4)]
+    pub(crate) connections: usize,
+    /// Seconds each measurement runs.
+    #[arg(long, default_value_t = 5.0)]
+    pub(crate) seconds: f64,
+    /// Seconds of warm-up before each measurement.
+    #[arg(long, default_value_t = 1.0)]
+    pub(crate) warmup: f64,
+    /// Most calls one measurement makes, whatever the time.
+    #[arg(long, default_value_t = 2_000_000)]
+    pub(crate) max_calls: usize,
+    /// The started server's log filter (its per-call lines are at info).
+    #[arg(long, default_value = "info")]
+    pub(crate) server_log: String,
+    /// Also measure start-up time and memory with 10,000 commands (starts the server
+    /// several times).
+    #[arg(long)]
+    pub(crate) startup: bool,
+    /// Measure only the RPCs whose row name contains this text (the floor always runs).
+    #[arg(long)]
+    pub(crate) only: Option<String>,
+    /// Rounds per RPC, each right after its own floor measurement; the round with the
+    /// median ratio is reported (the machine's speed drifts between rounds).
+    #[arg(long, default_value_t = 3)]
+    pub(crate) rounds: usize,
+    /// A quick run that checks every call works (CI): short measurements, no judging.
+    #[arg(long)]
+    pub(crate) smoke: bool,
+}

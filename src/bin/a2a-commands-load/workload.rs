@@ -1,0 +1,118 @@
+//! What the load tool sends: messages, Execute requests, specs to register, and an
+//! echo handler to measure what a handler call adds.
+
+use a2a_commands::pb::command_handler_server::{CommandHandler, CommandHandlerServer};
+use a2a_commands::pb::command_service_client::CommandServiceClient;
+use a2a_commands::pb::{self, part::Content};
+use tonic::transport::Channel;
+
+pub(crate) fn message(id: String, text: &str) -> pb::Message {
+    pb::Message {
+        message_id: id,
+        context_id: "c-load".into(),
+        task_id: "t-load".into(),
+        role: pb::Role::User.into(),
+        parts: vec![pb::Part {
+            content: Some(Content::Text(text.into())),
+            ..Default::default()
+        }],
+        ..Default::default()
+    }
+}
+
+pub(crate) fn execute_request(text: &str, i: usize) -> pb::ExecuteRequest {
+    pb::ExecuteRequest {
+        message: Some(message(format!("m-{i}"), text)),
+        task: Some(pb::TaskSnapshot {
+            id: "t-load".into(),
+            context_id: "c-load".into(),
+            name: "Load".into(),
+            state: pb::TaskState::Working.into(),
+            plan: Some(pb::PlanProgress {
+                steps_done: 1,
+                steps_total: 3,
+            }),
+            ..Default::default()
+        }),
+        sender: Some(pb::Sender {
+            id: "load".into(),
+            role: pb::ParticipantRole::Assignee.into(),
+        }),
+        ..Default::default()
+    }
+}
+
+pub(crate) fn spec(name: String) -> pb::CommandSpec {
+    pb::CommandSpec {
+        name,
+        description: "A command registered by the load tool".into(),
+        argument_hint: "[<arg>]".into(),
+    }
+}
+
+/// A handler that answers at once, to measure what a handler call adds.
+struct Echo;
+
+#[tonic::async_trait]
+impl CommandHandler for Echo {
+    async fn handle(
+        &self,
+        request: tonic::Request<pb::Invocation>,
+    ) -> Result<tonic::Response<pb::HandlerResult>, tonic::Status> {
+        let reply = format!("echo {}", request.get_ref().arguments);
+        Ok(tonic::Response::new(pb::HandlerResult {
+            result: Some(pb::handler_result::Result::Reply(pb::HandlerReply {
+                reply,
+                ..Default::default()
+            })),
+        }))
+    }
+}
+
+pub(crate) async fn start_echo_handler() -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    tokio::spawn(
+        tonic::transport::Server::builder()
+            .add_service(CommandHandlerServer::new(Echo))
+            .serve_with_incoming(
+                tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true)),
+            ),
+    );
+    url
+}
+
+pub(crate) async fn prepare(channel: &Channel, count: usize, handler_url: &str) {
+    let mut client = CommandServiceClient::new(channel.clone());
+    // Concurrent registrations share flushes, so preparing 10,000 is quick.
+    let mut batch = Vec::new();
+    for i in 0..count {
+        let mut client = client.clone();
+        batch.push(tokio::spawn(async move {
+            client
+                .register(pb::RegisterRequest {
+                    spec: Some(spec(format!("cmd-{i:05}"))),
+                    ..Default::default()
+                })
+                .await
+        }));
+        if batch.len() == 256 || i + 1 == count {
+            for call in batch.drain(..) {
+                call.await.expect("task").expect("register");
+            }
+        }
+    }
+    client
+        .register(pb::RegisterRequest {
+            spec: Some(spec("echo".into())),
+            handler: Some(pb::HandlerBinding {
+                endpoint: Some(pb::handler_binding::Endpoint::Grpc(handler_url.into())),
+                timeout_ms: 5_000,
+            }),
+            ..Default::default()
+        })
+        .await
+        .expect("register the echo handler");
+}

@@ -1,0 +1,121 @@
+//! Handlers that implement our `CommandHandler` gRPC service.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use tonic::transport::{Channel, ClientTlsConfig, Endpoint};
+
+use crate::bodies::call::{Failure, MAX_ENDPOINTS};
+use crate::pb::{self, command_handler_client::CommandHandlerClient};
+use crate::rules::body::{HandlerAnswer, HandlerBinding};
+
+/// One lazily connected, shared channel per endpoint.
+#[derive(Default)]
+pub(super) struct GrpcClient {
+    channels: Mutex<HashMap<String, Channel>>,
+}
+
+impl GrpcClient {
+    pub(super) fn channel_for(&self, url: &str) -> Result<Channel, Failure> {
+        let mut channels = self.channels.lock().expect("not poisoned");
+        if let Some(channel) = channels.get(url) {
+            return Ok(channel.clone());
+        }
+        let mut endpoint = Endpoint::from_shared(url.to_owned())
+            .map_err(|e| Failure::new("bad handler endpoint", e))?
+            .connect_timeout(Duration::from_secs(5))
+            .tcp_nodelay(true);
+        if url.starts_with("https://") {
+            endpoint = endpoint
+                .tls_config(ClientTlsConfig::new().with_native_roots())
+                .map_err(|e| Failure::new("bad handler TLS settings", e))?;
+        }
+        // Lazy: connects on first use and reconnects by itself; the channel is shared.
+        let channel = endpoint.connect_lazy();
+        if channels.len() >= MAX_ENDPOINTS {
+            // Calls in flight hold their own clones; a later call reconnects.
+            channels.clear();
+        }
+        channels.insert(url.to_owned(), channel.clone());
+        Ok(channel)
+    }
+
+    #[cfg(test)]
+    pub(super) fn endpoints(&self) -> usize {
+        self.channels.lock().expect("not poisoned").len()
+    }
+
+    /// Calls `Handle` with `invocation`; answers at most `max_answer_bytes` are read.
+    pub(super) async fn call(
+        &self,
+        binding: &HandlerBinding,
+        invocation: &pb::Invocation,
+        max_answer_bytes: usize,
+    ) -> Result<HandlerAnswer, Failure> {
+        let mut client = CommandHandlerClient::new(self.channel_for(&binding.url)?)
+            .max_decoding_message_size(max_answer_bytes);
+        let mut request = tonic::Request::new(invocation.clone());
+        request.set_timeout(binding.timeout());
+        let result = client
+            .handle(request)
+            .await
+            .map_err(|status| failure(&status, binding, max_answer_bytes))?;
+        Ok(match result.into_inner().result {
+            None => HandlerAnswer::NoAnswer,
+            Some(pb::handler_result::Result::Abort(abort)) => HandlerAnswer::Abort(abort.reason),
+            Some(pb::handler_result::Result::Reply(reply)) => {
+                let settings = reply.settings.unwrap_or_default();
+                HandlerAnswer::Reply {
+                    reply: reply.reply,
+                    model: settings.model,
+                    effort: settings.effort,
+                    spawn_goal: reply.spawn.map(|s| s.goal),
+                }
+            }
+        })
+    }
+}
+
+fn failure(status: &tonic::Status, binding: &HandlerBinding, max_answer_bytes: usize) -> Failure {
+    use tonic::Code;
+    match status.code() {
+        // The deadline we sent with the call (grpc-timeout) passed, on either side.
+        Code::DeadlineExceeded | Code::Cancelled => Failure::timed_out(binding, status),
+        Code::OutOfRange | Code::ResourceExhausted if status.message().contains("too large") => {
+            Failure::new(
+                format!("answer larger than {max_answer_bytes} bytes"),
+                status,
+            )
+        }
+        Code::Unavailable => Failure::new("handler unreachable", status),
+        code => Failure::new(format!("handler answered {}", code_name(code)), status),
+    }
+}
+
+/// The canonical upper-case name of a gRPC code, as operators know them.
+fn code_name(code: tonic::Code) -> String {
+    let words = format!("{code:?}");
+    let mut name = String::new();
+    for (i, c) in words.chars().enumerate() {
+        if c.is_uppercase() && i > 0 {
+            name.push('_');
+        }
+        name.push(c.to_ascii_uppercase());
+    }
+    name
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn code_names() {
+        assert_eq!(
+            code_name(tonic::Code::FailedPrecondition),
+            "FAILED_PRECONDITION"
+        );
+        assert_eq!(code_name(tonic::Code::Internal), "INTERNAL");
+    }
+}

@@ -1,0 +1,175 @@
+//! The command line: `a2a-commands serve` and its flags, each also read from an
+//! environment variable.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// The command line.
+#[derive(Debug, Parser)]
+#[command(
+    name = "a2a-commands",
+    version,
+    about = "The A2A Commands extension v1 as a gRPC service"
+)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve the gRPC API.
+    Serve(ServeArgs),
+}
+
+/// How log lines are written.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    #[default]
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// `serve`'s flags.
+#[derive(Clone, Debug, Args)]
+pub struct ServeArgs {
+    /// Address the gRPC API listens on.
+    #[arg(long, env = "A2A_COMMANDS_LISTEN", default_value = "127.0.0.1:50051")]
+    pub listen: SocketAddr,
+
+    /// Address of the health-only listener (grpc.health.v1, plaintext), for
+    /// Kubernetes probes on the pod's IP; `off` for none.
+    #[arg(long, env = "A2A_COMMANDS_HEALTH_LISTEN", default_value = "0.0.0.0:50052", value_parser = parse_optional_addr)]
+    pub health_listen: OptionalAddr,
+
+    /// JSON file of declarative commands, reconciled at start and whenever it changes:
+    /// {"commands": [{"name", "description", "argument_hint", "handler"}]}.
+    #[arg(long, env = "A2A_COMMANDS_COMMANDS_FILE")]
+    pub commands_file: Option<PathBuf>,
+
+    /// How often the commands file is checked for changes, in milliseconds.
+    #[arg(
+        long,
+        env = "A2A_COMMANDS_COMMANDS_FILE_POLL_MS",
+        default_value_t = 1_000
+    )]
+    pub commands_file_poll_ms: u64,
+
+    /// File holding the admin token; when set, Register and Unregister need
+    /// `authorization: Bearer <token>`. Read on every such call (Secret rotation).
+    #[arg(long, env = "A2A_COMMANDS_ADMIN_TOKEN_FILE")]
+    pub admin_token_file: Option<PathBuf>,
+
+    /// PEM certificate chain for TLS on the API listener (with --tls-key).
+    #[arg(long, env = "A2A_COMMANDS_TLS_CERT", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+
+    /// PEM private key for TLS on the API listener (with --tls-cert).
+    #[arg(long, env = "A2A_COMMANDS_TLS_KEY", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+
+    /// PEM CA certificate(s): clients must present a certificate signed by one (mTLS).
+    #[arg(long, env = "A2A_COMMANDS_TLS_CLIENT_CA", requires = "tls_cert")]
+    pub tls_client_ca: Option<PathBuf>,
+
+    /// Directory of the registry's sled store [default: $XDG_DATA_HOME/a2a-commands,
+    /// else ~/.local/share/a2a-commands, else ./a2a-commands-data].
+    #[arg(long, env = "A2A_COMMANDS_DATA_DIR")]
+    pub data_dir: Option<PathBuf>,
+
+    /// Log line format.
+    #[arg(long, env = "A2A_COMMANDS_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+
+    /// Log filter in RUST_LOG syntax, for example `info` or `a2a_commands=debug`.
+    #[arg(long = "log", env = "RUST_LOG", default_value = "info")]
+    pub log_filter: String,
+
+    /// Most commands the registry holds (built-ins included).
+    #[arg(long, env = "A2A_COMMANDS_MAX_COMMANDS", default_value_t = 10_000)]
+    pub max_commands: usize,
+
+    /// sled's page cache in MiB (sled's own default would be 1 GiB).
+    #[arg(long, env = "A2A_COMMANDS_CACHE_MIB", default_value_t = 8)]
+    pub cache_mib: u64,
+
+    /// Largest request accepted, in bytes; larger ones are RESOURCE_EXHAUSTED.
+    #[arg(long, env = "A2A_COMMANDS_MAX_MESSAGE_BYTES", default_value_t = 4 * 1024 * 1024)]
+    pub max_message_bytes: usize,
+
+    /// Longest wait for calls in flight at shutdown, in seconds; connections still open
+    /// then are closed. Keep it below Kubernetes' termination grace period.
+    #[arg(long, env = "A2A_COMMANDS_DRAIN_SECONDS", default_value_t = 10)]
+    pub drain_seconds: u64,
+
+    /// Timeout of a handler binding that names none, in milliseconds.
+    #[arg(long, env = "A2A_COMMANDS_HANDLER_TIMEOUT_MS", default_value_t = 5_000)]
+    pub handler_timeout_ms: u32,
+
+    /// Largest timeout a handler binding may ask for, in milliseconds.
+    #[arg(
+        long,
+        env = "A2A_COMMANDS_HANDLER_MAX_TIMEOUT_MS",
+        default_value_t = 30_000
+    )]
+    pub handler_max_timeout_ms: u32,
+
+    /// Hosts handlers may be on, comma-separated (`name` or `*.domain`); empty allows
+    /// any.
+    #[arg(
+        long,
+        env = "A2A_COMMANDS_HANDLER_ALLOWED_HOSTS",
+        value_delimiter = ','
+    )]
+    pub handler_allowed_hosts: Vec<String>,
+
+    /// Largest handler answer accepted, in bytes; larger ones are failures.
+    #[arg(long, env = "A2A_COMMANDS_HANDLER_MAX_ANSWER_BYTES", default_value_t = 64 * 1024)]
+    pub handler_max_answer_bytes: usize,
+
+    /// Most calls in flight to one handler endpoint; more wait (within their timeout).
+    #[arg(long, env = "A2A_COMMANDS_HANDLER_CONCURRENCY", default_value_t = 32)]
+    pub handler_concurrency: usize,
+
+    /// JSON config file: {"default_model", "models", "default_effort", "builtins"}.
+    #[arg(long, env = "A2A_COMMANDS_CONFIG")]
+    pub config: Option<PathBuf>,
+
+    /// The model a task uses until it chooses one [default: gpt-x].
+    #[arg(long, env = "A2A_COMMANDS_DEFAULT_MODEL")]
+    pub default_model: Option<String>,
+
+    /// The selectable models, comma-separated [default: gpt-x,gpt-x-mini].
+    #[arg(long, env = "A2A_COMMANDS_MODELS", value_delimiter = ',')]
+    pub models: Option<Vec<String>>,
+
+    /// The default reasoning effort (low, medium or high) [default: none, the
+    /// provider's].
+    #[arg(long, env = "A2A_COMMANDS_DEFAULT_EFFORT")]
+    pub default_effort: Option<String>,
+
+    /// The built-ins to offer, comma-separated; empty for none
+    /// [default: model,effort,sub-task,status].
+    #[arg(long, env = "A2A_COMMANDS_BUILTINS", value_delimiter = ',')]
+    pub builtins: Option<Vec<String>>,
+}
+
+/// A listen address that can be turned off.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OptionalAddr(pub Option<SocketAddr>);
+
+fn parse_optional_addr(text: &str) -> Result<OptionalAddr, String> {
+    match text.trim() {
+        "" | "off" | "none" => Ok(OptionalAddr(None)),
+        addr => addr
+            .parse()
+            .map(|a| OptionalAddr(Some(a)))
+            .map_err(|e| format!("{e} (an ip:port, or off)")),
+    }
+}

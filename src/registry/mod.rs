@@ -1,0 +1,23 @@
+//! The ordered command registry: the service's only state, and the declarative commands
+//! file that feeds it.
+//!
+//! Reads take an immutable [`Snapshot`] and never touch sled, so they cost the same
+//! whatever the registry's size and never wait for a write. Changes go to one writer
+//! thread ([`writer`]) that applies them to the in-memory [`state`], writes them to the
+//! [`store`] in one batch and flush, then publishes the new snapshot.
+//!
+//! The modules below import one another only downwards: `handle` → `writer` → `store` →
+//! `state` → `snapshot`; `commands_file` sits beside `handle` and uses it. Nothing here
+//! imports this file's re-exports.
+
+pub mod commands_file;
+pub mod handle;
+pub mod snapshot;
+pub mod state;
+pub mod store;
+mod writer;
+
+pub use handle::Registry;
+pub use snapshot::{Registered, Snapshot, Source};
+pub use state::{Applied, Change, ChangeResult};
+pub use store::{OpenError, Options};

@@ -1,0 +1,161 @@
+//! The registry as readers see it: an immutable [`Snapshot`] of the ordered commands at
+//! one revision. Snapshots share structure (persistent maps), so a copy costs O(1) and
+//! a change O(log n).
+
+use std::sync::{Arc, OnceLock};
+
+use serde::{Deserialize, Serialize};
+
+use crate::rules::body::Body;
+use crate::rules::card::Card;
+use crate::rules::parse::Lookup;
+use crate::rules::spec::{CommandName, CommandSpec};
+
+/// Who put a command in the registry.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    /// Register, over the API.
+    #[default]
+    Api,
+    /// The built-ins, from configuration.
+    Builtins,
+    /// The commands file; the API may not change such a command.
+    File,
+}
+
+/// A command in the registry.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Registered {
+    /// Its place in the order: commands sort by it.
+    pub(super) seq: u64,
+    /// The spec shown on the card.
+    pub spec: CommandSpec,
+    /// What runs it.
+    pub body: Body,
+    /// Who put it there.
+    #[serde(default)]
+    pub source: Source,
+}
+
+/// The commands, in order and by name. Both maps are persistent (they share structure),
+/// so a copy costs O(1) and a change O(log n): publishing a snapshot after a change does
+/// not grow with the registry.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Commands {
+    pub(super) by_seq: imbl::OrdMap<u64, Arc<Registered>>,
+    pub(super) by_name: imbl::HashMap<CommandName, Arc<Registered>>,
+}
+
+impl Commands {
+    pub(super) fn get(&self, name: &str) -> Option<&Arc<Registered>> {
+        self.by_name.get(name)
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.by_name.len()
+    }
+
+    pub(super) fn iter(&self) -> impl ExactSizeIterator<Item = &Arc<Registered>> + '_ {
+        self.by_seq.values()
+    }
+
+    /// Inserts `record`, replacing the command of the same name (wherever it was).
+    pub(super) fn put(&mut self, record: Registered) -> Arc<Registered> {
+        let record = Arc::new(record);
+        if let Some(old) = self
+            .by_name
+            .insert(record.spec.name.clone(), Arc::clone(&record))
+        {
+            // Moving to another place: free the old one, unless another command has
+            // already taken it.
+            if old.seq != record.seq
+                && self
+                    .by_seq
+                    .get(&old.seq)
+                    .is_some_and(|at| at.spec.name == old.spec.name)
+            {
+                self.by_seq.remove(&old.seq);
+            }
+        }
+        self.by_seq.insert(record.seq, Arc::clone(&record));
+        record
+    }
+
+    pub(super) fn remove(&mut self, name: &str) -> Option<Arc<Registered>> {
+        let old = self.by_name.remove(name)?;
+        self.by_seq.remove(&old.seq);
+        Some(old)
+    }
+}
+
+/// An immutable view of the registry at one revision.
+#[derive(Debug)]
+pub struct Snapshot {
+    revision: u64,
+    commands: Commands,
+    /// Rendered on first use, so writes never pay for it.
+    card: OnceLock<Card>,
+}
+
+impl Snapshot {
+    pub(super) fn new(revision: u64, commands: Commands) -> Self {
+        Self {
+            revision,
+            commands,
+            card: OnceLock::new(),
+        }
+    }
+
+    /// The revision: bumped by every change, persisted, never going backwards.
+    pub fn revision(&self) -> u64 {
+        self.revision
+    }
+
+    /// The commands in registration order.
+    pub fn commands(&self) -> impl ExactSizeIterator<Item = &Arc<Registered>> + '_ {
+        self.commands.iter()
+    }
+
+    /// How many commands there are.
+    pub fn len(&self) -> usize {
+        self.commands.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The command named `name`.
+    pub fn get(&self, name: &str) -> Option<&Arc<Registered>> {
+        self.commands.get(name)
+    }
+
+    /// The agent card's extension entry for these commands.
+    pub fn card(&self) -> &Card {
+        self.card
+            .get_or_init(|| Card::render(self.commands.iter().map(|c| &c.spec)))
+    }
+
+    /// A snapshot of `commands` in the order given, that no store holds: for
+    /// benchmarks and tests of the read path.
+    pub fn detached(commands: impl IntoIterator<Item = (CommandSpec, Body)>) -> Self {
+        let mut all = Commands::default();
+        for (seq, (spec, body)) in commands.into_iter().enumerate() {
+            all.put(Registered {
+                seq: seq as u64,
+                spec,
+                body,
+                source: Source::Api,
+            });
+        }
+        Self::new(0, all)
+    }
+}
+
+impl Lookup for Snapshot {
+    fn body(&self, name: &str) -> Option<&Body> {
+        self.commands.get(name).map(|c| &c.body)
+    }
+}

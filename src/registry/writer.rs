@@ -1,0 +1,168 @@
+//! The one thread that writes to sled, and group commit: it takes every change waiting
+//! in its queue, applies them to a copy of the state, writes them as one atomic batch,
+//! flushes (fsync) once, and only then publishes the new snapshot and answers. Concurrent
+//! changes thus share a flush, and nothing is acknowledged before it is on disk.
+
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+use tokio::sync::{mpsc, oneshot, watch};
+
+use crate::error::Error;
+use crate::registry::snapshot::Snapshot;
+use crate::registry::state::{Change, ChangeResult, State, Writes};
+use crate::registry::store::{self, Options};
+
+/// Most changes one flush covers; bounds the latency a change adds to its group.
+const MAX_GROUP: usize = 512;
+
+/// What the writer is asked to do.
+pub(super) enum Op {
+    /// Apply a change and answer when it is durable.
+    Change(Change, oneshot::Sender<ChangeResult>),
+    /// Flush, close the store and answer.
+    Stop(oneshot::Sender<()>),
+}
+
+/// The one thread that writes to sled.
+pub(super) struct Writer {
+    /// `None` after a write failed: sled stays failed once an I/O error hits it, so
+    /// the next change reopens the store first.
+    pub(super) db: Option<sled::Db>,
+    pub(super) state: State,
+    pub(super) current: Arc<ArcSwap<Snapshot>>,
+    pub(super) watch: watch::Sender<Arc<Snapshot>>,
+    pub(super) options: Options,
+}
+
+impl Writer {
+    /// Runs until stopped; call it on a thread of its own.
+    pub(super) fn run(mut self, mut rx: mpsc::Receiver<Op>) {
+        let mut group = Vec::with_capacity(MAX_GROUP);
+        let mut stopping = Vec::new();
+        while let Some(first) = rx.blocking_recv() {
+            group.push(first);
+            while group.len() < MAX_GROUP {
+                match rx.try_recv() {
+                    Ok(op) => group.push(op),
+                    Err(_) => break,
+                }
+            }
+            let mut changes = Vec::with_capacity(group.len());
+            for op in group.drain(..) {
+                match op {
+                    Op::Change(change, reply) if stopping.is_empty() => {
+                        changes.push((change, reply))
+                    }
+                    Op::Change(_, reply) => {
+                        let _ = reply.send(Err(Error::ShuttingDown));
+                    }
+                    Op::Stop(reply) => stopping.push(reply),
+                }
+            }
+            self.commit_group(changes);
+            if !stopping.is_empty() {
+                break;
+            }
+        }
+        // Anyone still queued learns that the service is stopping.
+        rx.close();
+        while let Ok(op) = rx.try_recv() {
+            match op {
+                Op::Change(_, reply) => {
+                    let _ = reply.send(Err(Error::ShuttingDown));
+                }
+                Op::Stop(reply) => stopping.push(reply),
+            }
+        }
+        if let Some(Err(e)) = self.db.as_ref().map(|db| db.flush()) {
+            tracing::error!(error = %e, "final flush of the registry failed");
+        }
+        // Closing sled releases the directory's lock; only then is the stop answered, so
+        // a new instance can open the directory as soon as `close` returns.
+        drop(self);
+        for reply in stopping {
+            let _ = reply.send(());
+        }
+    }
+
+    fn commit_group(&mut self, changes: Vec<(Change, oneshot::Sender<ChangeResult>)>) {
+        if changes.is_empty() {
+            return;
+        }
+        let db = match self.store() {
+            Ok(db) => db,
+            Err(err) => {
+                for (_, reply) in changes {
+                    let _ = reply.send(Err(err.clone()));
+                }
+                return;
+            }
+        };
+        let mut next = self.state.clone();
+        let mut writes = Writes::new();
+        let mut results = Vec::with_capacity(changes.len());
+        let mut replies = Vec::with_capacity(changes.len());
+        for (change, reply) in changes {
+            results.push(next.apply(change, self.options.max_commands, &mut writes));
+            replies.push(reply);
+        }
+        if next.revision != self.state.revision {
+            let started = std::time::Instant::now();
+            let written = db
+                .apply_batch(store::batch(&writes, &next))
+                .and_then(|()| db.flush());
+            let flushed = started.elapsed();
+            match written {
+                Ok(_) => {
+                    self.publish(next);
+                    tracing::debug!(
+                        changes = replies.len(),
+                        write_us = flushed.as_micros() as u64,
+                        publish_us = (started.elapsed() - flushed).as_micros() as u64,
+                        "group committed"
+                    );
+                }
+                Err(e) => {
+                    let err = store::error(e);
+                    tracing::error!(error = %err, changes = replies.len(), "registry write failed; the store will be reopened");
+                    // Nothing in this group is acknowledged, and reads keep the last
+                    // acknowledged state. sled is unusable after an I/O error, so it is
+                    // closed now and reopened (and re-read) before the next change.
+                    self.db = None;
+                    results = replies.iter().map(|_| Err(err.clone())).collect();
+                }
+            }
+        }
+        for (reply, result) in replies.into_iter().zip(results) {
+            let _ = reply.send(result);
+        }
+    }
+
+    /// The open store, reopening it (and re-reading the registry from it) after a
+    /// failed write.
+    fn store(&mut self) -> Result<sled::Db, Error> {
+        if let Some(db) = &self.db {
+            return Ok(db.clone());
+        }
+        let db = store::open(&self.options.data_dir, self.options.cache_bytes)
+            .map_err(|cause| Error::Storage(format!("reopening the store failed: {cause}")))?;
+        let state = store::load(&db).map_err(Error::Storage)?;
+        tracing::info!(revision = state.revision, "registry store reopened");
+        // A group that failed may still have reached the disk; what is there now is
+        // the truth. Acknowledged changes are all there, so the revision never goes
+        // back.
+        if state.revision != self.state.revision {
+            self.publish(state);
+        }
+        self.db = Some(db.clone());
+        Ok(db)
+    }
+
+    fn publish(&mut self, state: State) {
+        let snapshot = Arc::new(state.snapshot());
+        self.state = state;
+        self.current.store(Arc::clone(&snapshot));
+        self.watch.send_replace(snapshot);
+    }
+}

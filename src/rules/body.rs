@@ -1,0 +1,216 @@
+//! What runs a registered command, as data: a built-in, nothing, or a handler elsewhere
+//! (with its validated binding and the operator's limits), and what a handler answered.
+//!
+//! These are the types the registry stores and Execute dispatches on; the clients that
+//! call handlers live in `crate::bodies`, which depends on this module, not the reverse.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::Error;
+use crate::pb;
+use crate::rules::builtins::Builtin;
+
+/// What runs a registered command.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Body {
+    /// A built-in command of this service.
+    Builtin {
+        /// Which one.
+        builtin: Builtin,
+    },
+    /// Nothing runs it: Execute answers "no handler".
+    None,
+    /// A handler elsewhere.
+    Handler {
+        /// Where, and how long to wait.
+        handler: HandlerBinding,
+    },
+}
+
+/// Which protocol a handler speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HandlerKind {
+    /// Our `CommandHandler` gRPC service.
+    Grpc,
+    /// JSON-RPC 2.0 over HTTP(S), method `command.invoked.in`.
+    JsonRpc,
+}
+
+/// A validated handler binding, persisted with its command.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HandlerBinding {
+    /// The protocol.
+    pub kind: HandlerKind,
+    /// The endpoint URL (`http` or `https`).
+    pub url: String,
+    /// How long Execute waits, in milliseconds (resolved: never 0).
+    pub timeout_ms: u32,
+}
+
+/// Operator limits on handlers.
+#[derive(Clone, Debug)]
+pub struct HandlerPolicy {
+    /// Timeout of a binding that names none.
+    pub default_timeout_ms: u32,
+    /// Largest timeout a binding may ask for.
+    pub max_timeout_ms: u32,
+    /// Hosts handlers may be on (`name` or `*.suffix`); empty allows any.
+    pub allowed_hosts: Vec<String>,
+    /// Largest answer accepted, in bytes.
+    pub max_answer_bytes: usize,
+    /// Most calls in flight to one endpoint.
+    pub max_concurrency: usize,
+}
+
+impl Default for HandlerPolicy {
+    fn default() -> Self {
+        Self {
+            default_timeout_ms: 5_000,
+            max_timeout_ms: 30_000,
+            allowed_hosts: Vec::new(),
+            max_answer_bytes: 64 * 1024,
+            max_concurrency: 32,
+        }
+    }
+}
+
+impl HandlerPolicy {
+    /// Whether `host` is on the allow-list (or there is none).
+    pub fn allows_host(&self, host: &str) -> bool {
+        let host = host.to_ascii_lowercase();
+        self.allowed_hosts.is_empty()
+            || self.allowed_hosts.iter().any(|pattern| {
+                let pattern = pattern.to_ascii_lowercase();
+                match pattern.strip_prefix("*.") {
+                    Some(suffix) => host
+                        .strip_suffix(suffix)
+                        .is_some_and(|rest| rest.ends_with('.') && rest.len() > 1),
+                    None => host == pattern,
+                }
+            })
+    }
+}
+
+impl HandlerBinding {
+    /// Checks a binding from a request; `field` (for example `handler`) names it in
+    /// errors.
+    pub fn parse(
+        field: &str,
+        binding: &pb::HandlerBinding,
+        policy: &HandlerPolicy,
+    ) -> Result<Self, Error> {
+        use pb::handler_binding::Endpoint as E;
+        let (kind, url, url_field) = match &binding.endpoint {
+            Some(E::Grpc(url)) => (HandlerKind::Grpc, url, format!("{field}.grpc")),
+            Some(E::JsonRpc(url)) => (HandlerKind::JsonRpc, url, format!("{field}.json_rpc")),
+            None => return Err(Error::invalid(field, "must set grpc or json_rpc")),
+        };
+        let parsed = url::Url::parse(url)
+            .map_err(|e| Error::invalid(&url_field, format!("is not a URL ({e}): {url:?}")))?;
+        if !matches!(parsed.scheme(), "http" | "https") {
+            return Err(Error::invalid(
+                &url_field,
+                format!(
+                    "must be an http:// or https:// URL (got scheme {:?})",
+                    parsed.scheme()
+                ),
+            ));
+        }
+        if !parsed.username().is_empty() || parsed.password().is_some() {
+            // ListSpecs shows bindings to anyone who can read the registry.
+            return Err(Error::invalid(
+                &url_field,
+                "must not carry credentials (user:password@); put them in the handler",
+            ));
+        }
+        let host = parsed
+            .host_str()
+            .ok_or_else(|| Error::invalid(&url_field, "must name a host"))?;
+        if !policy.allows_host(host) {
+            return Err(Error::invalid(
+                &url_field,
+                format!("host {host:?} is not in the allowed handler hosts"),
+            ));
+        }
+        let timeout_ms = match binding.timeout_ms {
+            0 => policy.default_timeout_ms,
+            t if t > policy.max_timeout_ms => {
+                return Err(Error::invalid(
+                    format!("{field}.timeout_ms"),
+                    format!("must be at most {} (got {t})", policy.max_timeout_ms),
+                ))
+            }
+            t => t,
+        };
+        Ok(Self {
+            kind,
+            // The parsed form: what was checked is what is called, logged and shown
+            // (the parser drops tabs and line breaks a raw string could smuggle in).
+            url: parsed.to_string(),
+            timeout_ms,
+        })
+    }
+
+    /// The binding as protobuf.
+    pub fn to_proto(&self) -> pb::HandlerBinding {
+        use pb::handler_binding::Endpoint as E;
+        let endpoint = match self.kind {
+            HandlerKind::Grpc => E::Grpc(self.url.clone()),
+            HandlerKind::JsonRpc => E::JsonRpc(self.url.clone()),
+        };
+        pb::HandlerBinding {
+            endpoint: Some(endpoint),
+            timeout_ms: self.timeout_ms,
+        }
+    }
+
+    /// How long a call may take.
+    pub fn timeout(&self) -> Duration {
+        Duration::from_millis(u64::from(self.timeout_ms))
+    }
+}
+
+/// What a handler answered, before Execute checks it against the catalogue.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HandlerAnswer {
+    /// A reply.
+    Reply {
+        /// The reply text (may still be empty: Execute rejects that).
+        reply: String,
+        /// A new model.
+        model: Option<String>,
+        /// A new effort.
+        effort: Option<String>,
+        /// A sub-task's goal (may still be empty: Execute rejects that).
+        spawn_goal: Option<String>,
+    },
+    /// A refusal with its reason.
+    Abort(String),
+    /// No answer: the command has no handler after all.
+    NoAnswer,
+    /// The call failed; the short reason goes into the reply.
+    Failed(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn allow_list() {
+        let policy = HandlerPolicy {
+            allowed_hosts: vec!["localhost".into(), "*.example.com".into()],
+            ..HandlerPolicy::default()
+        };
+        assert!(policy.allows_host("localhost"));
+        assert!(policy.allows_host("hooks.Example.com"));
+        assert!(!policy.allows_host("example.com"));
+        assert!(!policy.allows_host("evil-example.com"));
+        assert!(!policy.allows_host("127.0.0.1"));
+        assert!(HandlerPolicy::default().allows_host("anything"));
+    }
+}

@@ -1,0 +1,172 @@
+//! Execute: a pure function of the registered commands, the request and the catalogue.
+//!
+//! It classifies the message, applies the role rules, runs the command's body and
+//! describes the reply; it writes nothing and keeps nothing per task, so any replica
+//! gives the same answer and a retry is harmless. Only the timestamp comes from outside,
+//! as an argument.
+
+use prost_types::Timestamp;
+
+use crate::pb::{self, OrdinaryReason, ParticipantRole};
+use crate::rules::body::{Body, HandlerAnswer, HandlerBinding};
+use crate::rules::builtins::Catalogue;
+use crate::rules::event::{reply_message_id, ReplyEvent};
+use crate::rules::parse::{classify, Classification, Lookup};
+use crate::rules::policy::refuse_by_role;
+use crate::rules::reply::{Changes, Reply, SubTask};
+use crate::rules::task::Task;
+use crate::rules::text::trim_py_whitespace;
+
+/// What Execute decided.
+#[derive(Clone, Debug)]
+pub enum Execution<'m> {
+    /// Not a command: the gateway sends the message to the model.
+    Ordinary {
+        /// Why.
+        reason: OrdinaryReason,
+        /// The typed name, when it was not registered.
+        name: Option<&'m str>,
+    },
+    /// A command whose body is a handler elsewhere: the caller invokes it and turns
+    /// the answer into a reply with [`handler_reply`].
+    Delegate {
+        /// Its name.
+        name: &'m str,
+        /// Its arguments.
+        arguments: &'m str,
+        /// Where its body runs.
+        handler: HandlerBinding,
+    },
+    /// A command ran (or was refused).
+    Command {
+        /// Its name.
+        name: &'m str,
+        /// Its arguments.
+        arguments: &'m str,
+        /// What it replied and changes.
+        reply: Reply,
+    },
+}
+
+/// Runs `message` against the registered `commands` for `task`, sent by someone with
+/// `role`. Pure: the same inputs give the same result.
+pub fn execute<'m>(
+    message: &'m pb::Message,
+    task: &Task<'_>,
+    role: ParticipantRole,
+    commands: &impl Lookup,
+    catalogue: &Catalogue,
+) -> Execution<'m> {
+    let (name, body, arguments) = match classify(message, commands) {
+        Classification::Ordinary { reason, name } => return Execution::Ordinary { reason, name },
+        Classification::Command {
+            name,
+            body,
+            arguments,
+        } => (name, body, arguments),
+    };
+    let reply = match body {
+        Body::Builtin { builtin } => refuse_by_role(role, name, builtin.changes_task(arguments))
+            .unwrap_or_else(|| builtin.run(task, arguments, catalogue)),
+        Body::None => refuse_by_role(role, name, false).unwrap_or_else(|| Reply::no_handler(name)),
+        Body::Handler { handler } => match refuse_by_role(role, name, false) {
+            Some(refusal) => refusal,
+            None => {
+                return Execution::Delegate {
+                    name,
+                    arguments,
+                    handler: handler.clone(),
+                }
+            }
+        },
+    };
+    Execution::Command {
+        name,
+        arguments,
+        reply,
+    }
+}
+
+/// Turns a handler's answer into the reply, checking it as the built-ins are checked:
+/// a reply is required, settings must be in the catalogue, a spawn needs a goal, and a
+/// watcher may not change the task.
+pub fn handler_reply(
+    name: &str,
+    answer: HandlerAnswer,
+    task: &Task<'_>,
+    role: ParticipantRole,
+    catalogue: &Catalogue,
+) -> Reply {
+    let (text, model, effort, spawn_goal) = match answer {
+        HandlerAnswer::NoAnswer => return Reply::no_handler(name),
+        HandlerAnswer::Abort(reason) => return Reply::refused(format!("refused: {reason}")),
+        HandlerAnswer::Failed(reason) => return Reply::failed(name, &reason),
+        HandlerAnswer::Reply {
+            reply,
+            model,
+            effort,
+            spawn_goal,
+        } => (reply, model, effort, spawn_goal),
+    };
+    if text.is_empty() {
+        return Reply::failed(name, "malformed answer: no reply");
+    }
+    if let Some(model) = model.as_deref().filter(|m| !catalogue.is_selectable(m)) {
+        return Reply::failed(
+            name,
+            &format!("invalid answer: {model:?} is not a selectable model"),
+        );
+    }
+    if let Some(effort) = effort
+        .as_deref()
+        .filter(|e| !Catalogue::is_accepted_effort(e))
+    {
+        return Reply::failed(
+            name,
+            &format!("invalid answer: {effort:?} is not an accepted effort"),
+        );
+    }
+    if spawn_goal
+        .as_deref()
+        .is_some_and(|g| trim_py_whitespace(g).is_empty())
+    {
+        return Reply::failed(name, "invalid answer: a spawn needs a goal");
+    }
+    let changes = Changes {
+        model,
+        effort,
+        sub_task: spawn_goal.map(|goal| SubTask::next_for(task, &goal)),
+    };
+    if changes != Changes::default() {
+        if let Some(refusal) = refuse_by_role(role, name, true) {
+            return refusal;
+        }
+    }
+    Reply::ok(text, changes)
+}
+
+/// The event that carries `reply` for `task`, replying to the message `incoming_id`.
+pub fn reply_event<'a>(
+    task: &Task<'a>,
+    fallback_context_id: &'a str,
+    incoming_id: &str,
+    name: &'a str,
+    reply: &'a Reply,
+    timestamp: Timestamp,
+) -> ReplyEvent<'a> {
+    let context_id = if task.context_id.is_empty() {
+        fallback_context_id
+    } else {
+        task.context_id
+    };
+    ReplyEvent {
+        task_id: task.id,
+        context_id,
+        state: task.state,
+        message_id: reply_message_id(incoming_id),
+        text: &reply.text,
+        command: name,
+        task_ref: reply.changes.sub_task.as_ref().map(|s| s.id.as_str()),
+        timestamp,
+    }
+}

@@ -1,0 +1,134 @@
+//! Conversions between our types and protobuf: the registry as ListSpecs sends it, a
+//! command's outcome as Execute sends it, and JSON values as protobuf `Struct`s.
+
+use std::time::SystemTime;
+
+use prost_types::{value::Kind, ListValue, Struct, Value};
+
+use crate::pb::{self, OrdinaryReason};
+use crate::registry::{Snapshot, Source};
+use crate::rules::body::Body;
+use crate::rules::card::{EXTENSION_DESCRIPTION, EXTENSION_URI};
+use crate::rules::reply::Reply;
+use crate::rules::spec::CommandSpec;
+
+pub(crate) fn ordinary(reason: OrdinaryReason, name: Option<&str>) -> pb::Ordinary {
+    pb::Ordinary {
+        reason: reason.into(),
+        name: name.unwrap_or_default().to_owned(),
+    }
+}
+
+/// Now, to the millisecond (A2A timestamps carry milliseconds).
+pub(crate) fn now() -> prost_types::Timestamp {
+    let mut ts = prost_types::Timestamp::from(SystemTime::now());
+    ts.nanos -= ts.nanos % 1_000_000;
+    ts
+}
+
+fn spec_to_proto(spec: &CommandSpec) -> pb::CommandSpec {
+    pb::CommandSpec {
+        name: spec.name.to_string(),
+        description: spec.description.clone(),
+        argument_hint: spec.argument_hint.clone(),
+    }
+}
+
+/// The registry at one snapshot, as ListSpecs and WatchSpecs send it; `with_struct`
+/// adds the card entry as a protobuf message.
+pub fn list_response(snapshot: &Snapshot, with_struct: bool) -> pb::ListSpecsResponse {
+    let card = snapshot.card();
+    let commands = snapshot
+        .commands()
+        .map(|c| pb::RegisteredCommand {
+            spec: Some(spec_to_proto(&c.spec)),
+            body: match c.body {
+                Body::Builtin { .. } => pb::CommandBody::Builtin,
+                Body::None => pb::CommandBody::None,
+                Body::Handler { .. } => pb::CommandBody::Handler,
+            }
+            .into(),
+            handler: match &c.body {
+                Body::Handler { handler } => Some(handler.to_proto()),
+                _ => None,
+            },
+            source: match c.source {
+                Source::Api => pb::CommandSource::Api,
+                Source::Builtins => pb::CommandSource::Builtin,
+                Source::File => pb::CommandSource::File,
+            }
+            .into(),
+        })
+        .collect();
+    pb::ListSpecsResponse {
+        commands,
+        revision: snapshot.revision(),
+        card_params_json: card.params_json.clone(),
+        card_extension_json: card.extension_json.clone(),
+        card_extension: with_struct.then(|| pb::AgentExtension {
+            uri: EXTENSION_URI.to_owned(),
+            description: EXTENSION_DESCRIPTION.to_owned(),
+            required: false,
+            params: Some(to_struct(&card.params)),
+        }),
+    }
+}
+
+pub(crate) fn outcome_to_proto(
+    name: &str,
+    arguments: &str,
+    reply: Reply,
+    event: pb::TaskStatusUpdateEvent,
+    event_json: String,
+) -> pb::CommandOutcome {
+    let changes = reply.changes;
+    let settings =
+        (changes.model.is_some() || changes.effort.is_some()).then_some(pb::TaskSettings {
+            model: changes.model,
+            effort: changes.effort,
+        });
+    pb::CommandOutcome {
+        command: Some(pb::Command {
+            name: name.to_owned(),
+            arguments: arguments.to_owned(),
+        }),
+        outcome: reply.outcome.into(),
+        event: Some(event),
+        event_json,
+        reply: reply.text,
+        changes: Some(pb::Changes {
+            settings,
+            sub_task: changes.sub_task.map(|s| pb::SubTaskToCreate {
+                id: s.id,
+                name: s.name,
+                goal: s.goal,
+            }),
+        }),
+    }
+}
+
+/// `value` as a protobuf `Value` (numbers become doubles, as protobuf JSON has them).
+fn to_value(value: &serde_json::Value) -> Value {
+    let kind = match value {
+        serde_json::Value::Null => Kind::NullValue(0),
+        serde_json::Value::Bool(b) => Kind::BoolValue(*b),
+        serde_json::Value::Number(n) => Kind::NumberValue(n.as_f64().unwrap_or_default()),
+        serde_json::Value::String(s) => Kind::StringValue(s.clone()),
+        serde_json::Value::Array(items) => Kind::ListValue(ListValue {
+            values: items.iter().map(to_value).collect(),
+        }),
+        serde_json::Value::Object(_) => Kind::StructValue(to_struct(value)),
+    };
+    Value { kind: Some(kind) }
+}
+
+/// `value` as a protobuf `Struct`; anything but an object gives an empty one.
+fn to_struct(value: &serde_json::Value) -> Struct {
+    let fields = match value {
+        serde_json::Value::Object(map) => {
+            map.iter().map(|(k, v)| (k.clone(), to_value(v))).collect()
+        }
+        _ => Default::default(),
+    };
+    Struct { fields }
+}

@@ -1,0 +1,269 @@
+//! The layering rule of `ARCHITECTURE.md`, checked on the source: every `crate::` import
+//! points down a layer, no module imports one of its ancestors (a `mod.rs` only
+//! re-exports), no two modules import each other in a loop, and the rules stay free of
+//! I/O and of the crates that do it.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+/// Which layers each top-level module may import (besides itself).
+const ALLOWED: &[(&str, &[&str])] = &[
+    ("error", &[]),
+    ("rules", &["pb", "error"]),
+    ("registry", &["rules", "pb", "error"]),
+    ("bodies", &["rules", "pb", "error"]),
+    ("config", &["registry", "bodies", "rules", "pb", "error"]),
+    (
+        "transport",
+        &["config", "registry", "bodies", "rules", "pb", "error"],
+    ),
+];
+
+/// Paths the rules may not name: they would bring I/O, threads or the transport in.
+const FORBIDDEN_IN_RULES: &[&str] = &[
+    "tokio",
+    "sled",
+    "tonic",
+    "reqwest",
+    "tracing",
+    "std::fs",
+    "std::net",
+    "std::thread",
+    "std::process",
+    "std::io",
+];
+
+/// A module's path (`registry::store`) for every file under `src/` (binaries left out).
+fn modules(src: &Path) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![src.to_owned()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                if path.file_name().unwrap() != "bin" {
+                    stack.push(path);
+                }
+                continue;
+            }
+            if path.extension().is_none_or(|e| e != "rs") {
+                continue;
+            }
+            let rel = path.strip_prefix(src).unwrap().with_extension("");
+            let mut parts: Vec<String> = rel
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect();
+            if parts == ["main"] {
+                continue;
+            }
+            if matches!(parts.last().map(String::as_str), Some("mod" | "lib")) {
+                parts.pop();
+            }
+            out.insert(parts.join("::"), std::fs::read_to_string(&path).unwrap());
+        }
+    }
+    out
+}
+
+/// The text without comments (line comments, doc comments included).
+fn code_only(text: &str) -> String {
+    text.lines()
+        .map(|line| match line.find("//") {
+            Some(i) => &line[..i],
+            None => line,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Flattens a use tree such as `a::{b, c::{d, e}}` into full paths.
+fn expand(tree: &str, prefix: &str, out: &mut Vec<String>) {
+    let tree = tree.trim();
+    if let Some(open) = tree.find('{') {
+        let head = tree[..open].trim_end_matches("::");
+        let inner = &tree[open + 1..tree.rfind('}').unwrap()];
+        let prefix = if head.is_empty() {
+            prefix.to_owned()
+        } else {
+            format!("{prefix}{head}::")
+        };
+        let (mut depth, mut start) = (0, 0);
+        for (i, c) in inner.char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' => depth -= 1,
+                ',' if depth == 0 => {
+                    expand(&inner[start..i], &prefix, out);
+                    start = i + 1;
+                }
+                _ => {}
+            }
+        }
+        expand(&inner[start..], &prefix, out);
+    } else if !tree.is_empty() {
+        let path = tree.split(" as ").next().unwrap().trim();
+        out.push(format!("{prefix}{path}"));
+    }
+}
+
+/// Every path the module names: its `use` trees and `crate::`/`std::`/crate paths inline.
+fn imports(text: &str) -> Vec<String> {
+    let code = code_only(text);
+    let mut out = Vec::new();
+    let uses = regex::Regex::new(r"\buse\s+([^;]+);").unwrap();
+    for u in uses.captures_iter(&code) {
+        expand(&u[1], "", &mut out);
+    }
+    let inline = regex::Regex::new(r"\b(crate(?:::\w+)+)").unwrap();
+    out.extend(inline.captures_iter(&code).map(|c| c[1].to_owned()));
+    out
+}
+
+/// The module a `crate::` path lands in: its longest prefix that is a module.
+fn resolve(path: &str, known: &BTreeSet<&str>) -> Option<String> {
+    let parts: Vec<&str> = path
+        .strip_prefix("crate::")?
+        .split("::")
+        .filter(|p| *p != "self")
+        .collect();
+    (1..=parts.len())
+        .rev()
+        .map(|n| parts[..n].join("::"))
+        .find(|candidate| known.contains(candidate.as_str()))
+}
+
+fn top(module: &str) -> &str {
+    module.split("::").next().unwrap()
+}
+
+/// Every broken rule, in words; empty when the layering holds.
+fn violations(modules: &BTreeMap<String, String>) -> Vec<String> {
+    let mut known: BTreeSet<&str> = modules.keys().map(String::as_str).collect();
+    known.insert("pb");
+    let mut problems = Vec::new();
+    let mut edges: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
+    for (module, text) in modules {
+        if module.is_empty() {
+            continue; // lib.rs declares the modules
+        }
+        for path in imports(text) {
+            if top(module) == "rules" {
+                if let Some(bad) = FORBIDDEN_IN_RULES
+                    .iter()
+                    .find(|f| path == **f || path.starts_with(&format!("{f}::")))
+                {
+                    problems.push(format!("{module} uses {bad} ({path}): the rules do no I/O"));
+                }
+            }
+            let Some(target) = resolve(&path, &known) else {
+                continue;
+            };
+            if target == *module || target.is_empty() {
+                continue;
+            }
+            if module.starts_with(&format!("{target}::")) {
+                problems.push(format!(
+                    "{module} imports its ancestor {target} ({path}): import the sibling itself"
+                ));
+                continue;
+            }
+            let (from, to) = (top(module), top(&target));
+            if from != to {
+                let allowed = ALLOWED
+                    .iter()
+                    .find(|(layer, _)| *layer == from)
+                    .is_some_and(|(_, below)| below.contains(&to));
+                if !allowed {
+                    problems.push(format!(
+                        "{module} imports {target} ({path}): {from} may not depend on {to}"
+                    ));
+                }
+            }
+            edges.entry(module.as_str()).or_default().insert(target);
+        }
+    }
+    problems.extend(cycles(&edges));
+    problems
+}
+
+/// Loops in the import graph, each as one line.
+fn cycles(edges: &BTreeMap<&str, BTreeSet<String>>) -> Vec<String> {
+    fn visit<'a>(
+        node: &'a str,
+        edges: &'a BTreeMap<&str, BTreeSet<String>>,
+        path: &mut Vec<&'a str>,
+        done: &mut BTreeSet<&'a str>,
+        found: &mut Vec<String>,
+    ) {
+        if let Some(at) = path.iter().position(|n| *n == node) {
+            let mut cycle = path[at..].to_vec();
+            cycle.push(node);
+            found.push(format!("import cycle: {}", cycle.join(" -> ")));
+            return;
+        }
+        if !done.insert(node) {
+            return;
+        }
+        path.push(node);
+        for next in edges.get(node).into_iter().flatten() {
+            visit(next, edges, path, done, found);
+        }
+        path.pop();
+    }
+    let mut found = Vec::new();
+    let mut done = BTreeSet::new();
+    for node in edges.keys() {
+        visit(node, edges, &mut Vec::new(), &mut done, &mut found);
+    }
+    found
+}
+
+#[test]
+fn every_import_points_down() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let modules = modules(&src);
+    assert!(modules.contains_key("rules::parse"), "the source was read");
+    let problems = violations(&modules);
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn the_check_catches_what_it_forbids() {
+    let fake = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(m, t)| (m.to_string(), t.to_string()))
+            .collect()
+    };
+    let upward = fake(&[
+        ("rules::parse", "use crate::registry::Snapshot;"),
+        ("registry", ""),
+    ]);
+    assert!(violations(&upward)[0].contains("rules may not depend on registry"));
+
+    let looped = fake(&[
+        ("registry::a", "use crate::registry::{b::X, c};"),
+        ("registry::b", "fn f() { crate::registry::a::g() }"),
+        ("registry::c", ""),
+    ]);
+    assert!(violations(&looped)
+        .iter()
+        .any(|p| p.contains("import cycle: registry::a -> registry::b -> registry::a")));
+
+    let io = fake(&[("rules::x", "use tokio::sync::watch;\nuse std::fs;")]);
+    assert_eq!(violations(&io).len(), 2, "{:?}", violations(&io));
+
+    let ancestor = fake(&[
+        ("registry", "pub use state::State;"),
+        ("registry::state", ""),
+        ("registry::writer", "use crate::registry::State;"),
+    ]);
+    assert!(violations(&ancestor)[0].contains("imports its ancestor"));
+
+    let commented = fake(&[
+        ("rules::x", "// use crate::registry::Snapshot;"),
+        ("registry", ""),
+    ]);
+    assert!(violations(&commented).is_empty());
+}
