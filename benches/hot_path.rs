@@ -7,6 +7,7 @@ use std::hint::black_box;
 
 use a2a_commands::pb::{self, part::Content};
 use a2a_commands::rules::card::Card;
+use a2a_commands::rules::event::JsonForm;
 use a2a_commands::rules::parse::classify;
 use a2a_commands::rules::spec::CommandSpec;
 use a2a_commands::{registry::Snapshot, rules::body::Body};
@@ -160,13 +161,13 @@ fn execution(c: &mut Criterion) {
             let task = Task::from_proto(black_box(&snapshot_pb)).unwrap();
             let role = pb::ParticipantRole::Assignee;
             let Execution::Command { name, reply, .. } =
-                execute(&msg, &task, role, &snapshot, &catalogue)
+                execute(&msg, &task, role, &snapshot, &catalogue).unwrap()
             else {
                 unreachable!()
             };
-            let event = reply_event(&task, "", &msg.message_id, name, &reply, timestamp);
+            let event = reply_event(&task, "", &msg.message_id, name, &reply, timestamp, false);
             let bytes = event.to_proto().encode_to_vec();
-            let json = event.to_json(pb::EventJsonFormat::A2a10);
+            let json = event.to_json(JsonForm::A2a10);
             (bytes.len(), json.len())
         })
     });

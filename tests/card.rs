@@ -145,6 +145,7 @@ async fn protobuf_extension_matches_the_json() {
     let listed = client
         .list_specs(a2a_commands::pb::ListSpecsRequest {
             include_card_extension: true,
+            ..Default::default()
         })
         .await
         .unwrap()

@@ -4,8 +4,8 @@
 mod common;
 
 use a2a_commands::pb::{
-    self, execute_response::Result as Executed, EventJsonFormat, OrdinaryReason, Outcome,
-    ParticipantRole as Role, SubState, TaskState,
+    self, execute_response::Result as Executed, EventForm, EventJsonFormat, OrdinaryReason,
+    Outcome, ParticipantRole as Role, SubState, TaskState,
 };
 use a2a_commands::rules::builtins::Catalogue;
 use common::*;
@@ -62,8 +62,11 @@ fn request(text: &str, task: pb::TaskSnapshot, role: Role) -> pb::ExecuteRequest
             id: "user-1".into(),
             role: role.into(),
         }),
-        event_json_format: EventJsonFormat::A2a10.into(),
+        // Every form, and the metadata on the event too, so each test sees everything.
+        event_forms: vec![EventForm::Protobuf.into(), EventForm::A2a10Json.into()],
+        event_metadata: true,
         attempt: 1,
+        ..Default::default()
     }
 }
 
@@ -352,11 +355,89 @@ async fn status_lists_everything() {
         "{}",
         out.reply
     );
+    // A plan of zero steps is no plan, as in the reference (it tests steps_total).
+    assert!(out.reply.contains("\nPlan: none\n"), "{}", out.reply);
+}
+
+#[tokio::test]
+async fn empty_settings_are_not_chosen_and_unknown_efforts_are_refused() {
+    let server = TestServer::start().await;
+    let mut c = server.client().await;
+    let out = run(
+        &mut c,
+        "/status",
+        with_settings(Some(""), Some("")),
+        Role::Assignee,
+    )
+    .await;
     assert!(
-        out.reply.contains("\nPlan: 0/0 steps done\n"),
+        out.reply
+            .contains("\nModel: gpt-x (default)\nEffort: provider default\n"),
         "{}",
         out.reply
     );
+    let out = run(
+        &mut c,
+        "/model",
+        with_settings(Some(""), None),
+        Role::Assignee,
+    )
+    .await;
+    assert!(
+        out.reply.starts_with("Model: gpt-x (default)\n"),
+        "{}",
+        out.reply
+    );
+    let out = run(
+        &mut c,
+        "/effort",
+        with_settings(None, Some("")),
+        Role::Assignee,
+    )
+    .await;
+    assert!(
+        out.reply.starts_with("Effort: provider default\n"),
+        "{}",
+        out.reply
+    );
+    let status = c
+        .execute(request(
+            "/status",
+            with_settings(None, Some("extreme")),
+            Role::Assignee,
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), Code::InvalidArgument);
+    assert!(
+        status
+            .message()
+            .starts_with("task.settings.effort: must be one of low, medium, high"),
+        "{}",
+        status.message()
+    );
+}
+
+#[tokio::test]
+async fn sub_task_names_are_the_references() {
+    let server = TestServer::start().await;
+    let mut c = server.client().await;
+    let long = "x".repeat(70);
+    let cases = [
+        (
+            "/sub-task Draft the API\rthen review".to_owned(),
+            "Draft the API",
+        ),
+        ("/sub-task Draft\u{1E}Review".to_owned(), "Draft"),
+        ("/sub-task Draft\u{2029}Review".to_owned(), "Draft"),
+        ("/sub-task Draft\u{85}Review".to_owned(), "Draft"),
+        (format!("/sub-task {long}"), &long[..60]),
+    ];
+    for (text, want) in cases {
+        let out = run(&mut c, &text, task(), Role::Assignee).await;
+        let sub_task = out.changes.unwrap().sub_task.unwrap();
+        assert_eq!(sub_task.name, want, "{text:?}");
+    }
 }
 
 #[tokio::test]
@@ -382,14 +463,26 @@ async fn role_rules() {
             Outcome::Refused,
             no_role,
         );
-        // No sender at all is no role.
-        let mut req = request(text, task(), Role::None);
-        req.sender = None;
-        let Executed::Command(out) = call(&mut c, req).await.result.unwrap() else {
-            panic!()
-        };
-        check(&out, Outcome::Refused, no_role);
+        // No sender, or no role said, is the gateway's mistake and is said so.
+        for sender in [None, Some(pb::Sender::default())] {
+            let mut req = request(text, task(), Role::None);
+            req.sender = sender;
+            let status = c.execute(req).await.unwrap_err();
+            assert_eq!(status.code(), Code::InvalidArgument, "{text}");
+            assert!(
+                status.message().starts_with("sender.role: must be set"),
+                "{}",
+                status.message()
+            );
+        }
     }
+    // An ordinary message needs no role.
+    let mut req = request("hello", task(), Role::None);
+    req.sender = None;
+    assert!(matches!(
+        call(&mut c, req).await.result,
+        Some(Executed::Ordinary(_))
+    ));
     let watcher_changes = [
         ("/model gpt-x", "model"),
         ("/model nonsense", "model"),
@@ -418,10 +511,14 @@ async fn commands_without_a_handler_change_nothing() {
     register(&mut c, spec("deploy", "Deploy", "<env>"), false)
         .await
         .unwrap();
+    // An override without a handler keeps the built-in's body (see
+    // handlers.rs, override_without_a_handler_keeps_the_body).
     register(&mut c, spec("status", "Our own status", ""), true)
         .await
         .unwrap();
-    for (text, name) in [("/deploy prod", "deploy"), ("/status", "status")] {
+    let out = run(&mut c, "/status", task(), Role::Admin).await;
+    assert_eq!(out.outcome(), Outcome::Ok, "{}", out.reply);
+    for (text, name) in [("/deploy prod", "deploy")] {
         let out = run(&mut c, text, task(), Role::Admin).await;
         check(
             &out,
@@ -478,7 +575,11 @@ async fn a2a_0_3_json_on_request() {
     let mut c = server.client().await;
     let mut req = request("/sub-task go", task(), Role::Assignee);
     req.task.as_mut().unwrap().state = TaskState::InputRequired.into();
-    req.event_json_format = EventJsonFormat::A2a03.into();
+    req.event_forms.clear();
+    #[allow(deprecated)]
+    {
+        req.event_json_format = EventJsonFormat::A2a03.into();
+    }
     let Executed::Command(out) = call(&mut c, req).await.result.unwrap() else {
         panic!()
     };
@@ -594,7 +695,21 @@ async fn bad_requests_name_the_field() {
             "task.sub_tasks[0].state: ",
         ),
         (|r| r.sender.as_mut().unwrap().role = 17, "sender.role: "),
-        (|r| r.event_json_format = 5, "event_json_format: "),
+        (
+            |r| r.event_forms = vec![EventForm::A2a10Json.into(), EventForm::A2a03Json.into()],
+            "event_forms[1]: at most one JSON form",
+        ),
+        (|r| r.event_forms = vec![0], "event_forms[0]: "),
+        (
+            |r| {
+                r.event_forms.clear();
+                #[allow(deprecated)]
+                {
+                    r.event_json_format = 5;
+                }
+            },
+            "event_json_format: ",
+        ),
     ];
     for (mutate, prefix) in cases {
         let mut req = base();
@@ -622,4 +737,48 @@ async fn builtins_can_be_turned_off() {
         name: "model".into(),
     };
     assert_eq!(response.result, Some(Executed::Ordinary(want)));
+}
+
+#[tokio::test]
+async fn the_answer_has_only_the_forms_asked_for() {
+    let server = TestServer::start().await;
+    let mut c = server.client().await;
+    let outcome = |response: pb::ExecuteResponse| match response.result.unwrap() {
+        Executed::Command(outcome) => outcome,
+        other => panic!("{other:?}"),
+    };
+    // The lean default: the protobuf event, metadata on its message only.
+    let mut req = request("/sub-task x", task(), Role::Assignee);
+    req.event_forms.clear();
+    req.event_metadata = false;
+    let lean = outcome(call(&mut c, req.clone()).await);
+    assert!(lean.event_json.is_empty());
+    let event = lean.event.unwrap();
+    assert_eq!(
+        event.metadata, None,
+        "the reference puts metadata on the message only"
+    );
+    let message = event.status.unwrap().message.unwrap();
+    let fields = &message.metadata.unwrap().fields;
+    assert_eq!(fields.len(), 2, "command and task_ref: {fields:?}");
+
+    // JSON alone.
+    req.event_forms = vec![EventForm::A2a03Json.into()];
+    let json_only = outcome(call(&mut c, req.clone()).await);
+    assert!(json_only.event.is_none());
+    let json: serde_json::Value = serde_json::from_str(&json_only.event_json).unwrap();
+    assert_eq!(json["kind"], "status-update");
+    assert!(json.get("metadata").is_none());
+    assert_eq!(json["status"]["message"]["metadata"]["command"], "sub-task");
+
+    // A caller of the deprecated field gets what it got before: both forms.
+    req.event_forms.clear();
+    #[allow(deprecated)]
+    {
+        req.event_json_format = EventJsonFormat::A2a10.into();
+    }
+    let legacy = outcome(call(&mut c, req).await);
+    assert!(legacy.event.is_some());
+    let json: serde_json::Value = serde_json::from_str(&legacy.event_json).unwrap();
+    assert_eq!(json["status"]["state"], "TASK_STATE_WORKING");
 }

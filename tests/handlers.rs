@@ -213,9 +213,11 @@ async fn execute(client: &mut Client, text: &str, role: Role) -> pb::CommandOutc
     }
 }
 
+/// The reply message's metadata (where the reference puts it).
 fn meta(outcome: &pb::CommandOutcome) -> Value {
     let event = outcome.event.as_ref().unwrap();
-    let fields = &event.metadata.as_ref().unwrap().fields;
+    let message = event.status.as_ref().unwrap().message.as_ref().unwrap();
+    let fields = &message.metadata.as_ref().unwrap().fields;
     Value::Object(
         fields
             .iter()
@@ -571,5 +573,99 @@ async fn bindings_survive_restart_and_override_keeps_the_builtins_place() {
         (out.outcome(), out.reply.as_str()),
         (Outcome::Ok, "done"),
         "the handler replaced the built-in"
+    );
+}
+
+#[tokio::test]
+async fn role_rules_run_by_name_before_any_handler() {
+    let (addr, handler) = start_grpc_handler().await;
+    let server = TestServer::start().await;
+    let mut client = server.client().await;
+    let grpc = binding(Endpoint::Grpc(format!("http://{addr}")), 1_000);
+    for name in ["model", "effort", "sub-task"] {
+        register_with(&mut client, name, grpc.clone(), true)
+            .await
+            .unwrap();
+    }
+    for (text, name) in [
+        ("/model gpt-x", "model"),
+        ("/effort  high ", "effort"),
+        ("/sub-task", "sub-task"),
+        ("/sub-task reply", "sub-task"),
+    ] {
+        let out = execute(&mut client, text, Role::Watcher).await;
+        assert_eq!(
+            (out.outcome(), out.reply.as_str()),
+            (
+                Outcome::Refused,
+                format!("refused: a watcher may not change the task with /{name}").as_str()
+            ),
+            "{text}"
+        );
+        let out = execute(&mut client, text, Role::None).await;
+        assert_eq!(out.reply, "refused: the sender has no role on this task");
+    }
+    assert!(
+        handler.seen.lock().unwrap().is_empty(),
+        "no refused command reached the handler"
+    );
+    // Reading is allowed: `/model` alone reaches the operator's body.
+    let out = execute(&mut client, "/model", Role::Watcher).await;
+    assert_eq!(
+        (out.outcome(), out.reply.as_str()),
+        (Outcome::Ok, "unexpected ")
+    );
+    assert_eq!(handler.seen.lock().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn override_without_a_handler_keeps_the_body() {
+    let (addr, _) = start_grpc_handler().await;
+    let server = TestServer::start().await;
+    let mut client = server.client().await;
+    // A gateway registering its specs with override at every start.
+    let respec = |name: &str, description: &str| pb::RegisterRequest {
+        spec: Some(spec(name, description, "[<model>]")),
+        r#override: true,
+        handler: None,
+    };
+    let r = client
+        .register(respec("model", "Pick a model"))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(r.outcome(), pb::RegisterOutcome::Replaced);
+    let listed = list(&mut client).await;
+    assert_eq!(
+        listed.commands[0].spec.as_ref().unwrap().description,
+        "Pick a model"
+    );
+    assert_eq!(listed.commands[0].body(), pb::CommandBody::Builtin);
+    let out = execute(&mut client, "/model gpt-x-mini", Role::Assignee).await;
+    assert_eq!(
+        (out.outcome(), out.reply.as_str()),
+        (Outcome::Ok, "Model set to gpt-x-mini.")
+    );
+    let again = client
+        .register(respec("model", "Pick a model"))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(again.outcome(), pb::RegisterOutcome::Unchanged);
+
+    // A bound handler stays bound too.
+    let grpc = binding(Endpoint::Grpc(format!("http://{addr}")), 1_000);
+    register_with(&mut client, "deploy", grpc, false)
+        .await
+        .unwrap();
+    client
+        .register(respec("deploy", "Deploy it"))
+        .await
+        .unwrap();
+    let out = execute(&mut client, "/deploy reply", Role::Assignee).await;
+    assert_eq!((out.outcome(), out.reply.as_str()), (Outcome::Ok, "done"));
+    assert_eq!(
+        list(&mut client).await.commands[4].body(),
+        pb::CommandBody::Handler
     );
 }

@@ -109,7 +109,7 @@ async fn registration_order_override_and_revisions() {
 }
 
 #[tokio::test]
-async fn override_of_a_builtin_keeps_its_place_and_loses_its_body() {
+async fn override_of_a_builtin_without_a_handler_keeps_its_place_and_its_body() {
     let server = TestServer::start().await;
     let mut client = server.client().await;
     let r = register(&mut client, spec("effort", "Our effort", ""), true)
@@ -118,7 +118,17 @@ async fn override_of_a_builtin_keeps_its_place_and_loses_its_body() {
     assert_eq!(r.outcome(), RegisterOutcome::Replaced);
     let listed = list(&mut client).await;
     assert_eq!(names(&mut client).await, BUILTINS);
-    assert_eq!(listed.commands[1].body(), pb::CommandBody::None);
+    assert_eq!(listed.commands[1].body(), pb::CommandBody::Builtin);
+    assert_eq!(
+        listed.commands[1].spec.as_ref().unwrap().description,
+        "Our effort"
+    );
+    // Registering the same spec again with override (a gateway at every start) changes
+    // nothing.
+    let again = register(&mut client, spec("effort", "Our effort", ""), true)
+        .await
+        .unwrap();
+    assert_eq!(again.outcome(), RegisterOutcome::Unchanged);
 }
 
 #[tokio::test]
@@ -275,18 +285,27 @@ async fn restart_restores_specs_order_and_revision() {
     server.restart().await;
     let mut client = server.client().await;
     let after = list(&mut client).await;
-    // The unregistered built-in comes back (built-ins are configuration), at the end.
-    let mut want: Vec<_> = before.commands.clone();
-    want.push(after.commands.last().unwrap().clone());
-    assert_eq!(after.commands, want);
+    // The unregistered built-in comes back (built-ins are configuration); the built-ins
+    // take, within the places they hold, the order a fresh replica gives them.
     assert_eq!(
         names(&mut client).await,
-        ["model", "sub-task", "status", "deploy", "review", "effort"]
+        ["model", "effort", "sub-task", "deploy", "review", "status"]
     );
+    let by_name = |list: &pb::ListSpecsResponse, name: &str| {
+        list.commands
+            .iter()
+            .find(|c| c.spec.as_ref().unwrap().name == name)
+            .cloned()
+    };
+    for name in ["model", "sub-task", "status", "deploy", "review"] {
+        assert_eq!(by_name(&after, name), by_name(&before, name), "{name}");
+    }
     assert_eq!(after.revision, before.revision + 1);
+    let model = &after.commands[0];
+    assert_eq!(model.spec.as_ref().unwrap().description, "Our model");
     assert_eq!(
-        after.commands[0].body(),
-        pb::CommandBody::None,
+        model.body(),
+        pb::CommandBody::Builtin,
         "the override survived"
     );
 
@@ -299,10 +318,25 @@ async fn restart_restores_specs_order_and_revision() {
 }
 
 #[tokio::test]
-async fn disabling_builtins_removes_only_unreplaced_ones() {
+async fn disabling_builtins_keeps_only_those_replaced_by_a_handler() {
     let mut server = TestServer::start().await;
     let mut client = server.client().await;
-    register(&mut client, spec("status", "Our status", ""), true)
+    let handler = pb::HandlerBinding {
+        endpoint: Some(pb::handler_binding::Endpoint::Grpc(
+            "http://127.0.0.1:9".into(),
+        )),
+        timeout_ms: 0,
+    };
+    client
+        .register(pb::RegisterRequest {
+            spec: Some(spec("status", "Our status", "")),
+            r#override: true,
+            handler: Some(handler),
+        })
+        .await
+        .unwrap();
+    // Overridden without a handler: still the built-in's body, so it goes with it.
+    register(&mut client, spec("effort", "Our effort", ""), true)
         .await
         .unwrap();
     server.settings.builtins = vec![a2a_commands::rules::builtins::Builtin::Model];

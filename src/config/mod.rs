@@ -11,7 +11,8 @@ use serde::Deserialize;
 
 use crate::registry;
 use crate::rules::body::HandlerPolicy;
-use crate::rules::builtins::{Builtin, Catalogue, EFFORTS};
+use crate::rules::builtins::{Builtin, Catalogue};
+use crate::rules::task::EFFORTS;
 
 pub mod cli;
 

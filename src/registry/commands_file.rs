@@ -1,5 +1,6 @@
 //! Declarative commands: the `--commands-file` JSON, read at start and whenever it
-//! changes, and reconciled into the registry (see [`Change::Reconcile`]).
+//! changes, and reconciled into the registry with the built-ins (see
+//! [`Change::Configure`]).
 //!
 //! The file has the shape of the harness's plugin `commands.json`, with our handler
 //! binding where that file has its hook: `{"commands": [{"name", "description",
@@ -18,6 +19,7 @@ use crate::pb;
 use crate::registry::handle::Registry;
 use crate::registry::state::Change;
 use crate::rules::body::{Body, HandlerBinding, HandlerPolicy};
+use crate::rules::builtins::Builtin;
 use crate::rules::spec::CommandSpec;
 
 #[derive(Deserialize)]
@@ -58,8 +60,11 @@ pub struct FileError {
     pub reason: String,
 }
 
-/// Parses and checks a commands file's text into the registry change it asks for.
-pub fn parse(text: &str, policy: &HandlerPolicy) -> Result<Change, String> {
+/// The file's commands, in file order, as the registry takes them.
+pub type FileCommands = Vec<(CommandSpec, Body)>;
+
+/// Parses and checks a commands file's text.
+pub fn parse(text: &str, policy: &HandlerPolicy) -> Result<FileCommands, String> {
     let file: File = serde_json::from_str(text).map_err(|e| e.to_string())?;
     let mut seen = HashSet::new();
     let mut commands = Vec::with_capacity(file.commands.len());
@@ -93,12 +98,15 @@ pub fn parse(text: &str, policy: &HandlerPolicy) -> Result<Change, String> {
         };
         commands.push((spec, body));
     }
-    Ok(Change::Reconcile { commands })
+    Ok(commands)
 }
 
-/// Reads, checks and applies the file once.
-pub async fn apply(
+/// Checks `bytes` (the file's content) and makes the registry hold its commands and
+/// the `builtins` (see [`Change::Configure`]).
+async fn apply_bytes(
     path: &Path,
+    bytes: &[u8],
+    builtins: &[Builtin],
     policy: &HandlerPolicy,
     registry: &Registry,
 ) -> Result<(), FileError> {
@@ -106,8 +114,12 @@ pub async fn apply(
         path: path.to_owned(),
         reason,
     };
-    let text = std::fs::read_to_string(path).map_err(|e| fail(e.to_string()))?;
-    let change = parse(&text, policy).map_err(fail)?;
+    let text = std::str::from_utf8(bytes).map_err(|e| fail(format!("not UTF-8: {e}")))?;
+    let file = parse(text, policy).map_err(fail)?;
+    let change = Change::Configure {
+        builtins: builtins.to_vec(),
+        file: Some(file),
+    };
     registry
         .apply(change)
         .await
@@ -115,16 +127,36 @@ pub async fn apply(
     Ok(())
 }
 
-/// Re-reads the file every `interval` and reconciles when its content changed. A bad
-/// change is logged and skipped: the registry keeps the last good state. Kubernetes
-/// updates a mounted ConfigMap by swapping a symlink, which polling the path sees.
+/// Reads, checks and applies the file once; returns the content applied, for
+/// [`watch`] to start from.
+pub async fn apply(
+    path: &Path,
+    builtins: &[Builtin],
+    policy: &HandlerPolicy,
+    registry: &Registry,
+) -> Result<Vec<u8>, FileError> {
+    let bytes = std::fs::read(path).map_err(|e| FileError {
+        path: path.to_owned(),
+        reason: e.to_string(),
+    })?;
+    apply_bytes(path, &bytes, builtins, policy, registry).await?;
+    Ok(bytes)
+}
+
+/// Re-reads the file every `interval` and reconciles when its content differs from
+/// `applied` (what was last applied, so a change made while the service started is not
+/// missed). A bad change is logged and skipped: the registry keeps the last good state.
+/// Kubernetes updates a mounted ConfigMap by swapping a symlink, which polling the path
+/// sees.
 pub async fn watch(
     path: PathBuf,
     interval: Duration,
+    builtins: Vec<Builtin>,
     policy: HandlerPolicy,
     registry: Arc<Registry>,
+    applied: Vec<u8>,
 ) {
-    let mut last = std::fs::read(&path).ok();
+    let mut last = Some(applied);
     let mut ticks = tokio::time::interval(interval);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -142,8 +174,7 @@ pub async fn watch(
         if last.as_ref() == Some(&current) {
             continue;
         }
-        last = Some(current);
-        match apply(&path, &policy, &registry).await {
+        match apply_bytes(&path, &current, &builtins, &policy, &registry).await {
             Ok(()) => tracing::info!(
                 file = %path.display(),
                 revision = registry.snapshot().revision(),
@@ -153,5 +184,6 @@ pub async fn watch(
                 tracing::error!(error = %e, "commands file rejected; keeping the last good registry")
             }
         }
+        last = Some(current);
     }
 }

@@ -30,30 +30,27 @@ pub enum Change {
     Register {
         /// The spec.
         spec: CommandSpec,
-        /// What runs it.
+        /// What runs it; [`Body::None`] keeps an existing command's body.
         body: Body,
         /// Replace an existing command of the same name.
         replace: bool,
-    },
-    /// Make the commands file's commands exactly `commands`, in that order: add or
-    /// update each, remove those the file added before and no longer lists, and give
-    /// the file's commands the file's order within the places they hold. All or
-    /// nothing.
-    Reconcile {
-        /// The file's commands, in file order.
-        commands: Vec<(CommandSpec, Body)>,
     },
     /// Remove a command.
     Unregister {
         /// Its name.
         name: CommandName,
     },
-    /// Make the built-ins exactly `enabled`: add the missing ones at the end, remove
-    /// those still running a built-in body that are no longer enabled. A built-in an
-    /// operator replaced (`override`) is left alone.
-    SetBuiltins {
+    /// Make the configuration-owned commands (the enabled built-ins, and the commands
+    /// file's when `file` is given) exactly what a fresh replica given the same
+    /// configuration holds: missing ones added, changed ones updated, ones no longer
+    /// configured removed, all in a fresh replica's order within the places they hold.
+    /// Commands from the API keep their places. All or nothing.
+    Configure {
         /// The built-ins to offer, in order.
-        enabled: Vec<Builtin>,
+        builtins: Vec<Builtin>,
+        /// The commands file's commands, in file order; `None` when there is no file
+        /// (the file's commands, if any, are then left as they are).
+        file: Option<Vec<(CommandSpec, Body)>>,
     },
 }
 
@@ -68,8 +65,7 @@ pub enum Applied {
     Unchanged,
     /// A command was removed.
     Removed,
-    /// Several commands were added, updated or removed ([`Change::SetBuiltins`],
-    /// [`Change::Reconcile`]).
+    /// Several commands were added, updated or removed ([`Change::Configure`]).
     Reconciled,
 }
 
@@ -116,7 +112,7 @@ impl State {
                 spec,
                 body,
                 replace,
-            } => self.register(spec, body, replace, Source::Api, Some(max), writes)?,
+            } => self.register(spec, body, replace, max, writes)?,
             Change::Unregister { name } => {
                 let old = self
                     .commands
@@ -128,8 +124,7 @@ impl State {
                 self.remove(&name, writes);
                 Applied::Removed
             }
-            Change::SetBuiltins { enabled } => self.set_builtins(&enabled, writes),
-            Change::Reconcile { commands } => self.reconcile(commands, max, writes)?,
+            Change::Configure { builtins, file } => self.configure(&builtins, file, max, writes)?,
         };
         if applied != Applied::Unchanged {
             self.revision += 1;
@@ -137,132 +132,134 @@ impl State {
         Ok((applied, self.revision))
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn register(
         &mut self,
         spec: CommandSpec,
         body: Body,
         replace: bool,
-        source: Source,
-        max: Option<usize>,
+        max: usize,
         writes: &mut Writes,
     ) -> Result<Applied, Error> {
-        let (seq, applied) = match self.commands.get(spec.name.as_str()) {
+        let (seq, body, applied) = match self.commands.get(spec.name.as_str()) {
             Some(old) => {
-                // Re-registering a spec with no body, without override, is what a gateway
-                // does on every start: it leaves the existing body alone.
-                let keeps_body = !replace && body == Body::None;
-                if old.spec == spec && (old.body == body || keeps_body) {
+                // Without a handler the existing body stays: a gateway may register its
+                // specs (with or without override) at every start, and a built-in or a
+                // bound handler must not silently lose its body.
+                let body = if body == Body::None {
+                    old.body.clone()
+                } else {
+                    body
+                };
+                if old.spec == spec && old.body == body {
                     return Ok(Applied::Unchanged);
                 }
-                if old.source == Source::File && source != Source::File {
+                if old.source == Source::File {
                     return Err(Error::ManagedByFile(spec.name.to_string()));
                 }
                 if !replace {
                     return Err(Error::AlreadyExists(spec.name.to_string()));
                 }
-                (old.seq, Applied::Replaced)
+                (old.seq, body, Applied::Replaced)
             }
             None => {
-                if let Some(max) = max.filter(|&max| self.commands.len() >= max) {
+                if self.commands.len() >= max {
                     return Err(Error::RegistryFull(max));
                 }
-                (self.take_seq(), Applied::Created)
+                (self.take_seq(), body, Applied::Created)
             }
         };
         let record = Registered {
             seq,
             spec,
             body,
-            source,
+            source: Source::Api,
         };
         self.put(record, writes);
         Ok(applied)
     }
 
-    fn set_builtins(&mut self, enabled: &[Builtin], writes: &mut Writes) -> Applied {
-        let stale: Vec<CommandName> = self
-            .commands
-            .iter()
-            .filter(|c| matches!(c.body, Body::Builtin { builtin } if !enabled.contains(&builtin)))
-            .map(|c| c.spec.name.clone())
-            .collect();
-        let mut changed = !stale.is_empty();
-        for name in &stale {
-            self.remove(name, writes);
-        }
-        for &builtin in enabled {
-            if self.commands.get(builtin.name()).is_none() {
-                let body = Body::Builtin { builtin };
-                // Built-ins are configuration: they do not count against the capacity.
-                let _ = self.register(builtin.spec(), body, false, Source::Builtins, None, writes);
-                changed = true;
-            }
-        }
-        if changed {
-            Applied::Reconciled
-        } else {
-            Applied::Unchanged
-        }
-    }
-
-    fn reconcile(
+    /// See [`Change::Configure`].
+    fn configure(
         &mut self,
-        commands: Vec<(CommandSpec, Body)>,
+        builtins: &[Builtin],
+        file: Option<Vec<(CommandSpec, Body)>>,
         max: usize,
         writes: &mut Writes,
     ) -> Result<Applied, Error> {
-        let listed: HashMap<CommandName, usize> = commands
+        let file_given = file.is_some();
+        let owned =
+            |source: Source| source == Source::Builtins || (file_given && source == Source::File);
+        let wanted = configured(builtins, file.unwrap_or_default(), |name| {
+            self.commands.get(name).is_some_and(|c| !owned(c.source))
+        });
+        let wanted_names: HashMap<&str, usize> = wanted
             .iter()
             .enumerate()
-            .map(|(i, (spec, _))| (spec.name.clone(), i))
+            .map(|(i, (spec, _, _))| (spec.name.as_str(), i))
             .collect();
-        // The file put it there and no longer lists it.
+        // Configuration-owned commands no longer configured, and API replacements of
+        // built-ins that are turned off.
         let stale: Vec<CommandName> = self
             .commands
             .iter()
-            .filter(|c| c.source == Source::File && !listed.contains_key(&c.spec.name))
+            .filter(|c| {
+                let disabled_builtin =
+                    matches!(c.body, Body::Builtin { builtin } if !builtins.contains(&builtin));
+                (owned(c.source) && !wanted_names.contains_key(c.spec.name.as_str()))
+                    || (c.source == Source::Api && disabled_builtin)
+            })
             .map(|c| c.spec.name.clone())
             .collect();
-        // Check capacity before changing anything: a change is all or nothing.
-        let added = commands
-            .iter()
-            .filter(|(spec, _)| self.commands.get(spec.name.as_str()).is_none())
-            .count();
-        if self.commands.len() - stale.len() + added > max {
-            return Err(Error::RegistryFull(max));
+        // Check capacity before changing anything: a change is all or nothing. Built-ins
+        // do not count against it.
+        if file_given {
+            let added = wanted
+                .iter()
+                .filter(|(spec, _, source)| {
+                    *source == Source::File && self.commands.get(spec.name.as_str()).is_none()
+                })
+                .count();
+            let builtins_held = self
+                .commands
+                .iter()
+                .filter(|c| c.source == Source::Builtins)
+                .count();
+            let after = (self.commands.len() + added).saturating_sub(stale.len() + builtins_held);
+            if after > max && added > 0 {
+                return Err(Error::RegistryFull(max));
+            }
         }
 
         let before = self.commands.clone();
         for name in &stale {
             self.remove(name, writes);
         }
-        // The file's commands keep the places they hold (new ones get places at the
-        // end), and take those places in the file's order.
-        let mut places: Vec<u64> = commands
+        // The configured commands keep the places they hold (new ones get places at the
+        // end) and take those places in a fresh replica's order.
+        let mut places: Vec<u64> = wanted
             .iter()
-            .map(|(spec, _)| match self.commands.get(spec.name.as_str()) {
+            .map(|(spec, _, _)| match self.commands.get(spec.name.as_str()) {
                 Some(existing) => existing.seq,
                 None => self.take_seq(),
             })
             .collect();
         places.sort_unstable();
-        let changed_records: Vec<Registered> = commands
+        let changed: Vec<Registered> = wanted
             .into_iter()
             .zip(places)
-            .map(|((spec, body), seq)| Registered {
+            .map(|((spec, body, source), seq)| Registered {
                 seq,
                 spec,
                 body,
-                source: Source::File,
+                source,
             })
             .filter(|record| before.get(record.spec.name.as_str()).map(|b| &**b) != Some(record))
             .collect();
         // Take them all out first, so that no move lands on a place another still holds.
-        for record in &changed_records {
+        for record in &changed {
             self.commands.remove(record.spec.name.as_str());
         }
-        for record in changed_records {
+        for record in changed {
             self.put(record, writes);
         }
         let changed = !stale.is_empty() || self.commands.by_seq != before.by_seq;
@@ -272,6 +269,54 @@ impl State {
             Applied::Unchanged
         })
     }
+}
+
+/// The configuration-owned commands in the order a fresh replica gives them: the
+/// enabled built-ins first (as the built-ins are added before the file is read), the
+/// file's commands taking, in file order, the places of the built-ins they name and then
+/// new places at the end. A built-in whose name the API holds (an operator's override)
+/// is left out: that command stays as it is. A file entry without a handler for an
+/// enabled built-in keeps the built-in body, as an override without a handler does.
+fn configured(
+    builtins: &[Builtin],
+    file: Vec<(CommandSpec, Body)>,
+    held_by_api: impl Fn(&str) -> bool,
+) -> Vec<(CommandSpec, Body, Source)> {
+    let listed: HashMap<CommandName, usize> = file
+        .iter()
+        .enumerate()
+        .map(|(i, (spec, _))| (spec.name.clone(), i))
+        .collect();
+    // None marks a place the file's next command takes.
+    let mut places: Vec<Option<Builtin>> = builtins
+        .iter()
+        .map(|&b| (!listed.contains_key(b.name())).then_some(b))
+        .collect();
+    let new_file_places = file
+        .iter()
+        .filter(|(spec, _)| {
+            Builtin::from_name(spec.name.as_str()).is_none_or(|b| !builtins.contains(&b))
+        })
+        .count();
+    places.extend(std::iter::repeat_n(None, new_file_places));
+    let mut file = file.into_iter();
+    places
+        .into_iter()
+        .filter_map(|place| match place {
+            Some(builtin) if held_by_api(builtin.name()) => None,
+            Some(builtin) => Some((builtin.spec(), Body::Builtin { builtin }, Source::Builtins)),
+            None => {
+                let (spec, body) = file.next().expect("one place per file command");
+                let body = match (body, Builtin::from_name(spec.name.as_str())) {
+                    (Body::None, Some(builtin)) if builtins.contains(&builtin) => {
+                        Body::Builtin { builtin }
+                    }
+                    (body, _) => body,
+                };
+                Some((spec, body, Source::File))
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -297,7 +342,14 @@ mod tests {
             .iter()
             .map(|n| (spec(n, "from file"), Body::None))
             .collect();
-        state.apply(Change::Reconcile { commands }, 10, &mut Writes::new())
+        state.apply(
+            Change::Configure {
+                builtins: vec![],
+                file: Some(commands),
+            },
+            10,
+            &mut Writes::new(),
+        )
     }
 
     #[test]

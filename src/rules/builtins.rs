@@ -8,11 +8,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::rules::reply::{Changes, Reply, SubTask};
 use crate::rules::spec::CommandSpec;
-use crate::rules::task::{state_name, Task};
+use crate::rules::task::{state_name, Task, EFFORTS};
 use crate::rules::text::trim_py_whitespace;
-
-/// The efforts `/effort` accepts, in the order its replies list them.
-pub const EFFORTS: [&str; 3] = ["low", "medium", "high"];
 
 /// One of the built-in commands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

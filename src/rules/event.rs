@@ -4,7 +4,8 @@
 use prost_types::{value::Kind, Struct, Timestamp, Value};
 use serde::Serialize;
 
-use crate::pb::{self, part::Content, EventJsonFormat, Role, TaskState};
+use crate::error::Error;
+use crate::pb::{self, part::Content, EventForm, EventJsonFormat, Role, TaskState};
 
 /// A command's reply, as the event that carries it.
 #[derive(Clone, Debug)]
@@ -25,6 +26,86 @@ pub struct ReplyEvent<'a> {
     pub task_ref: Option<&'a str>,
     /// When the reply was made.
     pub timestamp: Timestamp,
+    /// Whether the event's own metadata repeats the message's (the reference puts it on
+    /// the message only).
+    pub event_metadata: bool,
+}
+
+/// A JSON form of the event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JsonForm {
+    /// A2A 1.0: protobuf's canonical JSON mapping.
+    A2a10,
+    /// A2A 0.3: `kind` fields, lower-case states, `final: false`.
+    A2a03,
+}
+
+/// Which forms of the event a caller asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Forms {
+    /// The protobuf event.
+    pub protobuf: bool,
+    /// One JSON form, if any.
+    pub json: Option<JsonForm>,
+}
+
+impl Forms {
+    /// Reads the request's `event_forms` (and the deprecated `event_json_format`, used
+    /// only when `event_forms` is empty): empty means the protobuf event alone.
+    pub fn from_request(forms: &[i32], legacy_json: i32) -> Result<Self, Error> {
+        if forms.is_empty() {
+            let json = match EventJsonFormat::try_from(legacy_json) {
+                Ok(EventJsonFormat::Unspecified) => None,
+                Ok(EventJsonFormat::A2a10) => Some(JsonForm::A2a10),
+                Ok(EventJsonFormat::A2a03) => Some(JsonForm::A2a03),
+                Err(_) => {
+                    return Err(Error::invalid(
+                        "event_json_format",
+                        format!("{legacy_json} is not an EventJsonFormat value"),
+                    ))
+                }
+            };
+            return Ok(Self {
+                protobuf: true,
+                json,
+            });
+        }
+        let mut out = Self {
+            protobuf: false,
+            json: None,
+        };
+        for (i, &value) in forms.iter().enumerate() {
+            let field = || format!("event_forms[{i}]");
+            let json = match EventForm::try_from(value) {
+                Ok(EventForm::Protobuf) => {
+                    out.protobuf = true;
+                    continue;
+                }
+                Ok(EventForm::A2a10Json) => JsonForm::A2a10,
+                Ok(EventForm::A2a03Json) => JsonForm::A2a03,
+                Ok(EventForm::Unspecified) => {
+                    return Err(Error::invalid(
+                        field(),
+                        "must not be EVENT_FORM_UNSPECIFIED",
+                    ))
+                }
+                Err(_) => {
+                    return Err(Error::invalid(
+                        field(),
+                        format!("{value} is not an EventForm value"),
+                    ))
+                }
+            };
+            if out.json.is_some_and(|j| j != json) {
+                return Err(Error::invalid(
+                    field(),
+                    "at most one JSON form may be asked for",
+                ));
+            }
+            out.json = Some(json);
+        }
+        Ok(out)
+    }
 }
 
 /// The reply message's id for an incoming message id: stable, so retries match.
@@ -48,6 +129,7 @@ impl ReplyEvent<'_> {
     /// The event as an A2A 1.0 protobuf message (mirrored in our package).
     pub fn to_proto(&self) -> pb::TaskStatusUpdateEvent {
         let metadata = self.metadata_struct();
+        let event_metadata = self.event_metadata.then(|| metadata.clone());
         pb::TaskStatusUpdateEvent {
             task_id: self.task_id.to_owned(),
             context_id: self.context_id.to_owned(),
@@ -62,24 +144,25 @@ impl ReplyEvent<'_> {
                         content: Some(Content::Text(self.text.to_owned())),
                         ..Default::default()
                     }],
-                    metadata: Some(metadata.clone()),
+                    metadata: Some(metadata),
                     ..Default::default()
                 }),
                 timestamp: Some(self.timestamp),
             }),
-            metadata: Some(metadata),
+            metadata: event_metadata,
         }
     }
 
     /// The event as JSON text in `format`, ready to send.
-    pub fn to_json(&self, format: EventJsonFormat) -> String {
+    pub fn to_json(&self, format: JsonForm) -> String {
         let metadata = Metadata {
             command: self.command,
             task_ref: self.task_ref,
         };
+        let event_metadata = self.event_metadata.then_some(&metadata);
         let timestamp = self.timestamp.to_string();
         let result = match format {
-            EventJsonFormat::A2a10 => serde_json::to_string(&V1Event {
+            JsonForm::A2a10 => serde_json::to_string(&V1Event {
                 task_id: self.task_id,
                 context_id: self.context_id,
                 status: V1Status {
@@ -94,9 +177,9 @@ impl ReplyEvent<'_> {
                     },
                     timestamp: &timestamp,
                 },
-                metadata: &metadata,
+                metadata: event_metadata,
             }),
-            EventJsonFormat::A2a03 => serde_json::to_string(&V03Event {
+            JsonForm::A2a03 => serde_json::to_string(&V03Event {
                 kind: "status-update",
                 task_id: self.task_id,
                 context_id: self.context_id,
@@ -117,7 +200,7 @@ impl ReplyEvent<'_> {
                     timestamp: &timestamp,
                 },
                 is_final: false,
-                metadata: &metadata,
+                metadata: event_metadata,
             }),
         };
         result.expect("events always serialize")
@@ -152,7 +235,8 @@ struct V1Event<'a> {
     task_id: &'a str,
     context_id: &'a str,
     status: V1Status<'a>,
-    metadata: &'a Metadata<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    metadata: Option<&'a Metadata<'a>>,
 }
 
 #[derive(Serialize)]
@@ -187,7 +271,8 @@ struct V03Event<'a> {
     status: V03Status<'a>,
     #[serde(rename = "final")]
     is_final: bool,
-    metadata: &'a Metadata<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    metadata: Option<&'a Metadata<'a>>,
 }
 
 #[derive(Serialize)]
@@ -232,13 +317,14 @@ mod tests {
                 seconds: 1_796_217_892,
                 nanos: 807_000_000,
             },
+            event_metadata: true,
         }
     }
 
     #[test]
     fn a2a_1_0_json_matches_the_wire_example() {
         let json: serde_json::Value =
-            serde_json::from_str(&event(None).to_json(EventJsonFormat::A2a10)).unwrap();
+            serde_json::from_str(&event(None).to_json(JsonForm::A2a10)).unwrap();
         let want = serde_json::json!({
             "taskId": "t-1", "contextId": "c-1",
             "status": {
@@ -258,7 +344,7 @@ mod tests {
     #[test]
     fn a2a_0_3_json_has_kinds_and_final() {
         let json: serde_json::Value =
-            serde_json::from_str(&event(Some("t-1.1")).to_json(EventJsonFormat::A2a03)).unwrap();
+            serde_json::from_str(&event(Some("t-1.1")).to_json(JsonForm::A2a03)).unwrap();
         assert_eq!(json["kind"], "status-update");
         assert_eq!(json["final"], false);
         assert_eq!(json["status"]["state"], "input-required");
@@ -269,5 +355,54 @@ mod tests {
             json["metadata"],
             serde_json::json!({"command": "model", "task_ref": "t-1.1"})
         );
+    }
+
+    #[test]
+    fn event_metadata_only_when_asked() {
+        let lean = ReplyEvent {
+            event_metadata: false,
+            ..event(Some("t-1.1"))
+        };
+        let proto = lean.to_proto();
+        assert_eq!(proto.metadata, None);
+        let message = proto.status.unwrap().message.unwrap();
+        assert_eq!(message.metadata.unwrap().fields.len(), 2);
+        for form in [JsonForm::A2a10, JsonForm::A2a03] {
+            let json: serde_json::Value = serde_json::from_str(&lean.to_json(form)).unwrap();
+            assert!(json.get("metadata").is_none(), "{json}");
+            assert_eq!(json["status"]["message"]["metadata"]["task_ref"], "t-1.1");
+        }
+    }
+
+    #[test]
+    fn forms() {
+        let protobuf = EventForm::Protobuf as i32;
+        let v1 = EventForm::A2a10Json as i32;
+        let v03 = EventForm::A2a03Json as i32;
+        let lean = Forms {
+            protobuf: true,
+            json: None,
+        };
+        assert_eq!(Forms::from_request(&[], 0).unwrap(), lean);
+        assert_eq!(
+            Forms::from_request(&[], EventJsonFormat::A2a03 as i32).unwrap(),
+            Forms {
+                protobuf: true,
+                json: Some(JsonForm::A2a03)
+            }
+        );
+        assert_eq!(
+            Forms::from_request(&[v1], 0).unwrap(),
+            Forms {
+                protobuf: false,
+                json: Some(JsonForm::A2a10)
+            }
+        );
+        assert_eq!(Forms::from_request(&[protobuf, protobuf], 2).unwrap(), lean);
+        let err = |forms: &[i32]| Forms::from_request(forms, 0).unwrap_err().to_string();
+        assert!(err(&[v1, v03]).contains("event_forms[1]: at most one JSON form"));
+        assert!(err(&[0]).contains("event_forms[0]: must not be EVENT_FORM_UNSPECIFIED"));
+        assert!(err(&[protobuf, 9]).contains("event_forms[1]: 9 is not an EventForm value"));
+        assert!(Forms::from_request(&[], 7).is_err());
     }
 }

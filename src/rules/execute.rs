@@ -7,12 +7,13 @@
 
 use prost_types::Timestamp;
 
+use crate::error::Error;
 use crate::pb::{self, OrdinaryReason, ParticipantRole};
 use crate::rules::body::{Body, HandlerAnswer, HandlerBinding};
 use crate::rules::builtins::Catalogue;
 use crate::rules::event::{reply_message_id, ReplyEvent};
 use crate::rules::parse::{classify, Classification, Lookup};
-use crate::rules::policy::refuse_by_role;
+use crate::rules::policy::{refuse_by_role, watcher_refusal};
 use crate::rules::reply::{Changes, Reply, SubTask};
 use crate::rules::task::Task;
 use crate::rules::text::trim_py_whitespace;
@@ -49,42 +50,45 @@ pub enum Execution<'m> {
 }
 
 /// Runs `message` against the registered `commands` for `task`, sent by someone with
-/// `role`. Pure: the same inputs give the same result.
+/// `role`. Pure: the same inputs give the same result. The role rules run first, by
+/// the command's name, whatever its body. A command from a sender whose role is
+/// unspecified is an error (the gateway forgot it); an ordinary message needs no role.
 pub fn execute<'m>(
     message: &'m pb::Message,
     task: &Task<'_>,
     role: ParticipantRole,
     commands: &impl Lookup,
     catalogue: &Catalogue,
-) -> Execution<'m> {
+) -> Result<Execution<'m>, Error> {
     let (name, body, arguments) = match classify(message, commands) {
-        Classification::Ordinary { reason, name } => return Execution::Ordinary { reason, name },
+        Classification::Ordinary { reason, name } => {
+            return Ok(Execution::Ordinary { reason, name })
+        }
         Classification::Command {
             name,
             body,
             arguments,
         } => (name, body, arguments),
     };
-    let reply = match body {
-        Body::Builtin { builtin } => refuse_by_role(role, name, builtin.changes_task(arguments))
-            .unwrap_or_else(|| builtin.run(task, arguments, catalogue)),
-        Body::None => refuse_by_role(role, name, false).unwrap_or_else(|| Reply::no_handler(name)),
-        Body::Handler { handler } => match refuse_by_role(role, name, false) {
-            Some(refusal) => refusal,
-            None => {
-                return Execution::Delegate {
+    let reply = match refuse_by_role(role, name, arguments)? {
+        Some(refusal) => refusal,
+        None => match body {
+            Body::Builtin { builtin } => builtin.run(task, arguments, catalogue),
+            Body::None => Reply::no_handler(name),
+            Body::Handler { handler } => {
+                return Ok(Execution::Delegate {
                     name,
                     arguments,
                     handler: handler.clone(),
-                }
+                })
             }
         },
     };
-    Execution::Command {
+    Ok(Execution::Command {
         name,
         arguments,
         reply,
-    }
+    })
 }
 
 /// Turns a handler's answer into the reply, checking it as the built-ins are checked:
@@ -137,15 +141,15 @@ pub fn handler_reply(
         effort,
         sub_task: spawn_goal.map(|goal| SubTask::next_for(task, &goal)),
     };
-    if changes != Changes::default() {
-        if let Some(refusal) = refuse_by_role(role, name, true) {
-            return refusal;
-        }
+    // A handler may not change the task on a watcher's behalf either.
+    if changes != Changes::default() && role == ParticipantRole::Watcher {
+        return watcher_refusal(name);
     }
     Reply::ok(text, changes)
 }
 
-/// The event that carries `reply` for `task`, replying to the message `incoming_id`.
+/// The event that carries `reply` for `task`, replying to the message `incoming_id`;
+/// `event_metadata` also puts the reply's metadata on the event itself.
 pub fn reply_event<'a>(
     task: &Task<'a>,
     fallback_context_id: &'a str,
@@ -153,6 +157,7 @@ pub fn reply_event<'a>(
     name: &'a str,
     reply: &'a Reply,
     timestamp: Timestamp,
+    event_metadata: bool,
 ) -> ReplyEvent<'a> {
     let context_id = if task.context_id.is_empty() {
         fallback_context_id
@@ -168,5 +173,6 @@ pub fn reply_event<'a>(
         command: name,
         task_ref: reply.changes.sub_task.as_ref().map(|s| s.id.as_str()),
         timestamp,
+        event_metadata,
     }
 }

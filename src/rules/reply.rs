@@ -3,7 +3,7 @@
 
 use crate::pb::Outcome;
 use crate::rules::task::Task;
-use crate::rules::text::trim_py_whitespace;
+use crate::rules::text::{first_py_line, trim_py_whitespace};
 
 /// Longest sub-task name derived from its goal, in characters.
 const SUB_TASK_NAME_CHARS: usize = 60;
@@ -22,24 +22,28 @@ pub struct SubTask {
 impl SubTask {
     /// The next sub-task of `task`: n is one more than the sub-tasks it has.
     pub fn next_for(task: &Task<'_>, goal: &str) -> Self {
+        let n = task.sub_tasks.len() + 1;
         Self {
-            id: format!("{}.{}", task.id, task.sub_tasks.len() + 1),
-            name: sub_task_name(goal),
+            id: format!("{}.{n}", task.id),
+            name: sub_task_name(goal, n),
             goal: goal.to_owned(),
         }
     }
 }
 
-/// A short name for a sub-task: the goal's first line, cut at a character boundary.
-pub fn sub_task_name(goal: &str) -> String {
-    let first_line = goal.lines().next().unwrap_or_default();
-    let first_line = trim_py_whitespace(first_line);
-    if first_line.chars().count() <= SUB_TASK_NAME_CHARS {
-        return first_line.to_owned();
+/// A sub-task's name, as the reference derives it: `goal.strip().splitlines()[0][:60]`
+/// (Python's whitespace and line breaks, 60 characters, no ellipsis), or `sub-task <n>`
+/// when that is empty.
+pub fn sub_task_name(goal: &str, n: usize) -> String {
+    let name: String = first_py_line(trim_py_whitespace(goal))
+        .chars()
+        .take(SUB_TASK_NAME_CHARS)
+        .collect();
+    if name.is_empty() {
+        format!("sub-task {n}")
+    } else {
+        name
     }
-    let mut name: String = first_line.chars().take(SUB_TASK_NAME_CHARS - 1).collect();
-    name.push('…');
-    name
 }
 
 /// What a command changes; applied by the gateway before it emits the reply.
@@ -99,5 +103,25 @@ impl Reply {
             text: format!("/{name} failed: {reason}"),
             changes: Changes::default(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sub_task_names_follow_the_reference() {
+        // Python: goal.strip().splitlines()[0][:60]
+        assert_eq!(
+            sub_task_name("  Draft the API  \nthen more", 1),
+            "Draft the API  "
+        );
+        assert_eq!(sub_task_name("one\rtwo", 1), "one");
+        assert_eq!(sub_task_name("one\u{1E}two", 1), "one");
+        assert_eq!(sub_task_name("one\u{2028}two", 1), "one");
+        assert_eq!(sub_task_name("one\u{1F}two", 1), "one\u{1F}two");
+        assert_eq!(sub_task_name(&"é".repeat(70), 1), "é".repeat(60));
+        assert_eq!(sub_task_name(" \u{3000} ", 3), "sub-task 3");
     }
 }

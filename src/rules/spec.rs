@@ -9,6 +9,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::error::Error;
+use crate::rules::text::is_py_whitespace;
 
 /// Longest command name, in characters.
 pub const MAX_NAME_CHARS: usize = 64;
@@ -138,7 +139,8 @@ impl CommandSpec {
     }
 }
 
-/// One line of at most `max` characters with no control characters.
+/// One line of at most `max` characters with no control or invisible formatting
+/// characters, and not whitespace alone: card text must show what it holds.
 fn check_line(field: &str, value: &str, max: usize) -> Result<(), Error> {
     let len = value.chars().count();
     if len > max {
@@ -162,7 +164,37 @@ fn check_line(field: &str, value: &str, max: usize) -> Result<(), Error> {
             ),
         ));
     }
+    if let Some(c) = value.chars().find(|&c| is_hidden_format(c)) {
+        return Err(Error::invalid(
+            field,
+            format!(
+                "must not contain invisible or text-direction formatting characters \
+                 (found U+{:04X})",
+                c as u32
+            ),
+        ));
+    }
+    if !value.is_empty() && value.chars().all(is_py_whitespace) {
+        return Err(Error::invalid(field, "must not be whitespace only"));
+    }
     Ok(())
+}
+
+/// Characters that change how text displays without showing themselves: bidi embeddings,
+/// overrides, isolates and marks (which can make a card read differently from what it
+/// holds), zero-width space, word joiner and the byte-order mark.
+fn is_hidden_format(c: char) -> bool {
+    matches!(
+        c,
+        '\u{061C}'
+            | '\u{200B}'
+            | '\u{200E}'
+            | '\u{200F}'
+            | '\u{202A}'..='\u{202E}'
+            | '\u{2060}'
+            | '\u{2066}'..='\u{2069}'
+            | '\u{FEFF}'
+    )
 }
 
 /// Characters that end a line: the ASCII ones and Unicode's own separators.
@@ -212,5 +244,29 @@ mod tests {
             .contains("spec.argument_hint: must be at most 256"));
         assert!(msg(CommandSpec::new("spec", "m", &"d".repeat(1025), "")).contains("at most 1024"));
         assert!(CommandSpec::new("spec", "m", &"é".repeat(1024), &"h".repeat(256)).is_ok());
+    }
+
+    #[test]
+    fn card_text_shows_what_it_holds() {
+        for c in [
+            '\u{202A}', '\u{202B}', '\u{202C}', '\u{202D}', '\u{202E}', '\u{2066}', '\u{2067}',
+            '\u{2068}', '\u{2069}', '\u{200B}', '\u{FEFF}', '\u{200E}', '\u{200F}', '\u{061C}',
+        ] {
+            let text = format!("Deploy{c} now");
+            let e = msg(CommandSpec::new("spec", "m", &text, ""));
+            assert!(
+                e.starts_with("spec.description: must not contain invisible"),
+                "{e}"
+            );
+            assert!(e.contains(&format!("U+{:04X}", c as u32)), "{e}");
+            let e = msg(CommandSpec::new("spec", "m", "d", &text));
+            assert!(e.starts_with("spec.argument_hint:"), "{e}");
+        }
+        assert!(msg(CommandSpec::new("spec", "m", "   ", ""))
+            .contains("spec.description: must not be whitespace only"));
+        assert!(msg(CommandSpec::new("spec", "m", "d", "\u{3000}"))
+            .contains("spec.argument_hint: must not be whitespace only"));
+        // Joiners that scripts and emoji need stay allowed.
+        assert!(CommandSpec::new("spec", "m", "Family 👨\u{200D}👩 ok", "").is_ok());
     }
 }

@@ -27,6 +27,9 @@ pub struct Task<'a> {
     pub sub_tasks: Vec<(&'a str, TaskState)>,
 }
 
+/// The efforts a task may have, in the order replies list them.
+pub const EFFORTS: [&str; 3] = ["low", "medium", "high"];
+
 /// The A2A name of `state` without its `TASK_STATE_` prefix, as `/status` shows it.
 pub fn state_name(state: TaskState) -> &'static str {
     let name = state.as_str_name();
@@ -78,15 +81,35 @@ impl<'a> Task<'a> {
             })
             .collect::<Result<_, Error>>()?;
         let settings = task.settings.as_ref();
+        // Empty counts as not chosen, as in the reference.
+        let chosen =
+            |value: Option<&'a String>| value.map(String::as_str).filter(|v| !v.is_empty());
+        let model = chosen(settings.and_then(|s| s.model.as_ref()));
+        let effort = chosen(settings.and_then(|s| s.effort.as_ref()));
+        if let Some(effort) = effort.filter(|e| !EFFORTS.contains(e)) {
+            return Err(Error::invalid(
+                "task.settings.effort",
+                format!(
+                    "must be one of {} or empty (got {:?})",
+                    EFFORTS.join(", "),
+                    effort.chars().take(32).collect::<String>()
+                ),
+            ));
+        }
         Ok(Self {
             id: &task.id,
             context_id: &task.context_id,
             name: &task.name,
             state,
             sub_state,
-            model: settings.and_then(|s| s.model.as_deref()),
-            effort: settings.and_then(|s| s.effort.as_deref()),
-            plan: task.plan.as_ref().map(|p| (p.steps_done, p.steps_total)),
+            model,
+            effort,
+            // A plan of zero steps is no plan (the reference tests `steps_total`).
+            plan: task
+                .plan
+                .as_ref()
+                .filter(|p| p.steps_total > 0)
+                .map(|p| (p.steps_done, p.steps_total)),
             sub_tasks,
         })
     }

@@ -1,4 +1,5 @@
-//! The one log line per call: method, status code, latency and command name. Message
+//! The one log line per call: method, status code, latency, command name and (for
+//! Execute) the outcome. Message
 //! text and arguments are never logged, since they may carry secrets.
 
 use std::time::Instant;
@@ -14,6 +15,7 @@ pub(crate) fn log_call<T>(
     started: Instant,
     result: &Result<T, Error>,
     command: &str,
+    outcome: &str,
 ) {
     let code = result.as_ref().map_or_else(code, |_| Code::Ok);
     tracing::info!(
@@ -21,6 +23,7 @@ pub(crate) fn log_call<T>(
         code = ?code,
         latency_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
         command,
+        outcome,
         "call"
     );
 }
@@ -32,6 +35,6 @@ pub(crate) fn logged<T>(
     command: &str,
     result: Result<T, Error>,
 ) -> Result<Response<T>, Status> {
-    log_call(method, started, &result, command);
+    log_call(method, started, &result, command, "");
     result.map(Response::new).map_err(Status::from)
 }

@@ -71,6 +71,16 @@ pub fn list_response(snapshot: &Snapshot, with_struct: bool) -> pb::ListSpecsRes
             required: false,
             params: Some(to_struct(&card.params)),
         }),
+        unchanged: false,
+    }
+}
+
+/// The ListSpecs answer when the caller's `known_revision` is current: a few bytes.
+pub fn unchanged_response(revision: u64) -> pb::ListSpecsResponse {
+    pb::ListSpecsResponse {
+        revision,
+        unchanged: true,
+        ..Default::default()
     }
 }
 
@@ -78,7 +88,7 @@ pub(crate) fn outcome_to_proto(
     name: &str,
     arguments: &str,
     reply: Reply,
-    event: pb::TaskStatusUpdateEvent,
+    event: Option<pb::TaskStatusUpdateEvent>,
     event_json: String,
 ) -> pb::CommandOutcome {
     let changes = reply.changes;
@@ -93,7 +103,7 @@ pub(crate) fn outcome_to_proto(
             arguments: arguments.to_owned(),
         }),
         outcome: reply.outcome.into(),
-        event: Some(event),
+        event,
         event_json,
         reply: reply.text,
         changes: Some(pb::Changes {

@@ -19,9 +19,9 @@ use tonic::server::{Grpc, NamedService, UnaryService};
 use tonic::{Request, Response, Status};
 
 use crate::pb::{self, command_service_server::CommandServiceServer};
-use crate::registry::Registry;
+use crate::registry::{Registry, Snapshot};
 use crate::transport::call_log::logged;
-use crate::transport::convert::list_response;
+use crate::transport::convert::{list_response, unchanged_response};
 use crate::transport::service::{Api, SERVICE_NAME};
 
 const LIST_SPECS_PATH: &str = "/a2a.commands.v1.CommandService/ListSpecs";
@@ -39,15 +39,14 @@ struct ListCache {
 }
 
 impl ListCache {
-    /// The encoded answer for the registry as it is now.
-    fn answer(&self, registry: &Registry) -> Bytes {
-        let snapshot = registry.snapshot();
+    /// The encoded answer for `snapshot`.
+    fn answer(&self, snapshot: &Snapshot) -> Bytes {
         if let Some(cached) = self.latest.load().as_ref() {
             if cached.revision == snapshot.revision() {
                 return cached.bytes.clone();
             }
         }
-        let bytes = Bytes::from(list_response(&snapshot, false).encode_to_vec());
+        let bytes = Bytes::from(list_response(snapshot, false).encode_to_vec());
         self.latest.store(Some(Arc::new(Encoded {
             revision: snapshot.revision(),
             bytes: bytes.clone(),
@@ -103,11 +102,15 @@ impl UnaryService<pb::ListSpecsRequest> for ListSpecs {
         let cache = Arc::clone(&self.cache);
         Box::pin(async move {
             let started = Instant::now();
-            let bytes = if request.get_ref().include_card_extension {
+            let request = request.get_ref();
+            let snapshot = registry.snapshot();
+            let bytes = if request.known_revision == Some(snapshot.revision()) {
+                Bytes::from(unchanged_response(snapshot.revision()).encode_to_vec())
+            } else if request.include_card_extension {
                 // Rarely asked for: built each time rather than cached.
-                Bytes::from(list_response(&registry.snapshot(), true).encode_to_vec())
+                Bytes::from(list_response(&snapshot, true).encode_to_vec())
             } else {
-                cache.answer(&registry)
+                cache.answer(&snapshot)
             };
             logged("ListSpecs", started, "", Ok(bytes))
         })

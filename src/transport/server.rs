@@ -131,11 +131,17 @@ impl RunningServer {
     }
 }
 
+/// Reflection lists exactly the services this listener serves: our descriptors also
+/// define `CommandHandler`, which handlers implement and this server does not.
 fn reflection_builder() -> tonic_reflection::server::Builder<'static> {
     tonic_reflection::server::Builder::configure()
         .register_encoded_file_descriptor_set(pb::FILE_DESCRIPTOR_SET)
         .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
         .register_encoded_file_descriptor_set(tonic_types::pb::FILE_DESCRIPTOR_SET)
+        .with_service_name(SERVICE_NAME)
+        .with_service_name("grpc.health.v1.Health")
+        .with_service_name("grpc.reflection.v1.ServerReflection")
+        .with_service_name("grpc.reflection.v1alpha.ServerReflection")
 }
 
 /// Accepted connections with Nagle's algorithm off: a gRPC answer is written in pieces,
@@ -156,14 +162,21 @@ async fn bind(addr: SocketAddr) -> Result<(TcpListener, SocketAddr), StartError>
 /// accept connections and health is SERVING.
 pub async fn start(settings: Settings) -> Result<RunningServer, StartError> {
     let registry = Arc::new(Registry::open(&settings.registry)?);
-    registry
-        .apply(Change::SetBuiltins {
-            enabled: settings.builtins.clone(),
-        })
-        .await?;
-    if let Some(path) = &settings.commands_file {
-        commands_file::apply(path, &settings.handlers, &registry).await?;
-    }
+    // The built-ins and the file are one change, so a replica never serves one
+    // without the other; the watcher starts from exactly the bytes applied.
+    let applied_file = match &settings.commands_file {
+        Some(path) => Some(
+            commands_file::apply(path, &settings.builtins, &settings.handlers, &registry).await?,
+        ),
+        None => {
+            let change = Change::Configure {
+                builtins: settings.builtins.clone(),
+                file: None,
+            };
+            registry.apply(change).await?;
+            None
+        }
+    };
     let auth = match &settings.admin_token_file {
         Some(path) => AdminAuth::from_file(path.clone()).map_err(StartError::Security)?,
         None => AdminAuth::open(),
@@ -224,14 +237,20 @@ pub async fn start(settings: Settings) -> Result<RunningServer, StartError> {
         None => (None, None),
     };
 
-    let watcher = settings.commands_file.clone().map(|path| {
-        tokio::spawn(commands_file::watch(
-            path,
-            settings.commands_file_poll,
-            settings.handlers.clone(),
-            Arc::clone(&registry),
-        ))
-    });
+    let watcher = settings
+        .commands_file
+        .clone()
+        .zip(applied_file)
+        .map(|(path, applied)| {
+            tokio::spawn(commands_file::watch(
+                path,
+                settings.commands_file_poll,
+                settings.builtins.clone(),
+                settings.handlers.clone(),
+                Arc::clone(&registry),
+                applied,
+            ))
+        });
 
     let snapshot = registry.snapshot();
     tracing::info!(

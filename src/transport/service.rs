@@ -15,17 +15,20 @@ use tonic::{Request, Response, Status};
 use crate::bodies::Handlers;
 use crate::error::Error;
 use crate::pb::command_service_server::CommandService;
-use crate::pb::{self, EventJsonFormat, ParticipantRole};
+use crate::pb::{self, Outcome, ParticipantRole};
 use crate::registry::{Applied, Change, Registry};
-use crate::rules::body::{Body, HandlerBinding};
+use crate::rules::body::{Body, HandlerAnswer, HandlerBinding};
 use crate::rules::builtins::Catalogue;
+use crate::rules::event::Forms;
 use crate::rules::execute::{execute, handler_reply, reply_event, Execution};
 use crate::rules::parse::{classify, Classification};
 use crate::rules::spec::{CommandName, CommandSpec};
 use crate::rules::task::Task;
 use crate::transport::auth::AdminAuth;
 use crate::transport::call_log::{log_call, logged};
-use crate::transport::convert::{list_response, now, ordinary, outcome_to_proto};
+use crate::transport::convert::{
+    list_response, now, ordinary, outcome_to_proto, unchanged_response,
+};
 
 /// The `CommandService` implementation.
 pub struct Api {
@@ -140,59 +143,64 @@ impl Api {
             return Err(Error::invalid("message.message_id", "must not be empty"));
         }
         let task = Task::from_proto(required("task", &request.task)?)?;
+        // A missing sender is an unspecified role: an error only if this is a command.
         let role = match &request.sender {
-            None => ParticipantRole::None,
+            None => ParticipantRole::Unspecified,
             Some(sender) => enum_value("sender.role", "ParticipantRole", sender.role)?,
         };
-        let format: EventJsonFormat = enum_value(
-            "event_json_format",
-            "EventJsonFormat",
-            request.event_json_format,
-        )?;
+        #[allow(deprecated)]
+        let forms = Forms::from_request(&request.event_forms, request.event_json_format)?;
 
         let snapshot = self.registry.snapshot();
         let revision = snapshot.revision();
-        let (name, arguments, reply) =
-            match execute(message, &task, role, &snapshot, &self.catalogue) {
-                Execution::Ordinary { reason, name } => {
-                    return Ok(pb::ExecuteResponse {
-                        result: Some(pb::execute_response::Result::Ordinary(ordinary(
-                            reason, name,
-                        ))),
-                        revision,
-                    });
+        let (name, arguments, reply) = match execute(
+            message,
+            &task,
+            role,
+            &snapshot,
+            &self.catalogue,
+        )? {
+            Execution::Ordinary { reason, name } => {
+                return Ok(pb::ExecuteResponse {
+                    result: Some(pb::execute_response::Result::Ordinary(ordinary(
+                        reason, name,
+                    ))),
+                    revision,
+                });
+            }
+            Execution::Command {
+                name,
+                arguments,
+                reply,
+            } => (name, arguments, reply),
+            Execution::Delegate {
+                name,
+                arguments,
+                handler,
+            } => {
+                // Do not hold the snapshot across the call: a slow handler must not
+                // keep old registry states alive.
+                drop(snapshot);
+                let invocation = pb::Invocation {
+                    task_id: task.id.to_owned(),
+                    correlation_id: message.message_id.clone(),
+                    attempt: request.attempt.max(1),
+                    command: name.to_owned(),
+                    arguments: arguments.to_owned(),
+                    sender: request.sender.clone(),
+                    task: request.task.clone(),
+                    message: Some(message.clone()),
+                };
+                let answer = self.handlers.invoke(&handler, &invocation).await;
+                // A failed call was logged with its detail where it failed.
+                let call_failed = matches!(answer, HandlerAnswer::Failed(_));
+                let reply = handler_reply(name, answer, &task, role, &self.catalogue);
+                if reply.outcome == Outcome::Failed && !call_failed {
+                    tracing::warn!(command = name, handler = %handler.url, reason = %reply.text, "handler answer rejected");
                 }
-                Execution::Command {
-                    name,
-                    arguments,
-                    reply,
-                } => (name, arguments, reply),
-                Execution::Delegate {
-                    name,
-                    arguments,
-                    handler,
-                } => {
-                    // Do not hold the snapshot across the call: a slow handler must not
-                    // keep old registry states alive.
-                    drop(snapshot);
-                    let invocation = pb::Invocation {
-                        task_id: task.id.to_owned(),
-                        correlation_id: message.message_id.clone(),
-                        attempt: request.attempt.max(1),
-                        command: name.to_owned(),
-                        arguments: arguments.to_owned(),
-                        sender: request.sender.clone(),
-                        task: request.task.clone(),
-                        message: Some(message.clone()),
-                    };
-                    let answer = self.handlers.invoke(&handler, &invocation).await;
-                    (
-                        name,
-                        arguments,
-                        handler_reply(name, answer, &task, role, &self.catalogue),
-                    )
-                }
-            };
+                (name, arguments, reply)
+            }
+        };
         let event = reply_event(
             &task,
             &message.context_id,
@@ -200,8 +208,13 @@ impl Api {
             name,
             &reply,
             now(),
+            request.event_metadata,
         );
-        let (event_proto, event_json) = (event.to_proto(), event.to_json(format));
+        let event_proto = forms.protobuf.then(|| event.to_proto());
+        let event_json = forms
+            .json
+            .map(|form| event.to_json(form))
+            .unwrap_or_default();
         let outcome = outcome_to_proto(name, arguments, reply, event_proto, event_json);
         Ok(pb::ExecuteResponse {
             result: Some(pb::execute_response::Result::Command(outcome)),
@@ -210,13 +223,17 @@ impl Api {
     }
 }
 
-fn command_of_execute(response: &Result<pb::ExecuteResponse, Error>) -> &str {
+/// The command and outcome of an Execute answer, for its log line.
+fn command_of_execute(response: &Result<pb::ExecuteResponse, Error>) -> (&str, &'static str) {
     match response {
         Ok(pb::ExecuteResponse {
             result: Some(pb::execute_response::Result::Command(outcome)),
             ..
-        }) => outcome.command.as_ref().map_or("", |c| c.name.as_str()),
-        _ => "",
+        }) => (
+            outcome.command.as_ref().map_or("", |c| c.name.as_str()),
+            outcome.outcome().as_str_name(),
+        ),
+        _ => ("", ""),
     }
 }
 
@@ -258,8 +275,13 @@ impl CommandService for Api {
         request: Request<pb::ListSpecsRequest>,
     ) -> Result<Response<pb::ListSpecsResponse>, Status> {
         let started = Instant::now();
-        let with_struct = request.get_ref().include_card_extension;
-        let response = list_response(&self.registry.snapshot(), with_struct);
+        let request = request.get_ref();
+        let snapshot = self.registry.snapshot();
+        let response = if request.known_revision == Some(snapshot.revision()) {
+            unchanged_response(snapshot.revision())
+        } else {
+            list_response(&snapshot, request.include_card_extension)
+        };
         logged("ListSpecs", started, "", Ok(response))
     }
 
@@ -297,7 +319,7 @@ impl CommandService for Api {
             }) => c.name.as_str(),
             _ => "",
         };
-        log_call("Classify", started, &result, command);
+        log_call("Classify", started, &result, command, "");
         result.map(Response::new).map_err(Status::from)
     }
 
@@ -307,7 +329,8 @@ impl CommandService for Api {
     ) -> Result<Response<pb::ExecuteResponse>, Status> {
         let started = Instant::now();
         let result = Api::execute(self, request.get_ref()).await;
-        log_call("Execute", started, &result, command_of_execute(&result));
+        let (command, outcome) = command_of_execute(&result);
+        log_call("Execute", started, &result, command, outcome);
         result.map(Response::new).map_err(Status::from)
     }
 }

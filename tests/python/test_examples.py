@@ -55,7 +55,7 @@ def test_grpc_example(stubs, client, example):
     assert out.reply == "Deploying task t-1 to staging."
     assert out.changes.sub_task.id == "t-1.1"
     assert out.changes.sub_task.goal == "Deploy to staging"
-    assert dict(out.event.metadata) == {"command": "deploy", "task_ref": "t-1.1"}
+    assert dict(out.event.status.message.metadata) == {"command": "deploy", "task_ref": "t-1.1"}
 
     out = _execute(commands, client, "/deploy mars", commands.PARTICIPANT_ROLE_ASSIGNEE)
     assert out.outcome == commands.OUTCOME_REFUSED
@@ -72,4 +72,4 @@ def test_json_rpc_example(stubs, client, example):
     out = _execute(commands, client, "/summarize", commands.PARTICIPANT_ROLE_REPORTER)
     assert out.outcome == commands.OUTCOME_OK
     assert out.reply == "Docs: WORKING, no plan, 0 sub-task(s)."
-    assert dict(out.event.metadata) == {"command": "summarize"}
+    assert dict(out.event.status.message.metadata) == {"command": "summarize"}

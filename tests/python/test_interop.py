@@ -43,7 +43,7 @@ def _official_message(text, message_id="m-7"):
     return message
 
 
-def _execute(stubs, client, text, state="TASK_STATE_INPUT_REQUIRED", fmt=0, sub_tasks=0):
+def _execute(stubs, client, text, state="TASK_STATE_INPUT_REQUIRED", sub_tasks=0, **options):
     ours, commands, _ = stubs
     # The gateway holds an official message: its bytes are our Message's bytes.
     message = ours.Message.FromString(_official_message(text).SerializeToString())
@@ -56,7 +56,7 @@ def _execute(stubs, client, text, state="TASK_STATE_INPUT_REQUIRED", fmt=0, sub_
         message=message,
         task=task,
         sender=commands.Sender(id="u-1", role=commands.PARTICIPANT_ROLE_ASSIGNEE),
-        event_json_format=fmt,
+        **options,
     )
     response = client.Execute(request, timeout=10)
     assert response.WhichOneof("result") == "command", response
@@ -73,7 +73,11 @@ def _execute(stubs, client, text, state="TASK_STATE_INPUT_REQUIRED", fmt=0, sub_
     ],
 )
 def test_event_bytes_and_json_are_official_a2a(stubs, client, text, state, reply, task_ref):
-    outcome = _execute(stubs, client, text, state=state, sub_tasks=2)
+    _, commands, _ = stubs
+    forms = [commands.EVENT_FORM_PROTOBUF, commands.EVENT_FORM_A2A_1_0_JSON]
+    outcome = _execute(
+        stubs, client, text, state=state, sub_tasks=2, event_forms=forms, event_metadata=True
+    )
 
     from_bytes = official.TaskStatusUpdateEvent.FromString(outcome.event.SerializeToString())
     from_json = official.TaskStatusUpdateEvent()
@@ -101,7 +105,15 @@ def test_event_bytes_and_json_are_official_a2a(stubs, client, text, state, reply
 def test_a2a_0_3_json_validates_as_the_sdk_0_3_model(stubs, client):
     from a2a.compat.v0_3 import types as v03
 
-    outcome = _execute(stubs, client, "/sub-task write it", fmt=1)
+    _, commands, _ = stubs
+    outcome = _execute(
+        stubs,
+        client,
+        "/sub-task write it",
+        event_forms=[commands.EVENT_FORM_A2A_0_3_JSON],
+        event_metadata=True,
+    )
+    assert not outcome.HasField("event")
     event = v03.TaskStatusUpdateEvent.model_validate_json(outcome.event_json)
     assert event.kind == "status-update"
     assert event.final is False
@@ -111,6 +123,23 @@ def test_a2a_0_3_json_validates_as_the_sdk_0_3_model(stubs, client):
     assert event.metadata == {"command": "sub-task", "task_ref": "t-1.1"}
     raw = json.loads(outcome.event_json)
     assert raw["status"]["message"]["kind"] == "message"
+
+
+def test_the_default_answer_is_lean_and_the_old_format_field_still_works(stubs, client):
+    _, commands, _ = stubs
+    lean = _execute(stubs, client, "/sub-task write it")
+    assert lean.event_json == ""
+    event = official.TaskStatusUpdateEvent.FromString(lean.event.SerializeToString())
+    # The reference puts the metadata on the reply message only.
+    assert not event.HasField("metadata")
+    want = {"command": "sub-task", "task_ref": "t-1.1"}
+    assert json_format.MessageToDict(event.status.message.metadata) == want
+
+    legacy = _execute(
+        stubs, client, "/sub-task write it", event_json_format=commands.EVENT_JSON_FORMAT_A2A_0_3
+    )
+    assert legacy.HasField("event")
+    assert json.loads(legacy.event_json)["kind"] == "status-update"
 
 
 def test_classify_reads_official_message_bytes(stubs, client):
