@@ -669,3 +669,76 @@ async fn override_without_a_handler_keeps_the_body() {
         pb::CommandBody::Handler
     );
 }
+
+/// Every Execute log line names its outcome, and every OUTCOME_FAILED leaves its reason
+/// at warn: a call that failed (HTTP 500) and an answer that was refused (a model that is
+/// not selectable) alike. Read from the real binary's JSON log.
+#[tokio::test]
+async fn execute_logs_its_outcome_and_every_failure_reason() {
+    let (url, _) = start_json_rpc_handler().await;
+    let dir = tempfile::tempdir().unwrap();
+    let process = common::process::ServeProcess::start(dir.path(), &["--log", "info"]);
+    let mut client = Client::connect(process.url()).await.unwrap();
+    register_with(
+        &mut client,
+        "deploy",
+        binding(Endpoint::JsonRpc(url), 5_000),
+        false,
+    )
+    .await
+    .unwrap();
+    let cases = [
+        ("/deploy reply", Outcome::Ok),
+        ("/deploy http500", Outcome::Failed),
+        ("/deploy bad-model", Outcome::Failed),
+        ("/status", Outcome::Ok),
+        ("/deploy reply", Outcome::Refused),
+    ];
+    for (text, want) in cases {
+        let role = if want == Outcome::Refused {
+            Role::None
+        } else {
+            Role::Assignee
+        };
+        assert_eq!(
+            execute(&mut client, text, role).await.outcome(),
+            want,
+            "{text}"
+        );
+    }
+    let (mut calls, mut warnings) = (Vec::new(), Vec::new());
+    while calls.len() < cases.len() {
+        let line = process
+            .lines
+            .recv_timeout(Duration::from_secs(30))
+            .expect("a log line");
+        let event: Value = serde_json::from_str(&line).unwrap();
+        if event["message"] == "call" && event["method"] == "Execute" {
+            calls.push(event);
+        } else if event["level"] == "WARN" {
+            warnings.push(event);
+        }
+    }
+    let outcomes: Vec<&str> = calls
+        .iter()
+        .map(|c| c["outcome"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        outcomes,
+        [
+            "OUTCOME_OK",
+            "OUTCOME_FAILED",
+            "OUTCOME_FAILED",
+            "OUTCOME_OK",
+            "OUTCOME_REFUSED"
+        ]
+    );
+    assert_eq!(warnings.len(), 2, "{warnings:#?}");
+    let text = format!("{warnings:?}");
+    assert!(text.contains("500"), "{text}");
+    assert!(text.contains("gpt-y"), "{text}");
+    assert!(
+        !text.contains("bad-model"),
+        "arguments are never logged: {text}"
+    );
+}

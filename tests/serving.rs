@@ -51,6 +51,11 @@ async fn reflection_v1_lists_services_and_serves_descriptors() {
     ] {
         assert!(services.contains(&want), "{services:?}");
     }
+    // Only what this listener serves: handlers implement CommandHandler, we do not.
+    assert!(
+        !services.contains(&"a2a.commands.v1.CommandHandler"),
+        "{services:?}"
+    );
     for answer in &answers[1..] {
         assert!(
             matches!(answer, MessageResponse::FileDescriptorResponse(f) if !f.file_descriptor_proto.is_empty()),

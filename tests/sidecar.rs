@@ -361,6 +361,59 @@ async fn commands_file_converges_without_restart() {
         .all(|c| c.spec.as_ref().unwrap().name != "Bad Name"));
 }
 
+/// A built-in the file takes over and later drops is back at once, as a fresh replica
+/// given that file would hold it; a name registered over the API that the file lists is
+/// the file's from then on, and goes when the file drops it.
+#[tokio::test]
+async fn commands_file_and_builtins_converge_like_a_fresh_replica() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("commands.json");
+    write_commands(&file, serde_json::json!([command("deploy", "Deploy")]));
+    let server = TestServer::start_with(|s| {
+        s.commands_file = Some(file.clone());
+        s.commands_file_poll = Duration::from_millis(20);
+    })
+    .await;
+    let mut client = server.client().await;
+    register(&mut client, spec("review", "From the API", ""), false)
+        .await
+        .unwrap();
+    let mut watch = client
+        .watch_specs(pb::WatchSpecsRequest::default())
+        .await
+        .unwrap()
+        .into_inner();
+    write_commands(
+        &file,
+        serde_json::json!([
+            command("deploy", "Deploy"),
+            command("status", "Our status"),
+            command("review", "Now the file's")
+        ]),
+    );
+    let update = until_names(
+        &mut watch,
+        &["model", "effort", "sub-task", "deploy", "status", "review"],
+    )
+    .await;
+    assert_eq!(update.commands[4].source(), pb::CommandSource::File);
+    assert_eq!(update.commands[5].source(), pb::CommandSource::File);
+    // Listed without a handler, the built-in keeps its body.
+    assert_eq!(update.commands[4].body(), pb::CommandBody::Builtin);
+
+    write_commands(&file, serde_json::json!([command("deploy", "Deploy")]));
+    let update = until_names(
+        &mut watch,
+        &["model", "effort", "sub-task", "status", "deploy"],
+    )
+    .await;
+    assert_eq!(update.commands[3].source(), pb::CommandSource::Builtin);
+    assert_eq!(
+        update.commands[3].spec.as_ref().unwrap().description,
+        "Show this task's status"
+    );
+}
+
 #[test]
 fn invalid_commands_file_change_keeps_the_last_good_registry() {
     let dir = tempfile::tempdir().unwrap();

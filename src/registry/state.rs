@@ -438,4 +438,154 @@ mod tests {
             Err(Error::RegistryFull(3))
         ));
     }
+
+    mod convergence {
+        //! Item 6 of the reference issue: whatever the history of commands-file versions,
+        //! built-in settings, API changes and restarts, the configuration-owned commands
+        //! end as a fresh replica given the last configuration builds them.
+        use super::*;
+        use proptest::prelude::*;
+
+        const POOL: [&str; 7] = [
+            "model", "status", "alpha", "beta", "gamma", "delta", "sub-task",
+        ];
+
+        #[derive(Clone, Debug)]
+        enum Step {
+            /// A new file version: (pool index, description variant) in file order.
+            File(Vec<(usize, u8)>),
+            /// Enabled built-ins: a mask over `Builtin::ALL`.
+            Builtins(u8),
+            /// Register over the API (with override).
+            Api(usize, u8),
+            /// Unregister over the API.
+            Drop(usize),
+            /// A restart: the same configuration applied again.
+            Restart,
+        }
+
+        fn step() -> impl Strategy<Value = Step> {
+            prop_oneof![
+                prop::collection::vec((0..POOL.len(), 0u8..2), 0..6).prop_map(|mut v| {
+                    let mut seen = std::collections::HashSet::new();
+                    v.retain(|(i, _)| seen.insert(*i));
+                    Step::File(v)
+                }),
+                (0u8..16).prop_map(Step::Builtins),
+                (0..POOL.len(), 0u8..2).prop_map(|(i, d)| Step::Api(i, d)),
+                (0..POOL.len()).prop_map(Step::Drop),
+                Just(Step::Restart),
+            ]
+        }
+
+        fn file(v: &[(usize, u8)]) -> Vec<(CommandSpec, Body)> {
+            v.iter()
+                .map(|&(i, d)| (spec(POOL[i], &format!("file {d}")), Body::None))
+                .collect()
+        }
+
+        fn builtins(mask: u8) -> Vec<Builtin> {
+            Builtin::ALL
+                .into_iter()
+                .enumerate()
+                .filter(|(i, _)| mask & (1 << i) != 0)
+                .map(|(_, b)| b)
+                .collect()
+        }
+
+        fn configure(state: &mut State, mask: u8, v: &[(usize, u8)]) -> ChangeResult {
+            let change = Change::Configure {
+                builtins: builtins(mask),
+                file: Some(file(v)),
+            };
+            state.apply(change, 100, &mut Writes::new())
+        }
+
+        /// The configuration-owned commands, in order, without their places.
+        fn configured_part(state: &State) -> Vec<(CommandSpec, Body, Source)> {
+            state
+                .commands
+                .iter()
+                .filter(|c| c.source != Source::Api)
+                .map(|c| (c.spec.clone(), c.body.clone(), c.source))
+                .collect()
+        }
+
+        fn empty() -> State {
+            State {
+                revision: 0,
+                next_seq: 0,
+                commands: Commands::default(),
+            }
+        }
+
+        /// A restart reloads the same state and applies the configuration; doing so
+        /// twice changes nothing the second time.
+        fn restart(s: &mut State, mask: u8, last: &[(usize, u8)]) -> Result<(), TestCaseError> {
+            configure(s, mask, last).unwrap();
+            let revision = s.revision;
+            prop_assert_eq!(
+                configure(s, mask, last).unwrap(),
+                (Applied::Unchanged, revision)
+            );
+            Ok(())
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(2_000))]
+            #[test]
+            fn histories_converge_to_a_fresh_replica(
+                steps in prop::collection::vec(step(), 0..24)
+            ) {
+                let (mut mask, mut last) = (0b1111u8, Vec::new());
+                let mut s = empty();
+                configure(&mut s, mask, &last).unwrap();
+                for step in steps {
+                    match step {
+                        Step::File(v) => {
+                            last = v;
+                            configure(&mut s, mask, &last).unwrap();
+                        }
+                        Step::Builtins(m) => {
+                            mask = m;
+                            configure(&mut s, mask, &last).unwrap();
+                        }
+                        Step::Api(i, d) => {
+                            let change = Change::Register {
+                                spec: spec(POOL[i], &format!("api {d}")),
+                                body: Body::None,
+                                replace: true,
+                            };
+                            let _ = s.apply(change, 100, &mut Writes::new());
+                        }
+                        Step::Drop(i) => {
+                            let name = CommandName::parse("name", POOL[i]).unwrap();
+                            let _ = s.apply(Change::Unregister { name }, 100, &mut Writes::new());
+                        }
+                        Step::Restart => restart(&mut s, mask, &last)?,
+                    }
+                }
+                restart(&mut s, mask, &last)?;
+                // Where the API did not take a built-in's name over, history does not
+                // matter: the configured part is the fresh replica's.
+                let mut fresh = empty();
+                configure(&mut fresh, mask, &last).unwrap();
+                let api_held: Vec<&str> = s
+                    .commands
+                    .iter()
+                    .filter(|c| c.source == Source::Api)
+                    .map(|c| c.spec.name.as_str())
+                    .collect();
+                let want: Vec<_> = configured_part(&fresh)
+                    .into_iter()
+                    .filter(|(spec, _, _)| !api_held.contains(&spec.name.as_str()))
+                    .collect();
+                prop_assert_eq!(configured_part(&s), want);
+                // No name the last file lists is left to the API.
+                for (i, _) in &last {
+                    prop_assert!(!api_held.contains(&POOL[*i]));
+                }
+            }
+        }
+    }
 }
