@@ -4,6 +4,9 @@
 //! wholly there or not at all, the order must follow the acknowledgements, and the
 //! revision must never go backwards.
 //!
+//! Every other round the binary is also killed while it starts (at a random moment
+//! between spawning and serving): the next start must still open the store.
+//!
 //! `A2A_COMMANDS_CRASH_ROUNDS` sets the number of kills (default 20; a soak runs more),
 //! `A2A_COMMANDS_CRASH_SEED` replays a run.
 
@@ -14,7 +17,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use a2a_commands::pb::{self, command_service_client::CommandServiceClient};
-use common::process::ServeProcess;
+use common::process::{serve_command, ServeProcess};
 use common::spec;
 
 const CLIENTS: usize = 4;
@@ -244,7 +247,17 @@ async fn acknowledged_changes_survive_sigkill() {
     let mut last_seen = 0;
     let (mut kills, mut changes, mut acked_total) = (0, 0, 0);
 
+    let mut start_kills = 0;
     for round in 0..rounds {
+        if round % 2 == 1 {
+            // A kill during start-up: a random moment of opening, checking or
+            // configuring the store (this delay is the chaos, not a wait for readiness).
+            let mut child = serve_command(&data, &["--builtins", ""]).spawn().unwrap();
+            std::thread::sleep(std::time::Duration::from_micros(rng.below(40_000)));
+            child.kill().unwrap();
+            child.wait().unwrap();
+            start_kills += 1;
+        }
         let mut process = ServeProcess::start(&data, &["--builtins", ""]);
         let url = process.url();
         let stop = Arc::new(AtomicBool::new(false));
@@ -297,5 +310,5 @@ async fn acknowledged_changes_survive_sigkill() {
         drop(client);
         drop(process);
     }
-    println!("crash test: {kills} kills survived, {acked_total} acknowledged changes, {changes} name states checked, final revision {last_seen}");
+    println!("crash test: {kills} kills and {start_kills} kills during start-up survived, {acked_total} acknowledged changes, {changes} name states checked, final revision {last_seen}");
 }

@@ -1,6 +1,7 @@
 //! Full disk: the data directory on a small tmpfs (mounted here, as root), filled up.
 //! Registration then fails with a clear error, reads keep working, nothing acknowledged
-//! is lost, and registration works again once space is freed, without a restart.
+//! is lost, and registration works again once space is freed, without a restart. Starts
+//! on a full disk, killed, never keep the store from opening once space is back.
 //! Skipped, with a message, where a tmpfs cannot be mounted.
 
 mod common;
@@ -143,6 +144,40 @@ async fn a_full_disk_fails_clearly_and_recovers_without_a_restart() {
     for name in &acknowledged {
         assert!(names.contains(name), "{name} acknowledged but lost");
     }
+    // Full again, then killed: starts on the full disk either serve everything
+    // acknowledged or refuse with one line (leaving nothing behind that stops a later
+    // start), and once space is back the store opens with everything acknowledged.
+    drop(client);
+    drop(process);
+    let filler = fill(&mount.0);
+    let mut served_while_full = 0;
+    for _ in 0..3 {
+        let mut child = common::process::serve_command(&data, &["--builtins", ""])
+            .spawn()
+            .unwrap();
+        let stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+        use std::io::BufRead as _;
+        for line in stderr.lines().map_while(Result::ok) {
+            if line.contains("\"serving\"") {
+                served_while_full += 1;
+                break;
+            }
+        }
+        // Killed whether it served or is stopping: a crash on a full disk.
+        let _ = child.kill();
+        child.wait().unwrap();
+    }
+    std::fs::remove_file(&filler).unwrap();
+    let process = ServeProcess::start(&data, &["--builtins", ""]);
+    let mut client = CommandServiceClient::connect(process.url()).await.unwrap();
+    let names = common::names(&mut client).await;
+    for name in &acknowledged {
+        assert!(
+            names.contains(name),
+            "{name} lost after starts on a full disk"
+        );
+    }
+    println!("full disk: {served_while_full} of 3 starts on the full disk served");
     println!(
         "full disk: {} acknowledged registrations kept; the full disk answered {:?}",
         acknowledged.len(),

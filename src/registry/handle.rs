@@ -30,9 +30,7 @@ impl Registry {
             dir: dir.clone(),
             cause,
         };
-        std::fs::create_dir_all(&dir).map_err(|e| fail(e.to_string()))?;
-        let db = store::open(&dir, options.cache_bytes).map_err(fail)?;
-        let state = store::load(&db).map_err(fail)?;
+        let (db, state, seal) = store::open_verified(&dir, options.cache_bytes).map_err(fail)?;
 
         let snapshot = Arc::new(state.snapshot());
         let current = Arc::new(ArcSwap::new(Arc::clone(&snapshot)));
@@ -40,6 +38,7 @@ impl Registry {
         let (ops, rx) = mpsc::channel(QUEUE_DEPTH);
         let writer = Writer {
             db: Some(db),
+            seal,
             state,
             current: Arc::clone(&current),
             watch: watch_tx,

@@ -7,11 +7,12 @@
 //! [`store`] in one batch and flush, then publishes the new snapshot.
 //!
 //! The modules below import one another only downwards: `handle` → `writer` → `store` →
-//! `state` → `snapshot`; `commands_file` sits beside `handle` and uses it. Nothing here
+//! `seal` → `state` → `snapshot`; `commands_file` sits beside `handle` and uses it. Nothing here
 //! imports this file's re-exports.
 
 pub mod commands_file;
 pub mod handle;
+pub mod seal;
 pub mod snapshot;
 pub mod state;
 pub mod store;

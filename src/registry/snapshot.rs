@@ -38,6 +38,20 @@ pub struct Registered {
     pub source: Source,
 }
 
+impl Registered {
+    /// The record as the store keeps it (JSON): what the store writes and what the
+    /// digest of the registry is taken over.
+    pub(super) fn stored_form(&self) -> Vec<u8> {
+        serde_json::to_vec(self).expect("records always serialize")
+    }
+}
+
+/// The digest of one record: the first 128 bits of SHA-256 over its stored form.
+fn record_digest(record: &Registered) -> u128 {
+    let hash = ring::digest::digest(&ring::digest::SHA256, &record.stored_form());
+    u128::from_be_bytes(hash.as_ref()[..16].try_into().expect("32 bytes"))
+}
+
 /// The commands, in order and by name. Both maps are persistent (they share structure),
 /// so a copy costs O(1) and a change O(log n): publishing a snapshot after a change does
 /// not grow with the registry.
@@ -45,6 +59,10 @@ pub struct Registered {
 pub(super) struct Commands {
     pub(super) by_seq: imbl::OrdMap<u64, Arc<Registered>>,
     pub(super) by_name: imbl::HashMap<CommandName, Arc<Registered>>,
+    /// The sum (wrapping) of every record's digest. A record holds its place, so the
+    /// sum covers the order too; kept up to date by `put` and `remove`, so a change
+    /// costs one digest, not one per command.
+    sum: u128,
 }
 
 impl Commands {
@@ -62,11 +80,13 @@ impl Commands {
 
     /// Inserts `record`, replacing the command of the same name (wherever it was).
     pub(super) fn put(&mut self, record: Registered) -> Arc<Registered> {
+        self.sum = self.sum.wrapping_add(record_digest(&record));
         let record = Arc::new(record);
         if let Some(old) = self
             .by_name
             .insert(record.spec.name.clone(), Arc::clone(&record))
         {
+            self.sum = self.sum.wrapping_sub(record_digest(&old));
             // Moving to another place: free the old one, unless another command has
             // already taken it.
             if old.seq != record.seq
@@ -84,8 +104,14 @@ impl Commands {
 
     pub(super) fn remove(&mut self, name: &str) -> Option<Arc<Registered>> {
         let old = self.by_name.remove(name)?;
+        self.sum = self.sum.wrapping_sub(record_digest(&old));
         self.by_seq.remove(&old.seq);
         Some(old)
+    }
+
+    /// The sum of the records' digests (see [`Commands`]).
+    pub(super) fn digest_sum(&self) -> u128 {
+        self.sum
     }
 }
 

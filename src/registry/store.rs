@@ -1,15 +1,23 @@
-//! The registry on disk: the sled layout, opening the directory, loading the state and
+//! The registry on disk: the sled layout, opening the directory (verified against the
+//! acknowledged-state record, see [`seal`](crate::registry::seal)), loading the state and
 //! writing a group of changes as one atomic batch.
 //!
 //! One sled tree: `c:<name>` holds a command's JSON record (its place in the order, spec,
-//! body and source); `m:revision` and `m:next_seq` hold big-endian u64s.
+//! body and source); `m:revision` and `m:next_seq` hold big-endian u64s. Beside sled's own
+//! files the directory holds `acknowledged` (the record) and, only while a start checks
+//! the store, `.open-check/` (a copy that sled opens first, so that the original is never
+//! changed by sled's recovery unless it holds what was acknowledged).
 
 use std::path::{Path, PathBuf};
 
 use crate::error::Error;
+use crate::registry::seal::{self, Fingerprint, Seal};
 use crate::registry::snapshot::{Commands, Registered};
 use crate::registry::state::{State, Write};
 use crate::rules::spec::CommandName;
+
+/// The copy a start opens first; ours alone, so a leftover from a killed start is removed.
+const CHECK_DIR: &str = ".open-check";
 
 const COMMAND_PREFIX: &[u8] = b"c:";
 const REVISION_KEY: &[u8] = b"m:revision";
@@ -36,6 +44,138 @@ pub struct OpenError {
     pub cause: String,
 }
 
+/// Opens the store in `dir` for serving: the directory is created if missing; a store
+/// whose content is not what the record says was acknowledged (or with no record, or
+/// that sled cannot read) is refused with one line, and left byte for byte as it was.
+pub(super) fn open_verified(
+    dir: &Path,
+    cache_bytes: u64,
+) -> Result<(sled::Db, State, Seal), String> {
+    std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+    let check_dir = dir.join(CHECK_DIR);
+    remove_if_present(&check_dir)?;
+    refuse_if_locked(dir)?;
+    let has_store = !sled_files(dir)?.is_empty();
+    let sealed = match seal::read(dir)? {
+        Some(sealed) => sealed,
+        None if !has_store => seal::create(dir)?,
+        None => {
+            return Err(format!(
+                "it holds a store but no acknowledged-state record ({}), so what it holds \
+                 cannot be verified; it was left untouched (see README, \"Recovering a data \
+                 directory\")",
+                seal::FILE_NAME
+            ))
+        }
+    };
+    if has_store {
+        // sled's recovery may rewrite what it opens: open a copy first, and the original
+        // only once the copy holds what was acknowledged.
+        let checked = copy_store(dir, &check_dir).and_then(|()| {
+            let db = open(&check_dir, cache_bytes)?;
+            let state = load(&db)?;
+            drop(db);
+            sealed.check(Fingerprint::of(&state))
+        });
+        remove_if_present(&check_dir)?;
+        checked.map_err(|cause| format!("{cause}; it was left untouched"))?;
+    }
+    remove_stale_snapshots(dir)?;
+    let db = open(dir, cache_bytes)?;
+    let state = load(&db)?;
+    sealed.check(Fingerprint::of(&state))?;
+    let seal = Seal::open(dir, sealed)?;
+    Ok((db, state, seal))
+}
+
+/// sled's files in `dir` (what is there besides the record and our copy).
+fn sled_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(|e| e.to_string())? {
+        let entry = entry.map_err(|e| e.to_string())?;
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name != seal::FILE_NAME && name != CHECK_DIR && !is_stale_snapshot(&name) {
+            out.push(entry.path());
+        }
+    }
+    Ok(out)
+}
+
+/// A snapshot sled began and never finished: it is renamed when complete, so one that
+/// still has this name never is, and sled would take it for the newest snapshot.
+fn is_stale_snapshot(name: &str) -> bool {
+    name.starts_with("snap.") && name.ends_with(".generating")
+}
+
+fn remove_stale_snapshots(dir: &Path) -> Result<(), String> {
+    for entry in std::fs::read_dir(dir).map_err(|e| e.to_string())? {
+        let entry = entry.map_err(|e| e.to_string())?;
+        if is_stale_snapshot(&entry.file_name().to_string_lossy()) {
+            std::fs::remove_file(entry.path()).map_err(|e| {
+                format!(
+                    "cannot remove the unfinished snapshot {:?}: {e}",
+                    entry.file_name()
+                )
+            })?;
+            tracing::info!(file = ?entry.file_name(), "removed an unfinished sled snapshot");
+        }
+    }
+    Ok(())
+}
+
+/// Copies sled's files (not the record, not unfinished snapshots) into `to`.
+fn copy_store(dir: &Path, to: &Path) -> Result<(), String> {
+    fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+        std::fs::create_dir_all(to)?;
+        for entry in std::fs::read_dir(from)? {
+            let entry = entry?;
+            let target = to.join(entry.file_name());
+            if entry.file_type()?.is_dir() {
+                copy_tree(&entry.path(), &target)?;
+            } else {
+                std::fs::copy(entry.path(), target)?;
+            }
+        }
+        Ok(())
+    }
+    std::fs::create_dir(to).map_err(|e| format!("cannot make the copy to check: {e}"))?;
+    for path in sled_files(dir)? {
+        let target = to.join(path.file_name().expect("a file name"));
+        let copied = if path.is_dir() {
+            copy_tree(&path, &target)
+        } else {
+            std::fs::copy(&path, &target).map(drop)
+        };
+        copied.map_err(|e| format!("cannot copy the store to check it: {e}"))?;
+    }
+    Ok(())
+}
+
+fn remove_if_present(path: &Path) -> Result<(), String> {
+    match std::fs::remove_dir_all(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(format!("cannot remove {}: {e}", path.display()))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// sled locks its `db` file while open; another instance holding it must be told apart
+/// from damage before anything is copied or compared.
+fn refuse_if_locked(dir: &Path) -> Result<(), String> {
+    let Ok(file) = std::fs::File::open(dir.join("db")) else {
+        return Ok(());
+    };
+    match file.try_lock() {
+        Ok(()) => Ok(()),
+        Err(std::fs::TryLockError::WouldBlock) => {
+            Err("it is in use by another running instance (its lock is held)".into())
+        }
+        Err(std::fs::TryLockError::Error(e)) => Err(format!("cannot check its lock: {e}")),
+    }
+}
+
 /// Opens the sled store in `dir`; the error is one line for the operator.
 pub(super) fn open(dir: &Path, cache_bytes: u64) -> Result<sled::Db, String> {
     let config = sled::Config::new().path(dir).cache_capacity(cache_bytes);
@@ -47,11 +187,9 @@ pub(super) fn open(dir: &Path, cache_bytes: u64) -> Result<sled::Db, String> {
             Err("it is in use by another running instance (its lock is held)".into())
         }
         Ok(Err(sled::Error::Io(e))) => Err(e.to_string()),
-        Ok(Err(sled::Error::Corruption { .. })) => {
-            Err("the store is corrupt; it was left untouched".into())
-        }
+        Ok(Err(sled::Error::Corruption { .. })) => Err("the store is corrupt".into()),
         Ok(Err(e)) => Err(e.to_string()),
-        Err(_) => Err("the store could not be read (sled panicked); it was left untouched".into()),
+        Err(_) => Err("the store could not be read (sled panicked)".into()),
     }
 }
 
@@ -99,7 +237,9 @@ pub(super) fn batch(writes: &[Write], state: &State) -> sled::Batch {
     let mut batch = sled::Batch::default();
     for write in writes {
         match write {
-            Write::Put(record) => batch.insert(command_key(&record.spec.name), encode(record)),
+            Write::Put(record) => {
+                batch.insert(command_key(&record.spec.name), record.stored_form())
+            }
             Write::Remove(name) => batch.remove(command_key(name)),
         }
     }
@@ -113,6 +253,15 @@ pub(super) fn error(err: sled::Error) -> Error {
     match &err {
         sled::Error::Io(io) if is_disk_full(io) => Error::DiskFull(io.to_string()),
         _ => Error::Storage(err.to_string()),
+    }
+}
+
+/// Classifies an I/O error of our own files the same way.
+pub(super) fn io_error(err: &std::io::Error) -> Error {
+    if is_disk_full(err) {
+        Error::DiskFull(err.to_string())
+    } else {
+        Error::Storage(err.to_string())
     }
 }
 
@@ -130,10 +279,6 @@ fn is_disk_full(io: &std::io::Error) -> bool {
 
 fn command_key(name: &CommandName) -> Vec<u8> {
     [COMMAND_PREFIX, name.as_str().as_bytes()].concat()
-}
-
-fn encode(record: &Registered) -> Vec<u8> {
-    serde_json::to_vec(record).expect("records always serialize")
 }
 
 fn show(key: &[u8]) -> String {

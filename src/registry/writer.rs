@@ -9,6 +9,7 @@ use arc_swap::ArcSwap;
 use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::error::Error;
+use crate::registry::seal::{Fingerprint, Seal};
 use crate::registry::snapshot::Snapshot;
 use crate::registry::state::{Change, ChangeResult, State, Writes};
 use crate::registry::store::{self, Options};
@@ -29,6 +30,8 @@ pub(super) struct Writer {
     /// `None` after a write failed: sled stays failed once an I/O error hits it, so
     /// the next change reopens the store first.
     pub(super) db: Option<sled::Db>,
+    /// The acknowledged-state record, written before every group reaches sled.
+    pub(super) seal: Seal,
     pub(super) state: State,
     pub(super) current: Arc<ArcSwap<Snapshot>>,
     pub(super) watch: watch::Sender<Arc<Snapshot>>,
@@ -109,9 +112,16 @@ impl Writer {
         }
         if next.revision != self.state.revision {
             let started = std::time::Instant::now();
-            let written = db
-                .apply_batch(store::batch(&writes, &next))
-                .and_then(|()| db.flush());
+            // The record first: once sled may hold the new state, the record allows it.
+            let written = self
+                .seal
+                .write(Fingerprint::of(&self.state), Fingerprint::of(&next))
+                .map_err(|e| store::io_error(&e))
+                .and_then(|()| {
+                    db.apply_batch(store::batch(&writes, &next))
+                        .and_then(|()| db.flush())
+                        .map_err(store::error)
+                });
             let flushed = started.elapsed();
             match written {
                 Ok(_) => {
@@ -123,8 +133,7 @@ impl Writer {
                         "group committed"
                     );
                 }
-                Err(e) => {
-                    let err = store::error(e);
+                Err(err) => {
                     tracing::error!(error = %err, changes = replies.len(), "registry write failed; the store will be reopened");
                     // Nothing in this group is acknowledged, and reads keep the last
                     // acknowledged state. sled is unusable after an I/O error, so it is
@@ -148,6 +157,11 @@ impl Writer {
         let db = store::open(&self.options.data_dir, self.options.cache_bytes)
             .map_err(|cause| Error::Storage(format!("reopening the store failed: {cause}")))?;
         let state = store::load(&db).map_err(Error::Storage)?;
+        // What sled holds now must be a state the record allows, as at start.
+        self.seal
+            .last()
+            .check(Fingerprint::of(&state))
+            .map_err(|cause| Error::Storage(format!("after reopening the store: {cause}")))?;
         tracing::info!(revision = state.revision, "registry store reopened");
         // A group that failed may still have reached the disk; what is there now is
         // the truth. Acknowledged changes are all there, so the revision never goes

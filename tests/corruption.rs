@@ -1,0 +1,285 @@
+//! Damaged data directories: for every file of a real store, bytes flipped at many
+//! offsets, the file cut at many lengths, or deleted. Every start must either serve
+//! exactly the registry that was acknowledged, or refuse with one line and leave the
+//! directory byte for byte as it was found. `A2A_COMMANDS_CORRUPTION_OFFSETS` (default
+//! 64 per file) runs a longer matrix.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use a2a_commands::pb;
+use a2a_commands::registry::{Options, Registry};
+use common::process::serve_command;
+use common::*;
+
+/// Every file under `dir`, by relative path, with its bytes.
+fn files(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(at) = stack.pop() {
+        for entry in std::fs::read_dir(&at).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let rel = path.strip_prefix(dir).unwrap().to_owned();
+                out.insert(rel, std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    out
+}
+
+fn lay(dir: &Path, files: &BTreeMap<PathBuf, Vec<u8>>) {
+    for (rel, bytes) in files {
+        let path = dir.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, bytes).unwrap();
+    }
+}
+
+/// What a reader of the registry sees: the revision and every command, in order.
+type Seen = (u64, Vec<(String, String, String)>);
+
+fn seen_in(registry: &Registry) -> Seen {
+    let snapshot = registry.snapshot();
+    let commands = snapshot
+        .commands()
+        .map(|c| {
+            (
+                c.spec.name.to_string(),
+                c.spec.description.clone(),
+                format!("{:?}/{:?}", c.body, c.source),
+            )
+        })
+        .collect();
+    (snapshot.revision(), commands)
+}
+
+/// A store with history (registrations, an override, removals that damage could undo),
+/// stopped cleanly; returns its files and what it acknowledged last.
+async fn build_store() -> (BTreeMap<PathBuf, Vec<u8>>, Seen) {
+    let mut server = TestServer::start().await;
+    let mut client = server.client().await;
+    for i in 0..12 {
+        let name = format!("cmd-{i}");
+        register(&mut client, spec(&name, "A command", "<x>"), false)
+            .await
+            .unwrap();
+    }
+    register(&mut client, spec("cmd-3", "Replaced", ""), true)
+        .await
+        .unwrap();
+    for name in ["cmd-1", "cmd-7", "effort"] {
+        client
+            .unregister(pb::UnregisterRequest { name: name.into() })
+            .await
+            .unwrap();
+    }
+    let dir = server.data_dir();
+    server.server.take().unwrap().shutdown().await.unwrap();
+    let options = options(&dir);
+    let registry = Registry::open(&options).expect("the clean store opens");
+    let acknowledged = seen_in(&registry);
+    registry.close().await;
+    (files(&dir), acknowledged)
+}
+
+fn options(dir: &Path) -> Options {
+    Options {
+        data_dir: dir.to_owned(),
+        cache_bytes: 1 << 20,
+        max_commands: 10_000,
+    }
+}
+
+/// Offsets spread over a file of `len` bytes: its first bytes (headers) densely, then
+/// pseudo-random ones from a fixed seed, so a failure replays.
+fn offsets(len: usize, count: usize, seed: u64) -> Vec<usize> {
+    if len == 0 {
+        return Vec::new();
+    }
+    let mut out: Vec<usize> = [0, 1, 4, 8, 12, 16, 24, 32, 64, len - 1]
+        .into_iter()
+        .filter(|&o| o < len)
+        .collect();
+    let mut state = seed | 1;
+    while out.len() < count {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        out.push((state % len as u64) as usize);
+    }
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+#[derive(Debug)]
+enum Damage {
+    Flip(usize),
+    Cut(usize),
+    Delete,
+}
+
+fn damaged(pristine: &[u8], damage: &Damage) -> Option<Vec<u8>> {
+    match *damage {
+        Damage::Flip(at) => {
+            let mut bytes = pristine.to_vec();
+            bytes[at] ^= 0x5A;
+            Some(bytes)
+        }
+        Damage::Cut(len) => Some(pristine[..len].to_vec()),
+        Damage::Delete => None,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_damaged_start_serves_the_acknowledged_registry_or_refuses_untouched() {
+    let (pristine, acknowledged) = build_store().await;
+    let per_file: usize = std::env::var("A2A_COMMANDS_CORRUPTION_OFFSETS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(64);
+    assert!(pristine.keys().any(|p| p == Path::new("acknowledged")));
+    assert!(pristine.keys().any(|p| p == Path::new("db")));
+
+    let (mut served, mut refused) = (0, 0);
+    for (rel, bytes) in &pristine {
+        let len = bytes.len();
+        let mut cases: Vec<Damage> = offsets(len, per_file, len as u64 ^ 0x9E37_79B9)
+            .into_iter()
+            .map(Damage::Flip)
+            .collect();
+        let cuts = [
+            0,
+            1,
+            len / 4,
+            len / 2,
+            len.saturating_sub(16),
+            len.saturating_sub(1),
+        ];
+        cases.extend(cuts.into_iter().filter(|&c| c < len).map(Damage::Cut));
+        cases.push(Damage::Delete);
+        for damage in cases {
+            let scratch = tempfile::tempdir().unwrap();
+            let dir = scratch.path().join("data");
+            let mut laid = pristine.clone();
+            match damaged(bytes, &damage) {
+                Some(b) => {
+                    laid.insert(rel.clone(), b);
+                }
+                None => {
+                    laid.remove(rel);
+                }
+            }
+            lay(&dir, &laid);
+            let before = files(&dir);
+            match Registry::open(&options(&dir)) {
+                Ok(registry) => {
+                    let seen = seen_in(&registry);
+                    registry.close().await;
+                    assert_eq!(
+                        seen, acknowledged,
+                        "{rel:?} {damage:?}: served a registry that was not acknowledged"
+                    );
+                    served += 1;
+                }
+                Err(e) => {
+                    let line = e.to_string();
+                    assert!(!line.contains('\n'), "one line: {line}");
+                    assert!(line.contains(dir.to_str().unwrap()), "{line}");
+                    assert_eq!(
+                        files(&dir),
+                        before,
+                        "{rel:?} {damage:?}: a refused start changed the directory ({line})"
+                    );
+                    refused += 1;
+                }
+            }
+        }
+    }
+    eprintln!("damaged starts: {served} served the acknowledged registry, {refused} refused");
+    assert!(refused > 0 && served + refused > 50);
+}
+
+/// The binary's side of a refusal: exit non-zero, one line naming the directory and
+/// what disagrees.
+#[tokio::test]
+async fn a_store_older_than_acknowledged_stops_the_binary_with_one_line() {
+    let (pristine, _) = build_store().await;
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path().join("data");
+    let mut laid = pristine.clone();
+    // The record of a store that went further than this one did.
+    let older = tempfile::tempdir().unwrap();
+    {
+        let server = TestServer::start_with(|s| s.registry.data_dir = older.path().join("d"));
+        let server = server.await;
+        let mut client = server.client().await;
+        register(&mut client, spec("only", "x", ""), false)
+            .await
+            .unwrap();
+        let mut server = server;
+        server.server.take().unwrap().shutdown().await.unwrap();
+        let theirs = files(&older.path().join("d"));
+        laid.insert(
+            "acknowledged".into(),
+            theirs[Path::new("acknowledged")].clone(),
+        );
+    }
+    lay(&dir, &laid);
+    let before = files(&dir);
+    let output = serve_command(&dir, &[]).output().unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let last = stderr.lines().last().unwrap();
+    assert!(
+        last.starts_with("a2a-commands: cannot open data directory"),
+        "{stderr}"
+    );
+    assert!(last.contains(dir.to_str().unwrap()), "{last}");
+    assert!(last.contains("acknowledged, the store holds"), "{last}");
+    assert_eq!(files(&dir), before, "left as found");
+}
+
+/// A store with no record (deleted, or written by a version without one) is refused; a
+/// record whose store lost its files (sled's `db`, or all of them) is refused too.
+#[tokio::test]
+async fn a_missing_record_or_a_missing_store_is_refused() {
+    let (pristine, _) = build_store().await;
+    for missing in [vec!["acknowledged"], vec!["db", "conf"], vec!["db"]] {
+        let scratch = tempfile::tempdir().unwrap();
+        let dir = scratch.path().join("data");
+        let mut laid = pristine.clone();
+        for name in &missing {
+            laid.remove(Path::new(name));
+        }
+        lay(&dir, &laid);
+        let before = files(&dir);
+        let err = Registry::open(&options(&dir)).err().expect("refused");
+        assert_eq!(files(&dir), before, "{missing:?}");
+        let line = err.to_string();
+        assert!(line.contains("it was left untouched"), "{line}");
+        if missing == ["acknowledged"] {
+            assert!(line.contains("no acknowledged-state record"), "{line}");
+        }
+    }
+}
+
+/// A snapshot sled began and never finished (left by a start on a full disk, or a kill)
+/// is removed at open instead of bricking the store.
+#[tokio::test]
+async fn an_unfinished_snapshot_is_removed_and_the_store_opens() {
+    let (pristine, acknowledged) = build_store().await;
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path().join("data");
+    lay(&dir, &pristine);
+    std::fs::write(dir.join("snap.00000000000A1B2C.generating"), b"").unwrap();
+    let registry = Registry::open(&options(&dir)).expect("opens");
+    assert_eq!(seen_in(&registry), acknowledged);
+    registry.close().await;
+    assert!(!dir.join("snap.00000000000A1B2C.generating").exists());
+}
