@@ -5,7 +5,8 @@ use std::process::ExitCode;
 use clap::Parser;
 use tracing_subscriber::EnvFilter;
 
-use a2a_commands::config::{Cli, Command, LogFormat, ServeArgs, Settings};
+use a2a_commands::config::{Cli, Command, LogFormat, SalvageArgs, ServeArgs, Settings};
+use a2a_commands::registry::{commands_file, salvage};
 use a2a_commands::transport::server;
 
 /// Sets up logging; the returned guard flushes the log when dropped.
@@ -64,9 +65,42 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
     Ok(())
 }
 
+/// `salvage`: what a (damaged) data directory still holds, as a commands file; every
+/// record that could not be read is named on stderr.
+fn salvage_to_file(args: &SalvageArgs) -> Result<(), String> {
+    let salvaged = salvage(&args.data_dir)
+        .map_err(|e| format!("cannot read data directory {}: {e}", args.data_dir.display()))?;
+    for problem in &salvaged.problems {
+        eprintln!("a2a-commands: skipped: {problem}");
+    }
+    let text = commands_file::render(&salvaged.commands);
+    match &args.output {
+        Some(path) => std::fs::write(path, text)
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?,
+        None => print!("{text}"),
+    }
+    eprintln!(
+        "a2a-commands: salvaged {} commands ({} records skipped); built-ins come from configuration and are not listed",
+        salvaged.commands.iter().filter(|c| c.source != a2a_commands::registry::Source::Builtins).count(),
+        salvaged.problems.len()
+    );
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let Command::Serve(args) = cli.command;
+    let args = match cli.command {
+        Command::Serve(args) => args,
+        Command::Salvage(args) => {
+            return match salvage_to_file(&args) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(message) => {
+                    eprintln!("a2a-commands: {message}");
+                    ExitCode::FAILURE
+                }
+            };
+        }
+    };
     let log = init_logging(&args);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

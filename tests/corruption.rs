@@ -283,3 +283,58 @@ async fn an_unfinished_snapshot_is_removed_and_the_store_opens() {
     registry.close().await;
     assert!(!dir.join("snap.00000000000A1B2C.generating").exists());
 }
+
+/// The way back: `salvage` writes what a refused directory still holds as a commands
+/// file, without changing the directory, and a fresh directory starts from that file.
+#[tokio::test]
+async fn salvage_exports_a_refused_store_and_a_fresh_start_takes_the_file() {
+    let (pristine, acknowledged) = build_store().await;
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path().join("data");
+    let mut laid = pristine.clone();
+    laid.remove(Path::new("acknowledged"));
+    lay(&dir, &laid);
+    assert!(Registry::open(&options(&dir)).is_err(), "refused without its record");
+    let before = files(&dir);
+
+    let file = scratch.path().join("commands.json");
+    let output = common::process::binary()
+        .args(["salvage", "--data-dir"])
+        .arg(&dir)
+        .arg("--output")
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(files(&dir), before, "salvage never writes the directory");
+
+    let fresh = scratch.path().join("fresh");
+    let process = common::process::ServeProcess::start(
+        &fresh,
+        &["--commands-file", file.to_str().unwrap()],
+    );
+    let mut client = pb::command_service_client::CommandServiceClient::connect(process.url())
+        .await
+        .unwrap();
+    let listed = list(&mut client).await;
+    let got: Vec<(String, String)> = listed
+        .commands
+        .iter()
+        .map(|c| {
+            let spec = c.spec.as_ref().unwrap();
+            (spec.name.clone(), spec.description.clone())
+        })
+        .collect();
+    let want: Vec<(String, String)> = acknowledged
+        .1
+        .iter()
+        .map(|(name, description, _)| (name.clone(), description.clone()))
+        .collect();
+    let mut got_sorted = got.clone();
+    got_sorted.sort();
+    let mut want_sorted = want;
+    // The unregistered built-in `effort` is configuration: a fresh start offers it.
+    want_sorted.push(("effort".into(), "Show or set this task's reasoning effort".into()));
+    want_sorted.sort();
+    assert_eq!(got_sorted, want_sorted);
+}

@@ -24,6 +24,20 @@ pub struct Cli {
 pub enum Command {
     /// Serve the gRPC API.
     Serve(ServeArgs),
+    /// Write what a data directory still holds as a commands file, without changing the
+    /// directory (sled reads a temporary copy): the way back from a damaged store.
+    Salvage(SalvageArgs),
+}
+
+/// `salvage`'s flags.
+#[derive(Clone, Debug, Args)]
+pub struct SalvageArgs {
+    /// The data directory to read.
+    #[arg(long, env = "A2A_COMMANDS_DATA_DIR")]
+    pub data_dir: PathBuf,
+    /// Where to write the commands file; standard output when not given.
+    #[arg(long)]
+    pub output: Option<PathBuf>,
 }
 
 /// How log lines are written.

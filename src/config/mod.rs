@@ -16,7 +16,7 @@ use crate::rules::task::EFFORTS;
 
 pub mod cli;
 
-pub use cli::{Cli, Command, LogFormat, OptionalAddr, ServeArgs};
+pub use cli::{Cli, Command, LogFormat, OptionalAddr, SalvageArgs, ServeArgs};
 
 /// TLS files for the API listener.
 #[derive(Clone, Debug)]

@@ -12,42 +12,75 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::error::Error;
 use crate::pb;
 use crate::registry::handle::Registry;
 use crate::registry::state::Change;
-use crate::rules::body::{Body, HandlerBinding, HandlerPolicy};
+use crate::registry::snapshot::{Registered, Source};
+use crate::rules::body::{Body, HandlerBinding, HandlerKind, HandlerPolicy};
 use crate::rules::builtins::Builtin;
 use crate::rules::spec::CommandSpec;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 struct File {
     commands: Vec<Entry>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 struct Entry {
     name: String,
     description: String,
     #[serde(default)]
     argument_hint: String,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     handler: Option<HandlerEntry>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 struct HandlerEntry {
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     grpc: Option<String>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     json_rpc: Option<String>,
     #[serde(default)]
     timeout_ms: u32,
+}
+
+/// `commands` as a commands file (pretty JSON), in their order. Built-ins that only come
+/// from configuration are left out: listing them would make the file own them.
+pub fn render<'a>(commands: impl IntoIterator<Item = &'a Registered>) -> String {
+    let commands = commands
+        .into_iter()
+        .filter(|c| c.source != Source::Builtins)
+        .map(|c| Entry {
+            name: c.spec.name.to_string(),
+            description: c.spec.description.clone(),
+            argument_hint: c.spec.argument_hint.clone(),
+            handler: match &c.body {
+                Body::Handler { handler } => {
+                    let url = Some(handler.url.clone());
+                    let (grpc, json_rpc) = match handler.kind {
+                        HandlerKind::Grpc => (url, None),
+                        HandlerKind::JsonRpc => (None, url),
+                    };
+                    Some(HandlerEntry {
+                        grpc,
+                        json_rpc,
+                        timeout_ms: handler.timeout_ms,
+                    })
+                }
+                Body::Builtin { .. } | Body::None => None,
+            },
+        })
+        .collect();
+    let mut text = serde_json::to_string_pretty(&File { commands }).expect("serializes");
+    text.push('\n');
+    text
 }
 
 /// A commands file that cannot be used; the message names the file and the problem.

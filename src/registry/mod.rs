@@ -21,4 +21,4 @@ mod writer;
 pub use handle::Registry;
 pub use snapshot::{Registered, Snapshot, Source};
 pub use state::{Applied, Change, ChangeResult};
-pub use store::{OpenError, Options};
+pub use store::{salvage, OpenError, Options, Salvaged};

@@ -193,6 +193,46 @@ pub(super) fn open(dir: &Path, cache_bytes: u64) -> Result<sled::Db, String> {
     }
 }
 
+/// What a salvage recovered: the readable records in order, and what could not be read.
+#[derive(Debug)]
+pub struct Salvaged {
+    /// The records sled still returns, in order.
+    pub commands: Vec<Registered>,
+    /// One line for each record or key that could not be read.
+    pub problems: Vec<String>,
+}
+
+/// Reads whatever the store in `dir` still holds, for an operator recovering a damaged
+/// directory: sled opens a copy in a temporary directory, so `dir` is never written,
+/// and unreadable records are skipped and named rather than ending the read. The
+/// acknowledged-state record is not consulted: this is what is there, not what was
+/// acknowledged.
+pub fn salvage(dir: &Path) -> Result<Salvaged, String> {
+    if !dir.is_dir() {
+        return Err(format!("{} is not a directory", dir.display()));
+    }
+    let scratch = tempfile::tempdir().map_err(|e| format!("cannot make a temporary copy: {e}"))?;
+    let copy = scratch.path().join("store");
+    copy_store(dir, &copy)?;
+    let db = open(&copy, 8 << 20)?;
+    let mut problems = Vec::new();
+    let mut commands = Vec::new();
+    for item in db.scan_prefix(COMMAND_PREFIX) {
+        match item {
+            Ok((key, value)) => match serde_json::from_slice::<Registered>(&value) {
+                Ok(record) => commands.push(record),
+                Err(e) => problems.push(format!("record {} is unreadable: {e}", show(&key))),
+            },
+            Err(e) => {
+                problems.push(format!("sled stopped reading: {e}"));
+                break;
+            }
+        }
+    }
+    commands.sort_by_key(|c| c.seq);
+    Ok(Salvaged { commands, problems })
+}
+
 /// Reads the whole registry from `db`.
 pub(super) fn load(db: &sled::Db) -> Result<State, String> {
     let read_u64 = |key: &[u8]| -> Result<u64, String> {
