@@ -16,6 +16,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         PathBuf::from("proto/a2a/commands/v1/commands.proto"),
     ];
     tonic_prost_build::configure()
+        // prost's codec plus a bound on what a request costs once decoded (src/wire.rs).
+        .codec_path("crate::wire::BoundedCodec")
         // The descriptor set feeds server reflection, so grpcurl needs no proto files.
         .file_descriptor_set_path(out_dir.join("a2a_commands_descriptor.bin"))
         .compile_protos(&protos, &[PathBuf::from("proto"), well_known])?;

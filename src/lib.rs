@@ -2,7 +2,8 @@
 //!
 //! The modules are layers, and every import points down (`tests/layers.rs` checks it):
 //!
-//! 1. [`pb`] (the generated protobuf types) and [`error`]: shared by all.
+//! 1. [`pb`] (the generated protobuf types), [`wire`] (their codec) and [`error`]:
+//!    shared by all.
 //! 2. [`rules`]: the extension's rules, pure, no I/O.
 //! 3. [`registry`] (the ordered, durable state) and [`bodies`] (handler clients).
 //! 4. [`config`]: flags, environment and files resolved into settings.
@@ -17,6 +18,7 @@ pub mod error;
 pub mod registry;
 pub mod rules;
 pub mod transport;
+pub mod wire;
 
 /// The generated protobuf and gRPC code for `a2a.commands.v1`.
 #[allow(missing_docs, clippy::all, clippy::pedantic)]

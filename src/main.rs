@@ -41,22 +41,27 @@ fn init_logging(args: &ServeArgs) -> tracing_appender::non_blocking::WorkerGuard
     guard
 }
 
-/// Resolves when SIGTERM or SIGINT arrives.
-async fn termination() {
+/// Resolves when SIGTERM or SIGINT arrives. The handlers are installed when this is
+/// called, not when it is first polled: before the server says it is serving, so a
+/// signal right after that line drains instead of killing the process.
+fn termination() -> impl std::future::Future<Output = ()> {
     use tokio::signal::unix::{signal, SignalKind};
     let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
     let mut int = signal(SignalKind::interrupt()).expect("SIGINT handler");
-    let name = tokio::select! {
-        _ = term.recv() => "SIGTERM",
-        _ = int.recv() => "SIGINT",
-    };
-    tracing::info!(signal = name, "stopping");
+    async move {
+        let name = tokio::select! {
+            _ = term.recv() => "SIGTERM",
+            _ = int.recv() => "SIGINT",
+        };
+        tracing::info!(signal = name, "stopping");
+    }
 }
 
 async fn serve(args: ServeArgs) -> Result<(), String> {
     let settings = Settings::from_args(&args).map_err(|e| e.to_string())?;
+    let stop = termination();
     let running = server::start(settings).await.map_err(|e| e.to_string())?;
-    termination().await;
+    stop.await;
     running
         .shutdown()
         .await
@@ -68,8 +73,12 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
 /// `salvage`: what a (damaged) data directory still holds, as a commands file; every
 /// record that could not be read is named on stderr.
 fn salvage_to_file(args: &SalvageArgs) -> Result<(), String> {
-    let salvaged = salvage(&args.data_dir)
-        .map_err(|e| format!("cannot read data directory {}: {e}", args.data_dir.display()))?;
+    let salvaged = salvage(&args.data_dir).map_err(|e| {
+        format!(
+            "cannot read data directory {}: {e}",
+            args.data_dir.display()
+        )
+    })?;
     for problem in &salvaged.problems {
         eprintln!("a2a-commands: skipped: {problem}");
     }

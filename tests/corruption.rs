@@ -294,7 +294,10 @@ async fn salvage_exports_a_refused_store_and_a_fresh_start_takes_the_file() {
     let mut laid = pristine.clone();
     laid.remove(Path::new("acknowledged"));
     lay(&dir, &laid);
-    assert!(Registry::open(&options(&dir)).is_err(), "refused without its record");
+    assert!(
+        Registry::open(&options(&dir)).is_err(),
+        "refused without its record"
+    );
     let before = files(&dir);
 
     let file = scratch.path().join("commands.json");
@@ -309,10 +312,8 @@ async fn salvage_exports_a_refused_store_and_a_fresh_start_takes_the_file() {
     assert_eq!(files(&dir), before, "salvage never writes the directory");
 
     let fresh = scratch.path().join("fresh");
-    let process = common::process::ServeProcess::start(
-        &fresh,
-        &["--commands-file", file.to_str().unwrap()],
-    );
+    let process =
+        common::process::ServeProcess::start(&fresh, &["--commands-file", file.to_str().unwrap()]);
     let mut client = pb::command_service_client::CommandServiceClient::connect(process.url())
         .await
         .unwrap();
@@ -334,7 +335,10 @@ async fn salvage_exports_a_refused_store_and_a_fresh_start_takes_the_file() {
     got_sorted.sort();
     let mut want_sorted = want;
     // The unregistered built-in `effort` is configuration: a fresh start offers it.
-    want_sorted.push(("effort".into(), "Show or set this task's reasoning effort".into()));
+    want_sorted.push((
+        "effort".into(),
+        "Show or set this task's reasoning effort".into(),
+    ));
     want_sorted.sort();
     assert_eq!(got_sorted, want_sorted);
 }

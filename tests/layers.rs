@@ -9,13 +9,16 @@ use std::path::Path;
 /// Which layers each top-level module may import (besides itself).
 const ALLOWED: &[(&str, &[&str])] = &[
     ("error", &[]),
+    ("wire", &[]),
     ("rules", &["pb", "error"]),
     ("registry", &["rules", "pb", "error"]),
     ("bodies", &["rules", "pb", "error"]),
     ("config", &["registry", "bodies", "rules", "pb", "error"]),
     (
         "transport",
-        &["config", "registry", "bodies", "rules", "pb", "error"],
+        &[
+            "config", "registry", "bodies", "rules", "pb", "wire", "error",
+        ],
     ),
 ];
 

@@ -9,18 +9,26 @@ fn name_ok(name: &str) -> bool {
     re.is_match(name) && name.chars().count() <= 64
 }
 
-/// One line, at most `max` characters, no control characters, as the issue states it.
+/// One line, at most `max` characters, no control characters, no invisible or
+/// direction-changing format characters, and not whitespace alone (Python's `isspace`),
+/// as the issues state it.
 fn line_ok(text: &str, max: usize) -> bool {
+    let hidden = |c: char| {
+        matches!(c, '\u{061C}' | '\u{200B}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}'
+            | '\u{2060}' | '\u{2066}'..='\u{2069}' | '\u{FEFF}')
+    };
+    let py_space = |c: char| c.is_whitespace() || ('\u{1C}'..='\u{1F}').contains(&c);
     text.chars().count() <= max
         && !text
             .chars()
-            .any(|c| c.is_control() || matches!(c, '\u{2028}' | '\u{2029}'))
+            .any(|c| c.is_control() || hidden(c) || matches!(c, '\u{2028}' | '\u{2029}'))
+        && (text.is_empty() || !text.chars().all(py_space))
 }
 
 fn text() -> impl Strategy<Value = String> {
     let alphabet = prop::sample::select(vec![
         'a', 'z', 'm', '0', '9', '-', '_', ' ', 'A', 'é', '\n', '\r', '\t', '\0', '\u{7f}',
-        '\u{85}', '\u{9b}', '\u{2028}', '\u{2029}', '\u{200b}', '🙂',
+        '\u{85}', '\u{9b}', '\u{2028}', '\u{2029}', '\u{200b}', '\u{202e}', '\u{3000}', '🙂',
     ]);
     prop_oneof![
         prop::collection::vec(alphabet.clone(), 0..8),

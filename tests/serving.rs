@@ -213,3 +213,45 @@ async fn sigterm_and_sigint_drain_flush_and_exit_zero() {
     let names = names(&mut client).await;
     assert_eq!(names[4..], ["after-term", "after-int"]);
 }
+
+/// A signal right after the "serving" line drains and exits 0: the handlers are in place
+/// before the line is written.
+#[test]
+fn a_signal_right_after_serving_drains() {
+    let dir = tempfile::tempdir().unwrap();
+    for _ in 0..10 {
+        let process = ServeProcess::start(dir.path(), &[]);
+        process.signal("TERM");
+        let (status, lines) = process.wait();
+        assert!(status.success(), "{status:?} {lines:#?}");
+    }
+}
+
+/// Open WatchSpecs streams end (OK) when the drain starts, so they do not hold it open
+/// until its timeout.
+#[tokio::test]
+async fn a_drain_ends_watch_streams() {
+    let dir = tempfile::tempdir().unwrap();
+    let process = ServeProcess::start(dir.path(), &["--drain-seconds", "60"]);
+    let mut client = CommandServiceClient::connect(process.url()).await.unwrap();
+    let mut watch = client
+        .watch_specs(a2a_commands::pb::WatchSpecsRequest::default())
+        .await
+        .unwrap()
+        .into_inner();
+    watch.message().await.unwrap().expect("the current state");
+    process.signal("TERM");
+    assert_eq!(
+        watch.message().await.unwrap(),
+        None,
+        "the stream ends cleanly"
+    );
+    let (status, lines) = tokio::task::spawn_blocking(move || process.wait())
+        .await
+        .unwrap();
+    assert!(status.success(), "{status:?} {lines:#?}");
+    assert!(
+        !lines.iter().any(|l| l.contains("drain timed out")),
+        "{lines:#?}"
+    );
+}

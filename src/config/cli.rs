@@ -117,6 +117,56 @@ pub struct ServeArgs {
     #[arg(long, env = "A2A_COMMANDS_MAX_MESSAGE_BYTES", default_value_t = 4 * 1024 * 1024)]
     pub max_message_bytes: usize,
 
+    /// Most repeated elements one Classify or Execute request may hold (message parts,
+    /// metadata entries, list values, extensions, sub-tasks); more is
+    /// RESOURCE_EXHAUSTED, checked before the request is decoded.
+    #[arg(
+        long,
+        env = "A2A_COMMANDS_MAX_REQUEST_ELEMENTS",
+        default_value_t = 10_000
+    )]
+    pub max_request_elements: usize,
+
+    /// Memory, in MiB, that the requests of all calls in flight may take together (each
+    /// counts its bytes twice, as received and decoded, plus what its repeated elements
+    /// cost); a call that does not fit waits unread. At least one largest request.
+    #[arg(
+        long,
+        env = "A2A_COMMANDS_MAX_REQUEST_MEMORY_MIB",
+        default_value_t = 32
+    )]
+    pub max_request_memory_mib: usize,
+
+    /// Most concurrent HTTP/2 streams (calls) per connection, advertised to clients.
+    #[arg(
+        long,
+        env = "A2A_COMMANDS_MAX_CONCURRENT_STREAMS",
+        default_value_t = 128
+    )]
+    pub max_concurrent_streams: u32,
+
+    /// Largest HTTP/2 header list a client may send, in bytes.
+    #[arg(long, env = "A2A_COMMANDS_MAX_HEADER_LIST_BYTES", default_value_t = 16 * 1024)]
+    pub max_header_list_bytes: u32,
+
+    /// Seconds between HTTP/2 pings on a connection; one not answered within
+    /// --keepalive-timeout-seconds closes it (dead and half-open peers).
+    #[arg(long, env = "A2A_COMMANDS_KEEPALIVE_SECONDS", default_value_t = 30)]
+    pub keepalive_seconds: u64,
+
+    /// Seconds a keep-alive ping may go unanswered before the connection is closed.
+    #[arg(
+        long,
+        env = "A2A_COMMANDS_KEEPALIVE_TIMEOUT_SECONDS",
+        default_value_t = 20
+    )]
+    pub keepalive_timeout_seconds: u64,
+
+    /// Seconds a connection may stay open with no call in flight before it is closed
+    /// (clients reconnect on their next call); 0 keeps idle connections open.
+    #[arg(long, env = "A2A_COMMANDS_IDLE_TIMEOUT_SECONDS", default_value_t = 300)]
+    pub idle_timeout_seconds: u64,
+
     /// Longest wait for calls in flight at shutdown, in seconds; connections still open
     /// then are closed. Keep it below Kubernetes' termination grace period.
     #[arg(long, env = "A2A_COMMANDS_DRAIN_SECONDS", default_value_t = 10)]

@@ -64,8 +64,43 @@ pub struct Settings {
     pub max_message_bytes: usize,
     /// Longest wait for calls in flight at shutdown.
     pub drain_timeout: Duration,
+    /// Limits on connections and on what one request may cost.
+    pub limits: Limits,
     /// Limits on command handlers.
     pub handlers: HandlerPolicy,
+}
+
+/// Limits on connections and requests (see SECURITY.md, "Resource limits").
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Most repeated elements in one Classify or Execute request.
+    pub max_request_elements: usize,
+    /// Memory the requests of all calls in flight may take together, in bytes.
+    pub max_request_memory: usize,
+    /// Most concurrent streams per HTTP/2 connection.
+    pub max_concurrent_streams: u32,
+    /// Largest HTTP/2 header list accepted, in bytes.
+    pub max_header_list_bytes: u32,
+    /// Interval of HTTP/2 keep-alive pings.
+    pub keepalive: Duration,
+    /// How long a ping may go unanswered.
+    pub keepalive_timeout: Duration,
+    /// How long a connection may be open with no call in flight; `None`: for ever.
+    pub idle_timeout: Option<Duration>,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_request_elements: 10_000,
+            max_request_memory: 32 << 20,
+            max_concurrent_streams: 128,
+            max_header_list_bytes: 16 * 1024,
+            keepalive: Duration::from_secs(30),
+            keepalive_timeout: Duration::from_secs(20),
+            idle_timeout: Some(Duration::from_secs(300)),
+        }
+    }
 }
 
 /// A configuration that cannot be used; the message says which setting and why.
@@ -94,6 +129,7 @@ impl Settings {
             builtins: Builtin::ALL.to_vec(),
             max_message_bytes: 4 << 20,
             drain_timeout: Duration::from_secs(10),
+            limits: Limits::default(),
             handlers: HandlerPolicy::default(),
         }
     }
@@ -159,6 +195,21 @@ impl Settings {
                 "handler-concurrency: must be at least 1".into(),
             ));
         }
+        if args.max_concurrent_streams == 0 || args.keepalive_seconds == 0 {
+            return Err(ConfigError(
+                "max-concurrent-streams and keepalive-seconds: must be at least 1".into(),
+            ));
+        }
+        let limits = Limits {
+            max_request_elements: args.max_request_elements,
+            max_request_memory: args.max_request_memory_mib.saturating_mul(1 << 20),
+            max_concurrent_streams: args.max_concurrent_streams,
+            max_header_list_bytes: args.max_header_list_bytes,
+            keepalive: Duration::from_secs(args.keepalive_seconds),
+            keepalive_timeout: Duration::from_secs(args.keepalive_timeout_seconds.max(1)),
+            idle_timeout: (args.idle_timeout_seconds > 0)
+                .then(|| Duration::from_secs(args.idle_timeout_seconds)),
+        };
         let tls = match (&args.tls_cert, &args.tls_key) {
             (Some(cert), Some(key)) => Some(Tls {
                 cert: cert.clone(),
@@ -183,6 +234,7 @@ impl Settings {
             builtins,
             max_message_bytes: args.max_message_bytes,
             drain_timeout: Duration::from_secs(args.drain_seconds),
+            limits,
             handlers,
         })
     }

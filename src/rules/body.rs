@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::Error;
 use crate::pb;
 use crate::rules::builtins::Builtin;
+use crate::rules::text::quote_prefix;
 
 /// What runs a registered command.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -95,6 +96,10 @@ impl HandlerPolicy {
     }
 }
 
+/// The longest handler URL accepted, in characters: far above any real endpoint, and
+/// small enough that errors and listings quoting it stay small.
+pub const MAX_URL_CHARS: usize = 2048;
+
 impl HandlerBinding {
     /// Checks a binding from a request; `field` (for example `handler`) names it in
     /// errors.
@@ -109,8 +114,19 @@ impl HandlerBinding {
             Some(E::JsonRpc(url)) => (HandlerKind::JsonRpc, url, format!("{field}.json_rpc")),
             None => return Err(Error::invalid(field, "must set grpc or json_rpc")),
         };
-        let parsed = url::Url::parse(url)
-            .map_err(|e| Error::invalid(&url_field, format!("is not a URL ({e}): {url:?}")))?;
+        let len = url.chars().count();
+        if len > MAX_URL_CHARS {
+            return Err(Error::invalid(
+                &url_field,
+                format!("must be at most {MAX_URL_CHARS} characters (got {len})"),
+            ));
+        }
+        let parsed = url::Url::parse(url).map_err(|e| {
+            Error::invalid(
+                &url_field,
+                format!("is not a URL ({e}): {}", quote_prefix(url)),
+            )
+        })?;
         if !matches!(parsed.scheme(), "http" | "https") {
             return Err(Error::invalid(
                 &url_field,

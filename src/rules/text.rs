@@ -2,6 +2,16 @@
 //! where lines break. Rust's own definitions differ in a few characters, and each
 //! difference would change a command's arguments or a sub-task's name.
 
+/// `s` quoted for an error message, cut to its first 64 characters (with `…` when
+/// cut), so that bad input of any size gives a short message.
+pub fn quote_prefix(s: &str) -> String {
+    const SHOWN: usize = 64;
+    match s.char_indices().nth(SHOWN) {
+        Some((cut, _)) => format!("{:?}…", &s[..cut]),
+        None => format!("{s:?}"),
+    }
+}
+
 /// Whether `c` is whitespace to Python's `str.isspace()`: Unicode's White_Space plus the
 /// information separators U+001C..U+001F.
 pub fn is_py_whitespace(c: char) -> bool {

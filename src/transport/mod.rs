@@ -8,6 +8,8 @@
 
 pub mod auth;
 pub mod call_log;
+pub mod codec;
+pub mod connection;
 pub mod convert;
 pub mod routes;
 pub mod server;

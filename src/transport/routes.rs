@@ -118,8 +118,10 @@ impl UnaryService<pb::ListSpecsRequest> for ListSpecs {
 }
 
 /// Rewrites the statuses tonic gives requests it cannot decode, which blame the server:
-/// a request over the size limit is OUT_OF_RANGE there and RESOURCE_EXHAUSTED here,
-/// and bytes that are not a valid message are INTERNAL there and INVALID_ARGUMENT here.
+/// a request over the size limit is OUT_OF_RANGE there and RESOURCE_EXHAUSTED here;
+/// bytes that are not a valid message, a body with no message, and a cut-off length
+/// prefix are INTERNAL there and INVALID_ARGUMENT here. (A compressed flag without a
+/// `grpc-encoding` stays INTERNAL: the gRPC spec says so.)
 /// Such errors come back "trailers-only", with the status in the headers.
 fn clarify_decode_errors(
     mut answer: http::Response<tonic::body::Body>,
@@ -139,6 +141,24 @@ fn clarify_decode_errors(
                 "the request is not a valid protobuf message: {}",
                 status.message()
             ))
+        }
+        // Framing mistakes are the client's, not the server's.
+        tonic::Code::Internal if status.message().starts_with("Missing request message") => {
+            Status::invalid_argument(
+                "the request has no message: a unary call sends exactly one \
+                 (length-prefixed) message, and the body was empty",
+            )
+        }
+        tonic::Code::Internal if status.message().starts_with("Unexpected EOF decoding") => {
+            Status::invalid_argument(
+                "the request ends inside a message: its 5-byte length prefix or its \
+                 bytes are cut short",
+            )
+        }
+        tonic::Code::Internal if status.message().contains("invalid compression flag") => {
+            Status::invalid_argument(
+                "the request's message prefix has an invalid compressed flag (0 or 1)",
+            )
         }
         _ => return answer,
     };

@@ -10,21 +10,24 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 use tonic::transport::server::TcpIncoming;
 
 use tonic_health::server::HealthReporter;
 use tonic_health::ServingStatus;
 
 use crate::bodies::Handlers;
-use crate::config::Settings;
+use crate::config::{Limits, Settings};
 use crate::error::Error;
 use crate::pb::{self, command_service_server::CommandServiceServer};
 use crate::registry::commands_file::{self, FileError};
 use crate::registry::{Change, OpenError, Registry};
 use crate::transport::auth::AdminAuth;
+use crate::transport::connection::{GuardLayer, IdleIo};
 use crate::transport::routes::Routes;
 use crate::transport::service::{Api, SERVICE_NAME};
 use crate::transport::tls::{tls_config, TlsError};
+use crate::wire;
 
 /// Why the server could not start.
 #[derive(Debug, thiserror::Error)]
@@ -68,6 +71,7 @@ pub struct RunningServer {
     watcher: Option<JoinHandle<()>>,
     registry: Arc<Registry>,
     drain_timeout: Duration,
+    draining: CancellationToken,
 }
 
 impl RunningServer {
@@ -97,6 +101,8 @@ impl RunningServer {
     /// then the registry is flushed and closed.
     pub async fn shutdown(mut self) -> Result<(), tonic::transport::Error> {
         self.set_not_serving().await;
+        // WatchSpecs streams end now; other calls in flight finish.
+        self.draining.cancel();
         tracing::info!("draining: no new calls, waiting for calls in flight");
         if let Some(watcher) = self.watcher.take() {
             watcher.abort();
@@ -144,11 +150,39 @@ fn reflection_builder() -> tonic_reflection::server::Builder<'static> {
         .with_service_name("grpc.reflection.v1alpha.ServerReflection")
 }
 
-/// Accepted connections with Nagle's algorithm off: a gRPC answer is written in pieces,
-/// and waiting to coalesce them costs tens of milliseconds against delayed ACKs.
-fn incoming(listener: TcpListener) -> TcpIncoming {
-    TcpIncoming::from(listener).with_nodelay(Some(true))
+/// Accepted connections with Nagle's algorithm off (a gRPC answer is written in pieces,
+/// and waiting to coalesce them costs tens of milliseconds against delayed ACKs), each
+/// closed after `idle` with no call in flight.
+fn incoming(
+    listener: TcpListener,
+    idle: Option<Duration>,
+) -> impl tokio_stream::Stream<Item = std::io::Result<IdleIo>> {
+    use tokio_stream::StreamExt as _;
+    TcpIncoming::from(listener)
+        .with_nodelay(Some(true))
+        .map(move |accepted| accepted.map(|stream| IdleIo::new(stream, idle)))
 }
+
+/// A server builder with the connection limits of `limits`, whose calls share `guard`'s
+/// request memory budget.
+fn server_builder(
+    limits: &Limits,
+    guard: &GuardLayer,
+) -> tonic::transport::Server<tower_layer::Stack<GuardLayer, tower_layer::Identity>> {
+    tonic::transport::Server::builder()
+        .max_concurrent_streams(limits.max_concurrent_streams)
+        .http2_max_header_list_size(limits.max_header_list_bytes)
+        .http2_keepalive_interval(Some(limits.keepalive))
+        .http2_keepalive_timeout(Some(limits.keepalive_timeout))
+        // Unread request bytes per connection and per stream (hyper's defaults, said
+        // here because SECURITY.md's worst case is computed from them).
+        .initial_connection_window_size(CONNECTION_WINDOW)
+        .initial_stream_window_size(CONNECTION_WINDOW)
+        .layer(guard.clone())
+}
+
+/// The HTTP/2 flow-control window of a connection (and of each stream), in bytes.
+pub const CONNECTION_WINDOW: u32 = 1 << 20;
 
 async fn bind(addr: SocketAddr) -> Result<(TcpListener, SocketAddr), StartError> {
     let fail = |source| StartError::Bind { addr, source };
@@ -193,23 +227,30 @@ pub async fn start(settings: Settings) -> Result<RunningServer, StartError> {
         None => None,
     };
 
+    let draining = CancellationToken::new();
     let api = Arc::new(Api::new(
         Arc::clone(&registry),
         settings.catalogue.clone(),
         Handlers::new(settings.handlers.clone()),
         auth,
+        draining.clone(),
     ));
     let (health, health_service) = tonic_health::server::health_reporter();
     health.set_serving::<CommandServiceServer<Api>>().await;
     let api = Routes::new(api, settings.max_message_bytes);
 
-    let mut builder =
-        tonic::transport::Server::builder().http2_keepalive_interval(Some(Duration::from_secs(30)));
+    wire::set_max_elements(settings.limits.max_request_elements);
+    let guard = GuardLayer::new(
+        settings.limits.max_request_memory,
+        settings.max_message_bytes,
+    );
+    let mut builder = server_builder(&settings.limits, &guard);
     if let Some(tls) = tls {
         builder = builder
             .tls_config(tls)
             .map_err(|e| StartError::Security(format!("TLS: {e}")))?;
     }
+    let idle = settings.limits.idle_timeout;
     let (stop_api, api_stopped) = oneshot::channel::<()>();
     let api_task = tokio::spawn(
         builder
@@ -217,7 +258,7 @@ pub async fn start(settings: Settings) -> Result<RunningServer, StartError> {
             .add_service(reflection_builder().build_v1()?)
             .add_service(reflection_builder().build_v1alpha()?)
             .add_service(api)
-            .serve_with_incoming_shutdown(incoming(listener), async {
+            .serve_with_incoming_shutdown(incoming(listener, idle), async {
                 let _ = api_stopped.await;
             }),
     );
@@ -226,9 +267,9 @@ pub async fn start(settings: Settings) -> Result<RunningServer, StartError> {
     let (health_addr, health_task) = match health_listener {
         Some((listener, health_addr)) => {
             let task = tokio::spawn(
-                tonic::transport::Server::builder()
+                server_builder(&settings.limits, &guard)
                     .add_service(health_service)
-                    .serve_with_incoming_shutdown(incoming(listener), async {
+                    .serve_with_incoming_shutdown(incoming(listener, idle), async {
                         let _ = health_stopped.await;
                     }),
             );
@@ -272,5 +313,6 @@ pub async fn start(settings: Settings) -> Result<RunningServer, StartError> {
         watcher,
         registry,
         drain_timeout: settings.drain_timeout,
+        draining,
     })
 }

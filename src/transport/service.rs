@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use tokio_stream::{Stream, StreamExt};
+use tokio_util::sync::CancellationToken;
 use tonic::{Request, Response, Status};
 
 use crate::bodies::Handlers;
@@ -36,6 +37,9 @@ pub struct Api {
     catalogue: Arc<Catalogue>,
     handlers: Arc<Handlers>,
     auth: AdminAuth,
+    /// Cancelled when the server starts draining: WatchSpecs streams end then, so they
+    /// do not hold the drain open until its timeout.
+    draining: CancellationToken,
 }
 
 impl Api {
@@ -46,12 +50,14 @@ impl Api {
         catalogue: Catalogue,
         handlers: Handlers,
         auth: AdminAuth,
+        draining: CancellationToken,
     ) -> Self {
         Self {
             registry,
             catalogue: Arc::new(catalogue),
             handlers: Arc::new(handlers),
             auth,
+            draining,
         }
     }
 
@@ -297,6 +303,10 @@ impl CommandService for Api {
         // the writer never waits for it.
         let updates = tokio_stream::wrappers::WatchStream::new(self.registry.subscribe())
             .map(move |snapshot| Ok(list_response(&snapshot, with_struct)));
+        let updates = UntilDrained {
+            updates: Box::pin(updates),
+            drained: Box::pin(self.draining.clone().cancelled_owned()),
+        };
         logged(
             "WatchSpecs",
             started,
@@ -332,5 +342,27 @@ impl CommandService for Api {
         let (command, outcome) = command_of_execute(&result);
         log_call("Execute", started, &result, command, outcome);
         result.map(Response::new).map_err(Status::from)
+    }
+}
+
+/// A WatchSpecs stream that ends (OK) when the server starts draining; the client's
+/// watch loop reconnects to a replica that is serving.
+struct UntilDrained {
+    updates: WatchStream,
+    drained: Pin<Box<tokio_util::sync::WaitForCancellationFutureOwned>>,
+}
+
+impl Stream for UntilDrained {
+    type Item = Result<pb::ListSpecsResponse, Status>;
+
+    fn poll_next(
+        mut self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        use std::future::Future as _;
+        if self.drained.as_mut().poll(cx).is_ready() {
+            return std::task::Poll::Ready(None);
+        }
+        self.updates.as_mut().poll_next(cx)
     }
 }

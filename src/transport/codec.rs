@@ -1,0 +1,93 @@
+//! Which shape each generated type is walked as by the codec's element check
+//! ([`crate::wire`]): Classify and Execute requests are walked; everything else is
+//! bounded by other rules (specs and names) or is an answer the caller receives.
+
+use crate::pb;
+use crate::wire::{Scanned, Shape};
+
+macro_rules! scanned {
+    ($shape:ident: $($t:ty),* $(,)?) => {
+        $(impl Scanned for $t { const SHAPE: Shape = Shape::$shape; })*
+    };
+}
+scanned!(Classify: pb::ClassifyRequest);
+scanned!(Execute: pb::ExecuteRequest);
+// Bounded by the rules on specs and names, or answers we receive from handlers and the
+// service (a client's own concern).
+scanned!(Opaque:
+    pb::RegisterRequest, pb::UnregisterRequest, pb::ListSpecsRequest, pb::WatchSpecsRequest,
+    pb::Invocation, pb::RegisterResponse, pb::UnregisterResponse, pb::ListSpecsResponse,
+    pb::ClassifyResponse, pb::ExecuteResponse, pb::HandlerResult,
+);
+
+#[cfg(test)]
+mod tests {
+    use crate::pb;
+    use crate::wire::{count_elements, ScanError, Shape};
+    use prost::Message as _;
+
+    fn classify_with(parts: usize) -> Vec<u8> {
+        let message = pb::Message {
+            message_id: "m".into(),
+            parts: vec![pb::Part::default(); parts],
+            extensions: vec!["x".into(); 3],
+            metadata: Some(prost_types::Struct {
+                fields: [(
+                    "k".to_owned(),
+                    prost_types::Value {
+                        kind: Some(prost_types::value::Kind::ListValue(
+                            prost_types::ListValue {
+                                values: vec![prost_types::Value::default(); 5],
+                            },
+                        )),
+                    },
+                )]
+                .into(),
+            }),
+            ..Default::default()
+        };
+        pb::ClassifyRequest {
+            message: Some(message),
+        }
+        .encode_to_vec()
+    }
+
+    #[test]
+    fn counts_parts_extensions_entries_and_list_values() {
+        // 7 parts + 3 extensions + 1 metadata entry + 5 list values.
+        let bytes = classify_with(7);
+        assert_eq!(count_elements(Shape::Classify, &bytes, 100), Ok(16));
+        assert_eq!(
+            count_elements(Shape::Classify, &bytes, 15),
+            Err(ScanError::TooMany { max: 15 })
+        );
+        assert_eq!(count_elements(Shape::Opaque, &bytes, 0), Ok(0));
+    }
+
+    #[test]
+    fn counts_sub_tasks_and_packed_forms_of_execute() {
+        let request = pb::ExecuteRequest {
+            message: Some(pb::Message::default()),
+            task: Some(pb::TaskSnapshot {
+                sub_tasks: vec![pb::SubTaskSnapshot::default(); 4],
+                ..Default::default()
+            }),
+            event_forms: vec![1, 2, 3],
+            ..Default::default()
+        };
+        let bytes = request.encode_to_vec();
+        assert_eq!(count_elements(Shape::Execute, &bytes, 100), Ok(7));
+    }
+
+    #[test]
+    fn malformed_bytes_are_left_to_prost() {
+        assert_eq!(
+            count_elements(Shape::Classify, &[0x0A, 0x05, 0x2A], 10),
+            Err(ScanError::Malformed)
+        );
+        assert_eq!(
+            count_elements(Shape::Classify, &[0xFF; 11], 10),
+            Err(ScanError::Malformed)
+        );
+    }
+}

@@ -1,0 +1,448 @@
+//! What every connection and every request passes before a service sees it: requests
+//! that are not gRPC get the HTTP answer the gRPC spec gives (405 for a method other than
+//! POST, 415 for another content type); the request bytes held in memory by all calls
+//! together are bounded; and a connection with no call in flight for the idle timeout
+//! is closed. HTTP/2 limits (streams, windows, header list, keep-alive) are set on the
+//! server builder in `server.rs`.
+//!
+//! The byte budget: a call's request body takes, when its first frame shows the
+//! message's length (the gRPC 5-byte prefix), what the request may cost in memory from a
+//! process-wide budget, all at once, and the call gives it back when its answer starts
+//! (so an Execute waiting for a handler keeps holding it). A call that does not fit
+//! waits, unread, so HTTP/2 flow control holds its client back; taking all at once
+//! means no two calls can each hold half of what they need. What a request may cost is
+//! [`request_cost`]: its bytes twice (as received and decoded) plus what its elements
+//! can cost once decoded.
+//!
+//! Idle tracking: each accepted connection is an [`IdleIo`] whose connect info (which
+//! tonic puts on every request) is the connection's [`Activity`]. The [`Guard`] layer
+//! counts the calls in flight on it, each until its response body ends; when none is
+//! left for the timeout, the connection's next read reports the end of the stream and
+//! hyper closes it. A connection whose requests were never counted is never closed.
+
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::time::{Instant, Sleep};
+use tokio_util::sync::PollSemaphore;
+use tonic::codegen::{http, BoxFuture, Service};
+use tonic::transport::server::{Connected, TcpConnectInfo, TlsConnectInfo};
+
+/// The calls in flight on one connection.
+#[derive(Debug, Default)]
+pub struct Activity {
+    in_flight: AtomicUsize,
+    /// Set by the first counted request: idle closing applies only then.
+    counted: AtomicBool,
+    /// When the last call ended (a new idle period began).
+    idle_since: Mutex<Option<Instant>>,
+    /// The reader to wake when the connection becomes idle, to arm its timer.
+    reader: Mutex<Option<Waker>>,
+}
+
+impl Activity {
+    fn begin(self: &Arc<Self>) -> CallEnd {
+        self.counted.store(true, Ordering::Relaxed);
+        self.in_flight.fetch_add(1, Ordering::AcqRel);
+        CallEnd(Arc::clone(self))
+    }
+}
+
+/// Ends a call when dropped (with its response body).
+struct CallEnd(Arc<Activity>);
+
+impl Drop for CallEnd {
+    fn drop(&mut self) {
+        if self.0.in_flight.fetch_sub(1, Ordering::AcqRel) == 1 {
+            *self.0.idle_since.lock().expect("not poisoned") = Some(Instant::now());
+            if let Some(waker) = self.0.reader.lock().expect("not poisoned").take() {
+                waker.wake();
+            }
+        }
+    }
+}
+
+/// A connection's connect info: the TCP addresses and its [`Activity`].
+#[derive(Clone, Debug)]
+pub struct ConnectionInfo {
+    /// The TCP addresses.
+    pub tcp: TcpConnectInfo,
+    activity: Arc<Activity>,
+}
+
+/// An accepted TCP connection that ends itself after `idle` with no call in flight.
+pub struct IdleIo {
+    inner: TcpStream,
+    activity: Arc<Activity>,
+    idle: Option<Duration>,
+    timer: Option<Pin<Box<Sleep>>>,
+}
+
+impl IdleIo {
+    /// Wraps `inner`; `idle` of `None` never closes it.
+    pub fn new(inner: TcpStream, idle: Option<Duration>) -> Self {
+        Self {
+            inner,
+            activity: Arc::default(),
+            idle,
+            timer: None,
+        }
+    }
+
+    /// Whether the connection has been idle for its timeout; arms the timer otherwise.
+    fn idle_expired(&mut self, cx: &mut Context<'_>) -> bool {
+        let Some(idle) = self.idle else {
+            return false;
+        };
+        let activity = &self.activity;
+        if !activity.counted.load(Ordering::Relaxed) {
+            return false;
+        }
+        *activity.reader.lock().expect("not poisoned") = Some(cx.waker().clone());
+        if activity.in_flight.load(Ordering::Acquire) > 0 {
+            self.timer = None;
+            return false;
+        }
+        let since = activity
+            .idle_since
+            .lock()
+            .expect("not poisoned")
+            .unwrap_or_else(Instant::now);
+        let deadline = since + idle;
+        let timer = self
+            .timer
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
+        if timer.deadline() != deadline {
+            timer.as_mut().reset(deadline);
+        }
+        timer.as_mut().poll(cx).is_ready()
+    }
+}
+
+use std::future::Future as _;
+
+impl AsyncRead for IdleIo {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        match Pin::new(&mut self.inner).poll_read(cx, buf) {
+            Poll::Ready(result) => Poll::Ready(result),
+            // Nothing to read: an idle connection ends here (an empty read is the end of
+            // the stream, and hyper closes the connection).
+            Poll::Pending if self.idle_expired(cx) => Poll::Ready(Ok(())),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl AsyncWrite for IdleIo {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+impl Connected for IdleIo {
+    type ConnectInfo = ConnectionInfo;
+
+    fn connect_info(&self) -> ConnectionInfo {
+        ConnectionInfo {
+            tcp: self.inner.connect_info(),
+            activity: Arc::clone(&self.activity),
+        }
+    }
+}
+
+/// The layer in front of every service: HTTP answers for what is not gRPC, the request
+/// byte budget, and the count of calls in flight per connection.
+#[derive(Clone, Debug)]
+pub struct GuardLayer {
+    budget: Arc<Semaphore>,
+    max_message_bytes: usize,
+}
+
+impl GuardLayer {
+    /// A layer whose calls share `budget_bytes` of request memory; no message is larger
+    /// than `max_message_bytes` (a larger one takes only that much before tonic refuses
+    /// it), so the budget always holds at least one.
+    pub fn new(budget_bytes: usize, max_message_bytes: usize) -> Self {
+        let largest = request_cost(max_message_bytes, crate::wire::max_elements());
+        let budget_bytes = budget_bytes.max(largest).min(Semaphore::MAX_PERMITS);
+        Self {
+            budget: Arc::new(Semaphore::new(budget_bytes)),
+            max_message_bytes,
+        }
+    }
+}
+
+impl<S> tower_layer::Layer<S> for GuardLayer {
+    type Service = Guard<S>;
+
+    fn layer(&self, inner: S) -> Guard<S> {
+        Guard {
+            inner,
+            layer: self.clone(),
+        }
+    }
+}
+
+/// See [`GuardLayer`].
+#[derive(Clone, Debug)]
+pub struct Guard<S> {
+    inner: S,
+    layer: GuardLayer,
+}
+
+/// An answer that is not gRPC: `status` with an empty body.
+fn plain(
+    status: http::StatusCode,
+    header: (&'static str, &'static str),
+) -> http::Response<tonic::body::Body> {
+    let mut answer = http::Response::new(tonic::body::Body::empty());
+    *answer.status_mut() = status;
+    answer
+        .headers_mut()
+        .insert(header.0, http::HeaderValue::from_static(header.1));
+    answer
+}
+
+impl<S> Service<http::Request<tonic::body::Body>> for Guard<S>
+where
+    S: Service<http::Request<tonic::body::Body>, Response = http::Response<tonic::body::Body>>
+        + Send,
+    S::Future: Send + 'static,
+{
+    type Response = http::Response<tonic::body::Body>;
+    type Error = S::Error;
+    type Future = BoxFuture<Self::Response, Self::Error>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: http::Request<tonic::body::Body>) -> Self::Future {
+        if request.method() != http::Method::POST {
+            return Box::pin(async {
+                Ok(plain(
+                    http::StatusCode::METHOD_NOT_ALLOWED,
+                    ("allow", "POST"),
+                ))
+            });
+        }
+        let grpc = request
+            .headers()
+            .get(http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("application/grpc"));
+        if !grpc {
+            return Box::pin(async {
+                Ok(plain(
+                    http::StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                    ("accept", "application/grpc"),
+                ))
+            });
+        }
+        let extensions = request.extensions();
+        let end = extensions
+            .get::<ConnectionInfo>()
+            .or_else(|| {
+                extensions
+                    .get::<TlsConnectInfo<ConnectionInfo>>()
+                    .map(TlsConnectInfo::get_ref)
+            })
+            .map(|info| info.activity.begin());
+        let layer = self.layer.clone();
+        let held = Arc::new(Mutex::new(None));
+        let request = request.map(|body| {
+            tonic::body::Body::new(Budgeted {
+                body,
+                budget: PollSemaphore::new(layer.budget),
+                max_message_bytes: layer.max_message_bytes,
+                state: BudgetState::First,
+                held: Arc::clone(&held),
+            })
+        });
+        let answer = self.inner.call(request);
+        Box::pin(async move {
+            let answer = answer.await;
+            // The answer starts: what the request took goes back to the budget.
+            drop(held.lock().expect("not poisoned").take());
+            let answer = answer?;
+            Ok(match end {
+                Some(end) => answer.map(|body| tonic::body::Body::new(Counted { body, _end: end })),
+                None => answer,
+            })
+        })
+    }
+}
+
+/// A response body that ends its call when it is dropped.
+struct Counted {
+    body: tonic::body::Body,
+    _end: CallEnd,
+}
+
+impl http_body::Body for Counted {
+    type Data = tonic::codegen::Bytes;
+    type Error = tonic::Status;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
+    }
+}
+
+/// The gRPC message prefix: a compressed flag and a 4-byte length.
+const PREFIX: usize = 5;
+
+/// What one decoded element (an empty `Part`, a metadata entry, ...) costs in memory at
+/// most, measured: two million empty parts took about 240 MiB.
+const ELEMENT_BYTES: usize = 128;
+
+/// The most memory a request of `length` bytes can take: its bytes as received, again
+/// once decoded, and its elements (at most one per two bytes, and at most the element
+/// limit).
+pub fn request_cost(length: usize, max_elements: usize) -> usize {
+    2 * (length + PREFIX) + (length / 2).min(max_elements) * ELEMENT_BYTES
+}
+
+enum BudgetState {
+    /// No frame yet.
+    First,
+    /// The first data frame, held until its cost is taken from the budget.
+    Waiting(http_body::Frame<tonic::codegen::Bytes>, u32),
+    /// The cost is taken (and held by the call until its answer starts).
+    Holding,
+    /// Nothing to hold (an empty body, or trailers first).
+    Done,
+}
+
+/// A request body that takes its message's size from the shared budget (see the
+/// module's comment).
+struct Budgeted {
+    body: tonic::body::Body,
+    budget: PollSemaphore,
+    max_message_bytes: usize,
+    state: BudgetState,
+    /// Where the taken budget waits for the call's answer.
+    held: Arc<Mutex<Option<OwnedSemaphorePermit>>>,
+}
+
+impl Budgeted {
+    /// What a message whose first frame is `data` takes: the cost of its length (from
+    /// the prefix), capped at the largest message accepted (tonic refuses larger ones).
+    fn need(&self, data: &[u8]) -> u32 {
+        let length = match data.get(1..PREFIX) {
+            Some(len) => u32::from_be_bytes(len.try_into().expect("4 bytes")) as usize,
+            None => self.max_message_bytes,
+        };
+        let cost = request_cost(
+            length.min(self.max_message_bytes),
+            crate::wire::max_elements(),
+        );
+        u32::try_from(cost).unwrap_or(u32::MAX)
+    }
+}
+
+impl http_body::Body for Budgeted {
+    type Data = tonic::codegen::Bytes;
+    type Error = tonic::Status;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        loop {
+            match std::mem::replace(&mut self.state, BudgetState::Done) {
+                BudgetState::First => match Pin::new(&mut self.body).poll_frame(cx) {
+                    Poll::Ready(Some(Ok(frame))) => match frame.data_ref() {
+                        Some(data) if !data.is_empty() => {
+                            let need = self.need(data);
+                            self.state = BudgetState::Waiting(frame, need);
+                        }
+                        _ => {
+                            self.state = BudgetState::First;
+                            return Poll::Ready(Some(Ok(frame)));
+                        }
+                    },
+                    Poll::Pending => {
+                        self.state = BudgetState::First;
+                        return Poll::Pending;
+                    }
+                    other => return other,
+                },
+                BudgetState::Waiting(frame, need) => {
+                    match self.budget.poll_acquire_many(cx, need) {
+                        Poll::Ready(Some(permit)) => {
+                            *self.held.lock().expect("not poisoned") = Some(permit);
+                            self.state = BudgetState::Holding;
+                            return Poll::Ready(Some(Ok(frame)));
+                        }
+                        Poll::Ready(None) => {
+                            return Poll::Ready(Some(Err(tonic::Status::unavailable(
+                                "the server is stopping",
+                            ))))
+                        }
+                        Poll::Pending => {
+                            self.state = BudgetState::Waiting(frame, need);
+                            return Poll::Pending;
+                        }
+                    }
+                }
+                state @ (BudgetState::Holding | BudgetState::Done) => {
+                    self.state = state;
+                    return Pin::new(&mut self.body).poll_frame(cx);
+                }
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        !matches!(self.state, BudgetState::Waiting(..)) && self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
+    }
+}
