@@ -5,14 +5,15 @@
 //! is closed. HTTP/2 limits (streams, windows, header list, keep-alive) are set on the
 //! server builder in `server.rs`.
 //!
-//! The byte budget: a call's request body takes, when its first frame shows the
-//! message's length (the gRPC 5-byte prefix), what the request may cost in memory from a
-//! process-wide budget, all at once, and the call gives it back when its answer starts
-//! (so an Execute waiting for a handler keeps holding it). A call that does not fit
-//! waits, unread, so HTTP/2 flow control holds its client back; taking all at once
-//! means no two calls can each hold half of what they need. What a request may cost is
-//! [`request_cost`]: its bytes twice (as received and decoded) plus what its elements
-//! can cost once decoded.
+//! The memory budget: before a call runs, its request's first frame is read to learn
+//! the message's length (the gRPC 5-byte prefix), and what the request may cost in
+//! memory ([`request_cost`]: its bytes twice, as received and decoded, plus what its
+//! elements can cost once decoded) is taken from a process-wide budget, all at once,
+//! until the call's answer starts (so an Execute waiting for a handler keeps holding
+//! it). A call that does not fit is answered RESOURCE_EXHAUSTED at once, unread.
+//! Waiting instead would deadlock: the unread data of waiting calls fills the
+//! connection's HTTP/2 window, and the calls holding the budget could not finish
+//! reading theirs.
 //!
 //! Idle tracking: each accepted connection is an [`IdleIo`] whose connect info (which
 //! tonic puts on every request) is the connection's [`Activity`]. The [`Guard`] layer
@@ -26,11 +27,11 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
+use http_body::Body as _;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::Semaphore;
 use tokio::time::{Instant, Sleep};
-use tokio_util::sync::PollSemaphore;
 use tonic::codegen::{http, BoxFuture, Service};
 use tonic::transport::server::{Connected, TcpConnectInfo, TlsConnectInfo};
 
@@ -195,7 +196,7 @@ pub struct GuardLayer {
 impl GuardLayer {
     /// A layer whose calls share `budget_bytes` of request memory; no message is larger
     /// than `max_message_bytes` (a larger one takes only that much before tonic refuses
-    /// it), so the budget always holds at least one.
+    /// it), and the budget always holds at least one largest request.
     pub fn new(budget_bytes: usize, max_message_bytes: usize) -> Self {
         let largest = request_cost(max_message_bytes, crate::wire::max_elements());
         let budget_bytes = budget_bytes.max(largest).min(Semaphore::MAX_PERMITS);
@@ -237,10 +238,36 @@ fn plain(
     answer
 }
 
+/// The answer to a call that does not fit in the request memory budget.
+fn over_budget() -> tonic::Status {
+    tonic::Status::resource_exhausted(
+        "the server is at its memory budget for requests in flight \
+         (--max-request-memory-mib); retry shortly",
+    )
+}
+
+impl GuardLayer {
+    /// What a message whose first frame is `data` takes: the cost of its length (from
+    /// the prefix), capped at the largest message accepted (tonic refuses larger ones).
+    fn need(&self, data: &[u8]) -> u32 {
+        let length = match data.get(1..PREFIX) {
+            Some(len) => u32::from_be_bytes(len.try_into().expect("4 bytes")) as usize,
+            None => self.max_message_bytes,
+        };
+        let cost = request_cost(
+            length.min(self.max_message_bytes),
+            crate::wire::max_elements(),
+        );
+        u32::try_from(cost).unwrap_or(u32::MAX)
+    }
+}
+
 impl<S> Service<http::Request<tonic::body::Body>> for Guard<S>
 where
     S: Service<http::Request<tonic::body::Body>, Response = http::Response<tonic::body::Body>>
-        + Send,
+        + Clone
+        + Send
+        + 'static,
     S::Future: Send + 'static,
 {
     type Response = http::Response<tonic::body::Body>;
@@ -283,21 +310,29 @@ where
             })
             .map(|info| info.activity.begin());
         let layer = self.layer.clone();
-        let held = Arc::new(Mutex::new(None));
-        let request = request.map(|body| {
-            tonic::body::Body::new(Budgeted {
-                body,
-                budget: PollSemaphore::new(layer.budget),
-                max_message_bytes: layer.max_message_bytes,
-                state: BudgetState::First,
-                held: Arc::clone(&held),
-            })
-        });
-        let answer = self.inner.call(request);
+        // The service that is ready now serves this call; a clone takes its place.
+        let clone = self.inner.clone();
+        let mut inner = std::mem::replace(&mut self.inner, clone);
         Box::pin(async move {
-            let answer = answer.await;
+            let (parts, mut body) = request.into_parts();
+            let first = std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await;
+            let first = match first {
+                Some(Ok(frame)) => Some(frame),
+                Some(Err(status)) => return Ok(status.into_http()),
+                None => None,
+            };
+            let need = first
+                .as_ref()
+                .and_then(|frame| frame.data_ref())
+                .map_or(0, |data| layer.need(data));
+            let held = match Arc::clone(&layer.budget).try_acquire_many_owned(need) {
+                Ok(permit) => permit,
+                Err(_) => return Ok(over_budget().into_http()),
+            };
+            let body = tonic::body::Body::new(Replay { first, rest: body });
+            let answer = inner.call(http::Request::from_parts(parts, body)).await;
             // The answer starts: what the request took goes back to the budget.
-            drop(held.lock().expect("not poisoned").take());
+            drop(held);
             let answer = answer?;
             Ok(match end {
                 Some(end) => answer.map(|body| tonic::body::Body::new(Counted { body, _end: end })),
@@ -347,45 +382,14 @@ pub fn request_cost(length: usize, max_elements: usize) -> usize {
     2 * (length + PREFIX) + (length / 2).min(max_elements) * ELEMENT_BYTES
 }
 
-enum BudgetState {
-    /// No frame yet.
-    First,
-    /// The first data frame, held until its cost is taken from the budget.
-    Waiting(http_body::Frame<tonic::codegen::Bytes>, u32),
-    /// The cost is taken (and held by the call until its answer starts).
-    Holding,
-    /// Nothing to hold (an empty body, or trailers first).
-    Done,
+/// A request body whose first frame was read ahead (to learn the message's length), and
+/// is given back first.
+struct Replay {
+    first: Option<http_body::Frame<tonic::codegen::Bytes>>,
+    rest: tonic::body::Body,
 }
 
-/// A request body that takes its message's size from the shared budget (see the
-/// module's comment).
-struct Budgeted {
-    body: tonic::body::Body,
-    budget: PollSemaphore,
-    max_message_bytes: usize,
-    state: BudgetState,
-    /// Where the taken budget waits for the call's answer.
-    held: Arc<Mutex<Option<OwnedSemaphorePermit>>>,
-}
-
-impl Budgeted {
-    /// What a message whose first frame is `data` takes: the cost of its length (from
-    /// the prefix), capped at the largest message accepted (tonic refuses larger ones).
-    fn need(&self, data: &[u8]) -> u32 {
-        let length = match data.get(1..PREFIX) {
-            Some(len) => u32::from_be_bytes(len.try_into().expect("4 bytes")) as usize,
-            None => self.max_message_bytes,
-        };
-        let cost = request_cost(
-            length.min(self.max_message_bytes),
-            crate::wire::max_elements(),
-        );
-        u32::try_from(cost).unwrap_or(u32::MAX)
-    }
-}
-
-impl http_body::Body for Budgeted {
+impl http_body::Body for Replay {
     type Data = tonic::codegen::Bytes;
     type Error = tonic::Status;
 
@@ -393,56 +397,13 @@ impl http_body::Body for Budgeted {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
-        loop {
-            match std::mem::replace(&mut self.state, BudgetState::Done) {
-                BudgetState::First => match Pin::new(&mut self.body).poll_frame(cx) {
-                    Poll::Ready(Some(Ok(frame))) => match frame.data_ref() {
-                        Some(data) if !data.is_empty() => {
-                            let need = self.need(data);
-                            self.state = BudgetState::Waiting(frame, need);
-                        }
-                        _ => {
-                            self.state = BudgetState::First;
-                            return Poll::Ready(Some(Ok(frame)));
-                        }
-                    },
-                    Poll::Pending => {
-                        self.state = BudgetState::First;
-                        return Poll::Pending;
-                    }
-                    other => return other,
-                },
-                BudgetState::Waiting(frame, need) => {
-                    match self.budget.poll_acquire_many(cx, need) {
-                        Poll::Ready(Some(permit)) => {
-                            *self.held.lock().expect("not poisoned") = Some(permit);
-                            self.state = BudgetState::Holding;
-                            return Poll::Ready(Some(Ok(frame)));
-                        }
-                        Poll::Ready(None) => {
-                            return Poll::Ready(Some(Err(tonic::Status::unavailable(
-                                "the server is stopping",
-                            ))))
-                        }
-                        Poll::Pending => {
-                            self.state = BudgetState::Waiting(frame, need);
-                            return Poll::Pending;
-                        }
-                    }
-                }
-                state @ (BudgetState::Holding | BudgetState::Done) => {
-                    self.state = state;
-                    return Pin::new(&mut self.body).poll_frame(cx);
-                }
-            }
+        match self.first.take() {
+            Some(frame) => Poll::Ready(Some(Ok(frame))),
+            None => Pin::new(&mut self.rest).poll_frame(cx),
         }
     }
 
     fn is_end_stream(&self) -> bool {
-        !matches!(self.state, BudgetState::Waiting(..)) && self.body.is_end_stream()
-    }
-
-    fn size_hint(&self) -> http_body::SizeHint {
-        self.body.size_hint()
+        self.first.is_none() && self.rest.is_end_stream()
     }
 }

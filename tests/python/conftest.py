@@ -47,13 +47,12 @@ def _binary():
     return path
 
 
-@pytest.fixture(scope="session")
-def server_addr(tmp_path_factory):
-    """Starts `a2a-commands serve` on 127.0.0.1:0 and waits for its "serving" line."""
-    data = str(tmp_path_factory.mktemp("data"))
+def start_server(data_dir, *extra):
+    """Starts `a2a-commands serve` on 127.0.0.1:0 with `extra` flags and waits for its
+    "serving" line; returns the process and the API's address."""
     proc = subprocess.Popen(
         [_binary(), "serve", "--listen", "127.0.0.1:0", "--health-listen", "127.0.0.1:0",
-         "--log-format", "json", "--data-dir", data],
+         "--log-format", "json", "--data-dir", str(data_dir), *extra],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -68,8 +67,7 @@ def server_addr(tmp_path_factory):
 
     threading.Thread(target=pump, daemon=True).start()
     seen = []
-    addr = None
-    while addr is None:
+    while True:
         line = lines.get(timeout=60)  # a bound against a hang; readiness is the line itself
         if line is None:
             raise RuntimeError(f"server exited before serving: {seen}")
@@ -79,7 +77,13 @@ def server_addr(tmp_path_factory):
         except ValueError:
             continue
         if event.get("message") == "serving":
-            addr = event["addr"]
+            return proc, event["addr"]
+
+
+@pytest.fixture(scope="session")
+def server_addr(tmp_path_factory):
+    """A server shared by the tests of a session."""
+    proc, addr = start_server(tmp_path_factory.mktemp("data"))
     yield addr
     proc.terminate()
     assert proc.wait(timeout=30) == 0
