@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
-# The whole test suite: the Rust tests (unit, gRPC integration, property), then the
-# cross-language Python tests against the real binary. Installs the Python packages
-# the second part needs, so it works on a fresh machine.
+# The whole test suite: the Rust tests (unit, gRPC integration, property), the
+# cross-language Python tests against the real binary, then the two gateway kits'
+# suites (clients/python, clients/typescript) against the same binary. Installs the
+# Python and npm packages those need, so it works on a fresh machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 cargo test --locked --all-targets
 
+export A2A_COMMANDS_BIN="$(pwd)/target/debug/a2a-commands"
 python3 -m pip install --quiet --disable-pip-version-check -r tests/python/requirements.txt
-A2A_COMMANDS_BIN="$(pwd)/target/debug/a2a-commands" python3 -m pytest -q tests/python
+python3 -m pytest -q tests/python
+
+bash scripts/test-python-kit.sh
+bash scripts/test-typescript-kit.sh

@@ -1,0 +1,191 @@
+"""The async client of the a2a-commands gRPC API (``a2a.commands.v1.CommandService``)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from types import TracebackType
+from typing import Any, TypeVar, cast
+
+import grpc
+import grpc.aio
+from a2a.types import a2a_pb2 as sdk
+
+from ._pb import a2a_pb2 as ours
+from ._pb import commands_pb2 as pb
+from ._pb import commands_pb2_grpc as pb_grpc
+from .convert import message_to_commands
+from .errors import CommandsError
+
+R = TypeVar("R")
+
+DEFAULT_TARGET = "127.0.0.1:50051"
+TARGET_ENV = "A2A_COMMANDS_ADDR"
+
+# A sidecar on loopback comes back within seconds; grpc's default (up to 120 s between
+# attempts) would keep commands failing long after it has.
+_CHANNEL_OPTIONS: tuple[tuple[str, Any], ...] = (
+    ("grpc.initial_reconnect_backoff_ms", 200),
+    ("grpc.min_reconnect_backoff_ms", 200),
+    ("grpc.max_reconnect_backoff_ms", 2000),
+)
+
+
+class CommandsClient:
+    """Calls every RPC of the a2a-commands service, raising :class:`CommandsError` subclasses.
+
+    The channel is opened on first use, so the client may be built at import time and
+    used from the event loop that serves the gateway (one loop per client).
+
+    Args:
+        target: ``host:port`` of the service; default ``$A2A_COMMANDS_ADDR``, else
+            ``127.0.0.1:50051`` (the service's default ``--listen``).
+        admin_token: Sent as ``authorization: Bearer <token>`` with Register and
+            Unregister (the service's ``--admin-token-file``); a callable is asked on
+            every call, so a rotated secret takes effect at once.
+        tls: Connect over TLS with the system's roots (implied by the next three).
+        root_certificates: PEM roots that sign the service's certificate.
+        private_key: PEM client key, for mTLS (``--tls-client-ca``).
+        certificate_chain: PEM client certificate chain, for mTLS.
+        credentials: Full control: channel credentials to use instead of the above.
+        timeout: Deadline of each unary call in seconds (``None``: none). Execute waits
+            for command handlers, which may take up to the service's
+            ``--handler-max-timeout-ms``.
+        channel_options: Extra gRPC channel options, after the kit's own.
+    """
+
+    def __init__(
+        self,
+        target: str | None = None,
+        *,
+        admin_token: str | Callable[[], str] | None = None,
+        tls: bool = False,
+        root_certificates: bytes | None = None,
+        private_key: bytes | None = None,
+        certificate_chain: bytes | None = None,
+        credentials: grpc.ChannelCredentials | None = None,
+        timeout: float | None = 40.0,
+        channel_options: Sequence[tuple[str, Any]] = (),
+    ) -> None:
+        self.target = target or os.environ.get(TARGET_ENV) or DEFAULT_TARGET
+        self.timeout = timeout
+        self._admin_token = admin_token
+        if credentials is None and (tls or root_certificates or private_key or certificate_chain):
+            credentials = grpc.ssl_channel_credentials(root_certificates, private_key, certificate_chain)
+        self._credentials = credentials
+        self._options = (*_CHANNEL_OPTIONS, *channel_options)
+        self._channel: grpc.aio.Channel | None = None
+        self._stub: Any = None
+        self._closed = False
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called (calls then raise :class:`CommandsError`)."""
+        return self._closed
+
+    @property
+    def channel(self) -> grpc.aio.Channel:
+        """The gRPC channel, opened on first use."""
+        if self._closed:
+            raise CommandsError("the client is closed", code=grpc.StatusCode.CANCELLED)
+        if self._channel is None:
+            if self._credentials is None:
+                self._channel = grpc.aio.insecure_channel(self.target, options=self._options)
+            else:
+                self._channel = grpc.aio.secure_channel(self.target, self._credentials, options=self._options)
+            self._stub = pb_grpc.CommandServiceStub(self._channel)  # type: ignore[no-untyped-call]
+        return self._channel
+
+    async def wait_ready(self, timeout: float | None = None) -> None:
+        """Waits until the channel is connected (for example at start, or after a restart)."""
+        try:
+            await asyncio.wait_for(self.channel.channel_ready(), timeout)
+        except asyncio.TimeoutError:
+            raise CommandsError(
+                f"{self.target} not ready after {timeout} s", code=grpc.StatusCode.UNAVAILABLE
+            ) from None
+
+    async def register(
+        self, spec: pb.CommandSpec, *, override: bool = False, handler: pb.HandlerBinding | None = None
+    ) -> pb.RegisterResponse:
+        """Adds ``spec`` at the end of the order (or replaces it in place with ``override``)."""
+        request = pb.RegisterRequest(spec=spec, override=override, handler=handler)
+        return await self._unary("Register", request, pb.RegisterResponse, admin=True)
+
+    async def unregister(self, name: str) -> pb.UnregisterResponse:
+        """Removes the command ``name``."""
+        return await self._unary("Unregister", pb.UnregisterRequest(name=name), pb.UnregisterResponse, admin=True)
+
+    async def list_specs(
+        self, *, include_card_extension: bool = False, known_revision: int | None = None
+    ) -> pb.ListSpecsResponse:
+        """The commands in order, the revision and the card entry (or ``unchanged``)."""
+        request = pb.ListSpecsRequest(
+            include_card_extension=include_card_extension, known_revision=known_revision
+        )
+        return await self._unary("ListSpecs", request, pb.ListSpecsResponse)
+
+    async def watch_specs(self, *, include_card_extension: bool = False) -> AsyncIterator[pb.ListSpecsResponse]:
+        """The registry's current state, then its state after every change (no deadline)."""
+        self.channel  # noqa: B018 (opens the channel)
+        call = self._stub.WatchSpecs(pb.WatchSpecsRequest(include_card_extension=include_card_extension))
+        try:
+            async for response in call:
+                yield response
+        except grpc.aio.AioRpcError as error:
+            raise CommandsError.from_rpc_error(error) from None
+        finally:
+            call.cancel()
+
+    async def classify(self, message: sdk.Message | ours.Message) -> pb.ClassifyResponse:
+        """Whether ``message`` (a2a-sdk's or ours) is a command, which, with what arguments."""
+        return await self._unary("Classify", pb.ClassifyRequest(message=_ours(message)), pb.ClassifyResponse)
+
+    async def execute(
+        self,
+        message: sdk.Message | ours.Message,
+        task: pb.TaskSnapshot,
+        sender: pb.Sender,
+        *,
+        attempt: int = 0,
+        event_forms: Iterable[pb.EventForm] = (),
+        event_metadata: bool = False,
+    ) -> pb.ExecuteResponse:
+        """Runs ``message`` if it is a command; see ``ExecuteRequest`` for the options."""
+        request = pb.ExecuteRequest(
+            message=_ours(message), task=task, sender=sender, attempt=attempt,
+            event_forms=list(event_forms), event_metadata=event_metadata,
+        )
+        return await self._unary("Execute", request, pb.ExecuteResponse)
+
+    async def close(self) -> None:
+        """Closes the channel for good; calls in flight are cancelled."""
+        self._closed = True
+        if self._channel is not None:
+            await self._channel.close()
+            self._channel = None
+
+    async def __aenter__(self) -> CommandsClient:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    async def _unary(self, method: str, request: Any, response: type[R], *, admin: bool = False) -> R:
+        self.channel  # noqa: B018 (opens the channel)
+        metadata: tuple[tuple[str, str], ...] = ()
+        token = self._admin_token() if callable(self._admin_token) else self._admin_token
+        if admin and token:
+            metadata = (("authorization", f"Bearer {token}"),)
+        try:
+            answer = await getattr(self._stub, method)(request, timeout=self.timeout, metadata=metadata)
+        except grpc.aio.AioRpcError as error:
+            raise CommandsError.from_rpc_error(error) from None
+        return cast(R, answer)
+
+
+def _ours(message: sdk.Message | ours.Message) -> ours.Message:
+    return message if isinstance(message, ours.Message) else message_to_commands(message)

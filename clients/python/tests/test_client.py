@@ -1,0 +1,168 @@
+"""CommandsClient against the real binary: every RPC, typed errors, admin token and TLS."""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+import pathlib
+import socket
+
+import grpc
+import pytest
+from a2a.types import a2a_pb2 as sdk
+from conftest import Sidecar
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+from a2a_commands import (
+    AlreadyExistsError,
+    CommandsClient,
+    CommandsError,
+    InvalidArgumentError,
+    NotFoundError,
+    PermissionDeniedError,
+    UnauthenticatedError,
+    UnavailableError,
+    pb,
+)
+
+
+def _message(text: str) -> sdk.Message:
+    return sdk.Message(
+        message_id="m-1", context_id="c-1", task_id="t-1", role=sdk.ROLE_USER, parts=[sdk.Part(text=text)]
+    )
+
+
+async def test_every_rpc_and_its_errors(sidecar: Sidecar) -> None:
+    async with CommandsClient(sidecar.addr) as client:
+        listed = await client.list_specs(include_card_extension=True)
+        assert [c.spec.name for c in listed.commands][:4] == ["model", "effort", "sub-task", "status"]
+        assert listed.card_extension.uri and listed.card_extension_json
+        assert (await client.list_specs(known_revision=listed.revision)).unchanged
+
+        spec = pb.CommandSpec(name="client-test", description="A test command")
+        created = await client.register(spec)
+        assert created.outcome == pb.REGISTER_OUTCOME_CREATED
+        assert (await client.register(spec)).outcome == pb.REGISTER_OUTCOME_UNCHANGED
+        with pytest.raises(AlreadyExistsError):
+            await client.register(pb.CommandSpec(name="client-test", description="Another"))
+        assert (await client.list_specs(known_revision=created.revision)).unchanged
+
+        watch = client.watch_specs()
+        first = await watch.__anext__()
+        assert "client-test" in [c.spec.name for c in first.commands]
+        await watch.aclose()
+
+        classified = await client.classify(_message("/client-test  a b "))
+        assert (classified.command.name, classified.command.arguments) == ("client-test", "a b ")
+        ordinary = await client.classify(_message("/nope"))
+        assert ordinary.ordinary.reason == pb.ORDINARY_REASON_NOT_REGISTERED
+
+        with pytest.raises(InvalidArgumentError) as bad:
+            await client.register(pb.CommandSpec(name="Deploy", description="x"))
+        assert (bad.value.code, bad.value.field) == (grpc.StatusCode.INVALID_ARGUMENT, "spec.name")
+        assert bad.value.reason.startswith("must match")
+
+        task = pb.TaskSnapshot(id="t-1", context_id="c-1", state=sdk.TASK_STATE_WORKING)
+        with pytest.raises(InvalidArgumentError) as no_role:
+            await client.execute(_message("/model"), task, pb.Sender(id="u-1"))
+        assert no_role.value.field == "sender.role"
+        executed = await client.execute(
+            _message("/model"), task, pb.Sender(id="u-1", role=pb.PARTICIPANT_ROLE_NONE),
+            event_forms=[pb.EVENT_FORM_A2A_1_0_JSON],
+        )
+        assert executed.command.reply == "refused: the sender has no role on this task"
+        assert executed.command.event_json and not executed.command.HasField("event")
+
+        await client.unregister("client-test")
+        with pytest.raises(NotFoundError) as missing:
+            await client.unregister("client-test")
+        assert isinstance(missing.value, CommandsError) and missing.value.field is None
+
+
+async def test_unreachable_service_is_unavailable() -> None:
+    with socket.socket() as unused:  # a port that nothing listens on
+        unused.bind(("127.0.0.1", 0))
+        address = f"127.0.0.1:{unused.getsockname()[1]}"
+    async with CommandsClient(address) as client:
+        with pytest.raises(UnavailableError):
+            await client.list_specs()
+    with pytest.raises(CommandsError) as closed:
+        await client.list_specs()
+    assert closed.value.code == grpc.StatusCode.CANCELLED
+
+
+async def test_admin_token(tmp_path: pathlib.Path) -> None:
+    token = tmp_path / "token"
+    token.write_text("s3cret\n")
+    sidecar = Sidecar(tmp_path / "data", "--admin-token-file", str(token)).start()
+    spec = pb.CommandSpec(name="guarded", description="Needs the token")
+    try:
+        async with CommandsClient(sidecar.addr) as anonymous:
+            with pytest.raises(UnauthenticatedError):
+                await anonymous.register(spec)
+            assert (await anonymous.list_specs()).revision  # reads need no token
+        async with CommandsClient(sidecar.addr, admin_token="wrong") as wrong:
+            with pytest.raises(PermissionDeniedError):
+                await wrong.register(spec)
+        async with CommandsClient(sidecar.addr, admin_token=lambda: token.read_text().strip()) as admin:
+            assert (await admin.register(spec)).outcome == pb.REGISTER_OUTCOME_CREATED
+            await admin.unregister("guarded")
+    finally:
+        sidecar.stop()
+
+
+async def test_tls_and_mtls(tmp_path: pathlib.Path) -> None:
+    ca_key, ca = _certificate("test CA", None, None)
+    server_key, server = _certificate("127.0.0.1", ca_key, ca)
+    client_key, client = _certificate("gateway", ca_key, ca)
+    files = {}
+    for name, value in [("ca.pem", _pem(ca)), ("server.pem", _pem(server)), ("server.key", _pem(server_key))]:
+        files[name] = tmp_path / name
+        files[name].write_bytes(value)
+    sidecar = Sidecar(
+        tmp_path / "data", "--tls-cert", str(files["server.pem"]), "--tls-key", str(files["server.key"]),
+        "--tls-client-ca", str(files["ca.pem"]),
+    ).start()
+    try:
+        async with CommandsClient(
+            sidecar.addr, root_certificates=_pem(ca), private_key=_pem(client_key), certificate_chain=_pem(client)
+        ) as mtls:
+            assert (await mtls.list_specs()).revision
+        async with CommandsClient(sidecar.addr, root_certificates=_pem(ca)) as no_client_cert:
+            with pytest.raises(CommandsError):
+                await no_client_cert.list_specs()
+    finally:
+        sidecar.stop()
+
+
+def _certificate(
+    name: str, issuer_key: ec.EllipticCurvePrivateKey | None, issuer: x509.Certificate | None
+) -> tuple[ec.EllipticCurvePrivateKey, x509.Certificate]:
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(issuer.subject if issuer else subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=issuer is None, path_length=None), critical=True)
+    )
+    if name == "127.0.0.1":
+        san = x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address(name))])
+        builder = builder.add_extension(san, critical=False)
+    return key, builder.sign(issuer_key or key, hashes.SHA256())
+
+
+def _pem(item: x509.Certificate | ec.EllipticCurvePrivateKey) -> bytes:
+    if isinstance(item, x509.Certificate):
+        return item.public_bytes(serialization.Encoding.PEM)
+    return item.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )

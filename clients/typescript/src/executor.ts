@@ -1,0 +1,201 @@
+/**
+ * An `AgentExecutor` that answers slash commands from the sidecar and hands everything
+ * else to the gateway's own executor.
+ *
+ * @packageDocumentation
+ */
+import {
+  Task as SdkTaskCodec,
+  TaskStatusUpdateEvent as SdkStatusUpdateCodec,
+  type Message as SdkMessage,
+  type Task,
+  type TaskState as SdkTaskState,
+  type TaskStatusUpdateEvent as SdkStatusUpdate,
+} from "@a2a-js/sdk";
+import { AgentEvent, type AgentExecutor, type ExecutionEventBus, type RequestContext, type TaskStore } from "@a2a-js/sdk/server";
+import { toCommandsError, type CommandsClient } from "./client.js";
+import { COMMANDS_EXTENSION_URI } from "./card.js";
+import { fromSdkMessage, toSdkStatusUpdate } from "./convert.js";
+import { Outcome, ParticipantRole } from "./gen/a2a/commands/v1/commands_pb.js";
+import { applyChanges, buildTaskSnapshot } from "./task-data.js";
+
+/** A sender's role on a task (A2A has no participants: the gateway decides). */
+export type SenderRole = "assignee" | "reporter" | "watcher" | "admin" | "none";
+
+/** Who sent a message, as Execute needs it. */
+export interface CommandSender {
+  /** The sender's id, as the gateway knows it. */
+  id: string;
+  /** The sender's role on the task; `"none"` refuses every command. */
+  role: SenderRole;
+}
+
+/** Decides who sent a message; may read the user, headers (`context.state`), or the task. */
+export type SenderResolver = (request: RequestContext) => CommandSender | Promise<CommandSender>;
+
+/**
+ * The default {@link SenderResolver}: an authenticated user (the SDK's `UserBuilder`
+ * said so) is the task's `assignee` and may run every command; anyone else is a
+ * `watcher`, who may read (`/model`, `/effort`, `/status`) but not change the task.
+ */
+export const defaultSender: SenderResolver = ({ context }) => ({
+  id: context.user?.userName ?? "",
+  role: context.user?.isAuthenticated ? "assignee" : "watcher",
+});
+
+const ROLES: Record<SenderRole, ParticipantRole> = {
+  assignee: ParticipantRole.ASSIGNEE,
+  reporter: ParticipantRole.REPORTER,
+  watcher: ParticipantRole.WATCHER,
+  admin: ParticipantRole.ADMIN,
+  none: ParticipantRole.NONE,
+};
+
+/** Options of {@link CommandsExecutor}. */
+export interface CommandsExecutorOptions {
+  /** The sidecar. */
+  client: CommandsClient;
+  /** The store given to `DefaultRequestHandler`: task data and sub-tasks live there. */
+  taskStore: TaskStore;
+  /** Who sent each message (default {@link defaultSender}). */
+  sender?: SenderResolver;
+  /**
+   * The state of a task created by a command (a command that is a task's first
+   * message); default `TASK_STATE_SUBMITTED`: the task exists, nothing has run yet.
+   */
+  newTaskState?: SdkTaskState;
+  /** Called when the sidecar fails or cannot be reached (default: `console.warn`). */
+  onError?: (error: unknown) => void;
+}
+
+/**
+ * The name of a message that looks like a command: exactly one part, text, `/<name>`
+ * then whitespace or the end (the extension's syntax, whether or not the name is
+ * registered). Used when the sidecar cannot answer.
+ */
+export function commandLike(message: SdkMessage): string | undefined {
+  const [part, ...rest] = message.parts;
+  if (rest.length > 0 || part?.content?.$case !== "text") return undefined;
+  return /^\/([a-z][a-z0-9-]*)(?:[\s\x1c-\x1f\x85]|$)/u.exec(part.content.value)?.[1];
+}
+
+/**
+ * Wraps the gateway's `AgentExecutor`: every message goes through the sidecar's
+ * Execute. A command is answered there: its changes are applied to the task in the
+ * store (see `applyChanges`); the Task is published (created, when the command is the
+ * task's first message), then the reply status update, with the task's state unchanged
+ * and the command's metadata on the reply message only. Everything else reaches the
+ * wrapped executor untouched.
+ *
+ * When the sidecar cannot answer, a message that looks like a command ({@link commandLike})
+ * gets the reply `/<name> failed: commands are unavailable` (down, or no answer in time;
+ * `commands could not run` for any other error) with the task's state unchanged, and
+ * never reaches the model; any other message reaches the wrapped executor. Either way
+ * `onError` hears of it.
+ */
+export class CommandsExecutor implements AgentExecutor {
+  readonly #options: CommandsExecutorOptions;
+
+  constructor(
+    readonly inner: AgentExecutor,
+    options: CommandsExecutorOptions,
+  ) {
+    this.#options = options;
+  }
+
+  async execute(request: RequestContext, eventBus: ExecutionEventBus): Promise<void> {
+    const { client, taskStore, sender = defaultSender, onError = warn } = this.#options;
+    const { context, userMessage: message } = request;
+    const task = request.task ?? this.#newTask(request);
+    let reply: SdkStatusUpdate | undefined; // stays undefined for a message for the model
+    try {
+      const who = await sender(request);
+      const response = await client.execute({
+        message: fromSdkMessage(message),
+        task: await buildTaskSnapshot(task, (id) => taskStore.load(id, context)),
+        sender: { id: who.id, role: ROLES[who.role] },
+      });
+      if (response.result.case === "command") {
+        const outcome = response.result.value;
+        if (outcome.outcome === Outcome.OK && outcome.changes) {
+          await applyChanges(task, outcome.changes, { taskStore, context });
+          if (request.task) await taskStore.save(task, context);
+        }
+        reply = toSdkStatusUpdate(outcome.event!);
+      }
+    } catch (error) {
+      onError(error);
+      const name = commandLike(message);
+      const why = toCommandsError(error).unavailable ? "commands are unavailable" : "commands could not run";
+      if (name !== undefined) reply = failure(task, message, `/${name} failed: ${why}`, name);
+    }
+    if (!reply) return this.inner.execute(request, eventBus);
+    if (context.requestedExtensions?.includes(COMMANDS_EXTENSION_URI)) {
+      context.addActivatedExtension(COMMANDS_EXTENSION_URI);
+    }
+    // The SDK wants every answer to start with the Task (a stream must), then the reply.
+    eventBus.publish(AgentEvent.task(task));
+    eventBus.publish(AgentEvent.statusUpdate(reply));
+  }
+
+  cancelTask(taskId: string, eventBus: ExecutionEventBus): Promise<void> {
+    return this.inner.cancelTask(taskId, eventBus);
+  }
+
+  #newTask(request: RequestContext): Task {
+    const task = SdkTaskCodec.fromJSON({
+      id: request.taskId,
+      contextId: request.contextId,
+      status: { state: this.#options.newTaskState ?? "TASK_STATE_SUBMITTED", timestamp: new Date().toISOString() },
+    });
+    task.history = [request.userMessage];
+    return task;
+  }
+}
+
+function warn(error: unknown): void {
+  console.warn(`a2a-commands: Execute failed: ${toCommandsError(error).message}`);
+}
+
+/** The reply to a command the sidecar could not run: the reference's failure form. */
+function failure(task: Task, message: SdkMessage, text: string, name: string): SdkStatusUpdate {
+  return SdkStatusUpdateCodec.fromJSON({
+    taskId: task.id,
+    contextId: task.contextId,
+    status: {
+      state: task.status?.state,
+      timestamp: new Date().toISOString(),
+      message: {
+        messageId: `${message.messageId}:reply`,
+        contextId: task.contextId,
+        taskId: task.id,
+        role: "ROLE_AGENT",
+        parts: [{ text }],
+        metadata: { command: name },
+      },
+    },
+  });
+}
+
+/**
+ * A task's history without its commands: drops every command reply (an agent message
+ * with `metadata.command`, id `<command id>:reply`) and the message it answered. The SDK
+ * keeps both in `Task.history`; use this before handing history to a model.
+ */
+export function withoutCommands(history: readonly SdkMessage[]): SdkMessage[] {
+  const replies = history.filter((m) => typeof m.metadata?.command === "string" && m.messageId.endsWith(":reply"));
+  const hidden = new Set(replies.flatMap((m) => [m.messageId, m.messageId.slice(0, -":reply".length)]));
+  return history.filter((m) => !hidden.has(m.messageId));
+}
+
+/**
+ * Wraps `executor` with slash commands (see {@link CommandsExecutor}).
+ *
+ * @example
+ * ```ts
+ * const executor = withCommands(new MyExecutor(), { client: commands, taskStore });
+ * ```
+ */
+export function withCommands(executor: AgentExecutor, options: CommandsExecutorOptions): CommandsExecutor {
+  return new CommandsExecutor(executor, options);
+}

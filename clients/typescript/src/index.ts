@@ -1,0 +1,20 @@
+/**
+ * a2a-commands for `@a2a-js/sdk` gateways: slash commands (the A2A Commands extension
+ * v1) answered by the a2a-commands sidecar.
+ *
+ * - {@link CommandsClient}: every RPC, with {@link CommandsError} for failures;
+ * - {@link withCommands}: the `AgentExecutor` wrapper;
+ * - {@link keepCardCurrent}: the agent card's extension entry, kept current;
+ * - {@link buildTaskSnapshot}, {@link applyChanges}: the task-data convention
+ *   ({@link TASK_DATA_KEY});
+ * - {@link fromSdkMessage}, {@link toSdkStatusUpdate} and friends: type conversion;
+ * - `pb`: the sidecar's generated protobuf types.
+ *
+ * @packageDocumentation
+ */
+export * from "./client.js";
+export * from "./convert.js";
+export * from "./task-data.js";
+export * from "./card.js";
+export * from "./executor.js";
+export * as pb from "./pb.js";

@@ -1,0 +1,249 @@
+/**
+ * Real parts for the tests: the a2a-commands binary, and an @a2a-js/sdk JSON-RPC gateway
+ * (express) wrapping an echo executor with the kit, driven by the SDK's own client.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { once } from "node:events";
+import { existsSync, mkdtempSync } from "node:fs";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+import express from "express";
+import {
+  AGENT_CARD_PATH,
+  AgentCard,
+  Message,
+  Task,
+  TaskStatusUpdateEvent,
+  type TaskState,
+} from "@a2a-js/sdk";
+import {
+  AgentEvent,
+  DefaultRequestHandler,
+  InMemoryTaskStore,
+  type AgentExecutor,
+  type ExecutionEventBus,
+  type RequestContext,
+} from "@a2a-js/sdk/server";
+import { agentCardHandler, jsonRpcHandler, UserBuilder } from "@a2a-js/sdk/server/express";
+import { ClientFactory, DefaultAgentCardResolver, type Client } from "@a2a-js/sdk/client";
+import {
+  CommandsClient,
+  keepCardCurrent,
+  withCommands,
+  type CommandsCardSync,
+  type SenderResolver,
+} from "a2a-commands";
+
+const ROOT = fileURLToPath(new URL("../../../../", import.meta.url));
+
+/** A running `a2a-commands serve`. */
+export interface Sidecar {
+  address: string;
+  dataDir: string;
+  process: ChildProcess;
+  /** SIGTERM, then the exit code. */
+  stop(): Promise<number | null>;
+}
+
+/**
+ * Starts the real binary (A2A_COMMANDS_BIN, else target/debug/a2a-commands) and waits for
+ * its JSON "serving" line, which carries the bound address. `listen` defaults to
+ * 127.0.0.1:0; a restart passes the address the first run was given by the OS.
+ */
+export async function startSidecar(options: { dataDir?: string; listen?: string; args?: string[] } = {}): Promise<Sidecar> {
+  const binary = process.env.A2A_COMMANDS_BIN || join(ROOT, "target", "debug", "a2a-commands");
+  if (!existsSync(binary)) throw new Error(`${binary} is missing: build it or set A2A_COMMANDS_BIN`);
+  const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), "a2a-commands-ts-"));
+  const child = spawn(
+    binary,
+    [
+      ...["serve", "--listen", options.listen ?? "127.0.0.1:0", "--health-listen", "off"],
+      ...["--log-format", "json", "--data-dir", dataDir, ...(options.args ?? [])],
+    ],
+    { stdio: ["ignore", "ignore", "pipe"] },
+  );
+  const exited = once(child, "exit");
+  const seen: string[] = [];
+  const address = await new Promise<string>((resolve, reject) => {
+    createInterface({ input: child.stderr! }).on("line", (line) => {
+      seen.push(line);
+      try {
+        const event = JSON.parse(line) as { message?: string; addr?: string };
+        if (event.message === "serving" && event.addr) resolve(event.addr);
+      } catch {
+        // not a JSON line
+      }
+    });
+    void exited.then(() => reject(new Error(`a2a-commands exited before serving:\n${seen.join("\n")}`)));
+  });
+  return {
+    address,
+    dataDir,
+    process: child,
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
+      await exited;
+      return child.exitCode;
+    },
+  };
+}
+
+/** The wrapped executor: answers every message it gets with `echo: <text>`, input-required. */
+export class EchoExecutor implements AgentExecutor {
+  /** Texts that reached the "model". */
+  readonly seen: string[] = [];
+
+  async execute(request: RequestContext, eventBus: ExecutionEventBus): Promise<void> {
+    const { taskId, contextId, userMessage } = request;
+    const part = userMessage.parts[0]?.content;
+    const text = part?.$case === "text" ? part.value : "";
+    this.seen.push(text);
+    eventBus.publish(
+      AgentEvent.task(
+        request.task ??
+          Task.fromJSON({ id: taskId, contextId, status: { state: "TASK_STATE_SUBMITTED" }, history: [Message.toJSON(userMessage)] }),
+      ),
+    );
+    eventBus.publish(
+      AgentEvent.statusUpdate(
+        TaskStatusUpdateEvent.fromJSON({
+          taskId,
+          contextId,
+          status: {
+            state: "TASK_STATE_INPUT_REQUIRED",
+            timestamp: new Date().toISOString(),
+            message: { messageId: randomUUID(), taskId, contextId, role: "ROLE_AGENT", parts: [{ text: `echo: ${text}` }] },
+          },
+        }),
+      ),
+    );
+  }
+
+  async cancelTask(): Promise<void> {}
+}
+
+/** Sender from the `x-role` header (a stand-in for the gateway's own participants). */
+export const senderFromHeader: SenderResolver = ({ context }) => {
+  const headers = context.state.get("headers") as Record<string, string | undefined> | undefined;
+  const role = headers?.["x-role"] === "watcher" ? "watcher" : "assignee";
+  return { id: `user-${role}`, role };
+};
+
+/** A running gateway and the SDK client driving it. */
+export interface Gateway {
+  url: string;
+  card: AgentCard;
+  taskStore: InMemoryTaskStore;
+  echo: EchoExecutor;
+  sync: CommandsCardSync;
+  client: Client;
+  commands: CommandsClient;
+  errors: unknown[];
+  /** The card as served now (fetched, not cached). */
+  fetchCard(): Promise<AgentCard>;
+  close(): Promise<void>;
+}
+
+/** Starts an SDK gateway on 127.0.0.1:0 wrapping {@link EchoExecutor} with the kit. */
+export async function startGateway(sidecarAddress: string): Promise<Gateway> {
+  const card = AgentCard.fromJSON({
+    name: "Echo",
+    description: "Echoes what it is told",
+    version: "1.0.0",
+    supportedInterfaces: [{ url: "http://127.0.0.1/", protocolBinding: "JSONRPC", protocolVersion: "1.0" }],
+    capabilities: { streaming: true },
+    defaultInputModes: ["text/plain"],
+    defaultOutputModes: ["text/plain"],
+  });
+  const taskStore = new InMemoryTaskStore();
+  const echo = new EchoExecutor();
+  const errors: unknown[] = [];
+  const commands = new CommandsClient({ address: sidecarAddress, timeoutMs: 10_000 });
+  const sync = keepCardCurrent(card, commands, { onError: (e) => errors.push(e) });
+  await sync.ready;
+  const executor = withCommands(echo, { client: commands, taskStore, sender: senderFromHeader, onError: (e) => errors.push(e) });
+  const requestHandler = new DefaultRequestHandler(card, taskStore, executor);
+
+  const app = express();
+  app.use(`/${AGENT_CARD_PATH}`, agentCardHandler({ agentCardProvider: requestHandler, cache: { maxAge: 0 } }));
+  app.use(jsonRpcHandler({ requestHandler, userBuilder: UserBuilder.noAuthentication }));
+  const server = app.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+  card.supportedInterfaces[0]!.url = url;
+  const client = await new ClientFactory().createFromUrl(url);
+  return {
+    url,
+    card,
+    taskStore,
+    echo,
+    sync,
+    client,
+    commands,
+    errors,
+    fetchCard: () => new DefaultAgentCardResolver().resolve(url),
+    async close() {
+      sync.stop();
+      commands.close();
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+/** What one send produced, the same for streaming and non-streaming sends. */
+export interface Turn {
+  taskId: string;
+  /** The state the answer carried. */
+  state: TaskState | undefined;
+  /** The answer's status message (the reply). */
+  reply: Message;
+  replyText: string;
+  /** Kinds of the events received (`task`, `statusUpdate`...); `["task"]` when not streaming. */
+  kinds: string[];
+  /** The last status update received (streaming only). */
+  statusUpdate: TaskStatusUpdateEvent | undefined;
+  /** The task as the gateway's store has it afterwards (over `tasks/get`). */
+  stored: Task;
+}
+
+/** Sends `text` (to `taskId`, or a new task) through the SDK client. */
+export async function send(
+  gateway: Gateway,
+  text: string,
+  options: { taskId?: string; stream: boolean; role?: "watcher" },
+): Promise<Turn> {
+  const message = Message.fromJSON({ messageId: randomUUID(), role: "ROLE_USER", parts: [{ text }], taskId: options.taskId });
+  const params = { tenant: "", message, configuration: undefined, metadata: undefined };
+  const serviceParameters: Record<string, string> = options.role ? { "x-role": options.role } : {};
+  const call = { serviceParameters };
+  let task: Task | undefined;
+  let statusUpdate: TaskStatusUpdateEvent | undefined;
+  const kinds: string[] = [];
+  if (options.stream) {
+    for await (const event of gateway.client.sendMessageStream(params, call)) {
+      const payload = event.payload;
+      if (!payload) continue;
+      kinds.push(payload.$case);
+      if (payload.$case === "task") task = payload.value;
+      if (payload.$case === "statusUpdate") statusUpdate = payload.value;
+    }
+  } else {
+    const result = await gateway.client.sendMessage(params, call);
+    if (!("id" in result)) throw new Error(`expected a Task, got a Message: ${JSON.stringify(result)}`);
+    task = result;
+    kinds.push("task");
+  }
+  const taskId = statusUpdate?.taskId ?? task?.id;
+  if (!taskId) throw new Error("no task in the answer");
+  const status = statusUpdate?.status ?? task?.status;
+  const reply = status?.message;
+  if (!reply) throw new Error("no reply message");
+  const part = reply.parts[0]?.content;
+  const stored = await gateway.client.getTask({ tenant: "", id: taskId, historyLength: undefined });
+  return { taskId, state: status.state, reply, replyText: part?.$case === "text" ? part.value : "", kinds, statusUpdate, stored };
+}

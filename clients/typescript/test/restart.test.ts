@@ -1,0 +1,83 @@
+/**
+ * The sidecar stopped and restarted under a running gateway: while it is down, a message
+ * that looks like a command gets a failure reply and never reaches the model, and any
+ * other message still does; once it is back, commands work again and the card catches up.
+ */
+import assert from "node:assert/strict";
+import { after, before, test } from "node:test";
+import { TaskState } from "@a2a-js/sdk";
+import { COMMANDS_EXTENSION_URI, CommandsError, readTaskData } from "a2a-commands";
+import { send, startGateway, startSidecar, type Gateway, type Sidecar } from "./harness.js";
+
+let sidecar: Sidecar;
+let gateway: Gateway;
+
+before(async () => {
+  sidecar = await startSidecar();
+  gateway = await startGateway(sidecar.address);
+});
+
+after(async () => {
+  await gateway.close();
+  assert.equal(await sidecar.stop(), 0);
+});
+
+test("the sidecar stopped and restarted mid-run", async (t) => {
+  const taskIds = new Map<boolean, string>();
+  for (const stream of [false, true]) {
+    const turn = await send(gateway, "hello", { stream });
+    taskIds.set(stream, turn.taskId);
+    assert.equal((await send(gateway, "/model", { taskId: turn.taskId, stream })).reply.metadata?.command, "model");
+  }
+
+  assert.equal(await sidecar.stop(), 0);
+
+  for (const stream of [false, true]) {
+    await t.test(`while it is down (${stream ? "streaming" : "non-streaming"})`, async () => {
+      const taskId = taskIds.get(stream)!;
+      const errorsBefore = gateway.errors.length;
+      const command = await send(gateway, "/model gpt-x-mini", { taskId, stream });
+      assert.equal(command.replyText, "/model failed: commands are unavailable");
+      assert.equal(command.reply.metadata?.command, "model");
+      assert.equal(command.state, TaskState.TASK_STATE_INPUT_REQUIRED);
+      assert.equal(command.stored.status?.state, TaskState.TASK_STATE_INPUT_REQUIRED);
+      assert.equal(readTaskData(command.stored).settings, undefined);
+      assert.ok(gateway.errors.length > errorsBefore, "the failure is reported to onError");
+      const error = gateway.errors.at(-1);
+      assert.ok(error instanceof CommandsError && error.unavailable, String(error));
+
+      // Unknown while the registry cannot be asked: still never reaches the model.
+      const unknown = await send(gateway, "/unknown x", { taskId, stream });
+      assert.equal(unknown.replyText, "/unknown failed: commands are unavailable");
+
+      const first = await send(gateway, "/status", { stream });
+      assert.equal(first.replyText, "/status failed: commands are unavailable");
+      assert.equal(first.stored.status?.state, TaskState.TASK_STATE_SUBMITTED);
+
+      const plain = await send(gateway, "still there?", { taskId, stream });
+      assert.equal(plain.replyText, "echo: still there?");
+    });
+  }
+  assert.deepEqual(
+    gateway.echo.seen.filter((text) => text.startsWith("/")),
+    [],
+    "no command-like message reached the echo executor",
+  );
+
+  // Back on the same address, with the same registry.
+  sidecar = await startSidecar({ dataDir: sidecar.dataDir, listen: sidecar.address });
+
+  await t.test("once it is back, commands work and the card catches up", async () => {
+    const { revision } = await gateway.commands.register({ spec: { name: "after-restart", description: "Registered after the restart" } });
+    await gateway.sync.waitForRevision(revision);
+    const card = await gateway.fetchCard();
+    const entry = card.capabilities?.extensions.find((e) => e.uri === COMMANDS_EXTENSION_URI);
+    assert.ok((entry?.params?.commands as { name: string }[]).some((c) => c.name === "after-restart"));
+
+    for (const stream of [false, true]) {
+      const turn = await send(gateway, "/model gpt-x-mini", { taskId: taskIds.get(stream)!, stream });
+      assert.equal(turn.replyText, "Model set to gpt-x-mini.");
+      assert.equal(readTaskData(turn.stored).settings?.model, "gpt-x-mini");
+    }
+  });
+});
