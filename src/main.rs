@@ -99,7 +99,7 @@ fn salvage_to_file(args: &SalvageArgs) -> Result<(), String> {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let args = match cli.command {
-        Command::Serve(args) => args,
+        Command::Serve(args) => *args,
         Command::Salvage(args) => {
             return match salvage_to_file(&args) {
                 Ok(()) => ExitCode::SUCCESS,

@@ -19,10 +19,15 @@ use serde_json::{json, Value};
 use tokio::net::TcpListener;
 use tonic::Code;
 
+/// A call's `authorization` and `traceparent` metadata.
+type SeenMetadata = (Option<String>, Option<String>);
+
 /// A gRPC handler whose behaviour is chosen by the command's arguments.
 #[derive(Default, Clone)]
 struct GrpcHandler {
     seen: Arc<Mutex<Vec<pb::Invocation>>>,
+    /// The `authorization` and `traceparent` metadata of each call.
+    metadata: Arc<Mutex<Vec<SeenMetadata>>>,
 }
 
 fn reply(text: &str) -> pb::HandlerResult {
@@ -40,6 +45,14 @@ impl CommandHandler for GrpcHandler {
         &self,
         request: tonic::Request<pb::Invocation>,
     ) -> Result<tonic::Response<pb::HandlerResult>, tonic::Status> {
+        let text = |name| {
+            request
+                .metadata()
+                .get(name)
+                .map(|v| v.to_str().unwrap().to_owned())
+        };
+        let metadata = (text("authorization"), text("traceparent"));
+        self.metadata.lock().unwrap().push(metadata);
         let invocation = request.into_inner();
         self.seen.lock().unwrap().push(invocation.clone());
         let mut result = reply("done");
@@ -103,10 +116,105 @@ async fn start_grpc_handler() -> (SocketAddr, GrpcHandler) {
     (addr, handler)
 }
 
-/// A JSON-RPC handler over HTTP whose behaviour is chosen by the arguments.
-async fn json_rpc(seen: Arc<Mutex<Vec<Value>>>, body: String) -> (axum::http::StatusCode, String) {
+/// Checks a `command.invoked.in` request the way the reference harness's models read
+/// it: every key present, no other, each of its type. Returns what is wrong.
+fn reference_shape_errors(request: &Value, expected_id: u64) -> Vec<String> {
+    let mut errors = Vec::new();
+    let mut keys = |at: &str, value: &Value, want: &[&str]| {
+        let got: std::collections::BTreeSet<&str> = value
+            .as_object()
+            .map(|o| o.keys().map(String::as_str).collect())
+            .unwrap_or_default();
+        let want: std::collections::BTreeSet<&str> = want.iter().copied().collect();
+        if got != want {
+            errors.push(format!("{at}: keys {got:?}, want {want:?}"));
+        }
+    };
+    keys("request", request, &["jsonrpc", "id", "method", "params"]);
+    keys("params", &request["params"], &["context"]);
+    let c = &request["params"]["context"];
+    keys(
+        "context",
+        c,
+        &[
+            "task_id",
+            "correlation_id",
+            "attempt",
+            "name",
+            "arguments",
+            "sender",
+            "sender_role",
+            "task",
+            "result",
+        ],
+    );
+    keys(
+        "task",
+        &c["task"],
+        &[
+            "id",
+            "name",
+            "state",
+            "sub_state",
+            "settings",
+            "steps_done",
+            "steps_total",
+            "children",
+        ],
+    );
+    keys(
+        "settings",
+        &c["task"]["settings"],
+        &["model", "reasoning_effort"],
+    );
+    for child in c["task"]["children"].as_array().into_iter().flatten() {
+        keys("child", child, &["task_id", "state"]);
+    }
+    let mut check = |what: &str, ok: bool| {
+        if !ok {
+            errors.push(format!("{what} has the wrong type or value"));
+        }
+    };
+    check("id", request["id"] == json!(expected_id));
+    check("method", request["method"] == "command.invoked.in");
+    check("attempt", c["attempt"].is_u64());
+    check("sender", c["sender"].is_string());
+    check(
+        "sender_role",
+        c["sender_role"].is_null()
+            || ["assignee", "reporter", "watcher", "admin"]
+                .contains(&c["sender_role"].as_str().unwrap_or("")),
+    );
+    check("result", c["result"].is_null());
+    check(
+        "steps",
+        c["task"]["steps_done"].is_u64() && c["task"]["steps_total"].is_u64(),
+    );
+    errors
+}
+
+/// A JSON-RPC handler over HTTP, strict like the reference's hook servers, whose
+/// behaviour is chosen by the arguments.
+async fn json_rpc(
+    seen: Arc<Mutex<Vec<Value>>>,
+    headers: axum::http::HeaderMap,
+    body: String,
+) -> (axum::http::StatusCode, String) {
     let request: Value = serde_json::from_str(&body).unwrap();
-    seen.lock().unwrap().push(request.clone());
+    let expected_id = seen.lock().unwrap().len() as u64 + 1;
+    seen.lock()
+        .unwrap()
+        .push(json!({"request": request.clone(), "headers": {
+            "authorization": headers.get("authorization").map(|v| v.to_str().unwrap()),
+            "traceparent": headers.get("traceparent").map(|v| v.to_str().unwrap()),
+        }}));
+    let errors = reference_shape_errors(&request, expected_id);
+    if !errors.is_empty() {
+        return (
+            axum::http::StatusCode::UNPROCESSABLE_ENTITY,
+            format!("{errors:?}"),
+        );
+    }
     let id = request["id"].clone();
     let context = request["params"]["context"].clone();
     let with_result = |result: Value| {
@@ -117,10 +225,37 @@ async fn json_rpc(seen: Arc<Mutex<Vec<Value>>>, body: String) -> (axum::http::St
     let ok = axum::http::StatusCode::OK;
     match context["arguments"].as_str().unwrap() {
         "reply" => (ok, with_result(json!({"reply": "done"}))),
-        "settings" => (ok, with_result(json!({"reply": "switched", "settings": {"model": "gpt-x-mini"}}))),
-        "spawn" => (ok, with_result(json!({"reply": "spawned", "spawn": {"goal": "Write the tests"}}))),
-        "abort" => (ok, json!({"jsonrpc": "2.0", "id": id, "result": {"abort": {"reason": "deploys are frozen"}}}).to_string()),
-        "null" => (ok, json!({"jsonrpc": "2.0", "id": id, "result": null}).to_string()),
+        "bare" => {
+            let mut bare = context.clone();
+            bare["result"] =
+                json!({"reply": "bare done", "settings": {"reasoning_effort": "high"}});
+            (
+                ok,
+                json!({"jsonrpc": "2.0", "id": id, "result": bare}).to_string(),
+            )
+        }
+        "settings" => (
+            ok,
+            with_result(json!({"reply": "switched", "settings": {"model": "gpt-x-mini"}})),
+        ),
+        "spawn" => (
+            ok,
+            with_result(json!({"reply": "spawned", "spawn": {"goal": "Write the tests"}})),
+        ),
+        "abort" => (
+            ok,
+            json!({"jsonrpc": "2.0", "id": id, "result": {"abort": {"reason": "policy"}}})
+                .to_string(),
+        ),
+        "abort-other" => (
+            ok,
+            json!({"jsonrpc": "2.0", "id": id, "result": {"abort": {"reason": "frozen"}}})
+                .to_string(),
+        ),
+        "null" => (
+            ok,
+            json!({"jsonrpc": "2.0", "id": id, "result": null}).to_string(),
+        ),
         "slow" => {
             tokio::time::sleep(Duration::from_secs(60)).await;
             (ok, with_result(json!({"reply": "late"})))
@@ -128,11 +263,25 @@ async fn json_rpc(seen: Arc<Mutex<Vec<Value>>>, body: String) -> (axum::http::St
         "http500" => (axum::http::StatusCode::INTERNAL_SERVER_ERROR, "boom".into()),
         "malformed" => (ok, "{\"jsonrpc\": \"2.0\", \"result\": {".into()),
         "wrong-types" => (ok, with_result(json!({"reply": 42}))),
+        "unknown-key" => (ok, with_result(json!({"reply": "r", "effort": "high"}))),
         "big" => (ok, with_result(json!({"reply": "x".repeat(200_000)}))),
-        "bad-model" => (ok, with_result(json!({"reply": "r", "settings": {"model": "gpt-y"}}))),
-        "bad-effort" => (ok, with_result(json!({"reply": "r", "settings": {"effort": "max"}}))),
-        "rpc-error" => (ok, json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32000, "message": "exploded"}}).to_string()),
-        other => (ok, with_result(json!({"reply": format!("unexpected {other}")}))),
+        "bad-model" => (
+            ok,
+            with_result(json!({"reply": "r", "settings": {"model": "gpt-y"}})),
+        ),
+        "bad-effort" => (
+            ok,
+            with_result(json!({"reply": "r", "settings": {"reasoning_effort": "max"}})),
+        ),
+        "rpc-error" => (
+            ok,
+            json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32000, "message": "exploded"}})
+                .to_string(),
+        ),
+        other => (
+            ok,
+            with_result(json!({"reply": format!("unexpected {other}")})),
+        ),
     }
 }
 
@@ -143,7 +292,9 @@ async fn start_json_rpc_handler() -> (String, Arc<Mutex<Vec<Value>>>) {
     let state = Arc::clone(&seen);
     let app = axum::Router::new().route(
         "/commands",
-        post(move |body: String| json_rpc(Arc::clone(&state), body)),
+        post(move |headers: axum::http::HeaderMap, body: String| {
+            json_rpc(Arc::clone(&state), headers, body)
+        }),
     );
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     (format!("http://{addr}/commands"), seen)
@@ -153,6 +304,7 @@ fn binding(endpoint: Endpoint, timeout_ms: u32) -> pb::HandlerBinding {
     pb::HandlerBinding {
         endpoint: Some(endpoint),
         timeout_ms,
+        ..Default::default()
     }
 }
 
@@ -241,7 +393,7 @@ fn unchanged(outcome: &pb::CommandOutcome) {
 }
 
 /// The checks every kind of handler must pass; `name` is registered to it.
-async fn the_common_cases(client: &mut Client, name: &str) {
+async fn the_common_cases(client: &mut Client, name: &str, refusal: &str) {
     let out = execute(client, &format!("/{name} reply"), Role::Assignee).await;
     assert_eq!((out.outcome(), out.reply.as_str()), (Outcome::Ok, "done"));
     unchanged(&out);
@@ -264,7 +416,7 @@ async fn the_common_cases(client: &mut Client, name: &str) {
     let out = execute(client, &format!("/{name} abort"), Role::Assignee).await;
     assert_eq!(
         (out.outcome(), out.reply.as_str()),
-        (Outcome::Refused, "refused: deploys are frozen")
+        (Outcome::Refused, refusal)
     );
     unchanged(&out);
 
@@ -314,7 +466,7 @@ async fn grpc_handlers_end_to_end() {
     )
     .await
     .unwrap();
-    the_common_cases(&mut client, "deploy").await;
+    the_common_cases(&mut client, "deploy", "refused: deploys are frozen").await;
 
     let out = execute(&mut client, "/deploy none", Role::Assignee).await;
     assert_eq!(
@@ -362,21 +514,33 @@ async fn json_rpc_handlers_end_to_end() {
     )
     .await
     .unwrap();
-    the_common_cases(&mut client, "review").await;
+    the_common_cases(&mut client, "review", "refused: policy").await;
 
     let out = execute(&mut client, "/review null", Role::Assignee).await;
     assert_eq!(
         (out.outcome(), out.reply.as_str()),
         (Outcome::NoHandler, "command /review has no handler")
     );
+    // The context may come back bare, with the reference's `reasoning_effort`.
+    let out = execute(&mut client, "/review bare", Role::Assignee).await;
+    assert_eq!(
+        (out.outcome(), out.reply.as_str()),
+        (Outcome::Ok, "bare done")
+    );
+    let settings = out.changes.clone().unwrap().settings.unwrap();
+    assert_eq!(settings.effort.as_deref(), Some("high"));
     for (args, reason) in [
         ("http500", "handler answered HTTP 500"),
         ("rpc-error", "handler error -32000: exploded"),
+        (
+            "abort-other",
+            "abort reason \"frozen\" is not one of refused, policy, invalid",
+        ),
     ] {
         let out = execute(&mut client, &format!("/review {args}"), Role::Assignee).await;
         assert_eq!(out.reply, format!("/review failed: {reason}"));
     }
-    for args in ["malformed", "wrong-types"] {
+    for args in ["malformed", "wrong-types", "unknown-key"] {
         let out = execute(&mut client, &format!("/review {args}"), Role::Assignee).await;
         assert_eq!(out.outcome(), Outcome::Failed);
         assert!(
@@ -386,19 +550,28 @@ async fn json_rpc_handlers_end_to_end() {
         );
     }
 
-    let request = seen.lock().unwrap()[0].clone();
-    assert_eq!(request["jsonrpc"], "2.0");
-    assert_eq!(request["method"], "command.invoked.in");
-    let context = &request["params"]["context"];
-    assert_eq!(context["task_id"], "t-9");
-    assert_eq!(context["correlation_id"], "m-42");
-    assert_eq!(context["attempt"], 2);
-    assert_eq!(context["command"], "review");
-    assert_eq!(context["sender"], json!({"id": "u-1", "role": "assignee"}));
-    assert_eq!(context["task"]["state"], "WORKING");
+    // Every request had the reference's shape (the handler answers 422 otherwise, and
+    // the replies above would have failed), with ids counting from 1.
+    let seen = seen.lock().unwrap().clone();
+    let ids: Vec<u64> = seen
+        .iter()
+        .map(|s| s["request"]["id"].as_u64().unwrap())
+        .collect();
+    assert_eq!(ids, (1..=ids.len() as u64).collect::<Vec<_>>());
+    let context = &seen[0]["request"]["params"]["context"];
     assert_eq!(
-        context["task"]["sub_tasks"],
-        json!([{"id": "t-9.1", "state": "COMPLETED"}])
+        *context,
+        json!({
+            "task_id": "t-9", "correlation_id": "m-42", "attempt": 2, "name": "review",
+            "arguments": "reply", "sender": "u-1", "sender_role": "assignee",
+            "task": {
+                "id": "t-9", "name": "Ship it", "state": "WORKING", "sub_state": null,
+                "settings": {"model": null, "reasoning_effort": null},
+                "steps_done": 0, "steps_total": 0,
+                "children": [{"task_id": "t-9.1", "state": "COMPLETED"}]
+            },
+            "result": null
+        })
     );
 }
 
@@ -464,8 +637,29 @@ async fn registration_checks_bindings() {
             "handler.json_rpc: must be an http:// or https:// URL",
         ),
         (
-            binding(Endpoint::Grpc("not a url".into()), 0),
+            binding(Endpoint::Grpc("not-a-url".into()), 0),
             "handler.grpc: is not a URL",
+        ),
+        (
+            binding(Endpoint::Grpc("http://127.0.0.1:7000/\tx".into()), 0),
+            "handler.grpc: must not contain whitespace or control characters",
+        ),
+        (
+            binding(
+                Endpoint::Mcp(format!("http://127.0.0.1/{}", "x".repeat(3000))),
+                0,
+            ),
+            "handler.mcp: must be at most 2048 characters (got 3017)",
+        ),
+        (
+            pb::HandlerBinding {
+                headers: vec![pb::HandlerHeader {
+                    name: "authorization".into(),
+                    value_file: "token".into(),
+                }],
+                ..binding(Endpoint::Grpc("http://127.0.0.1:7000".into()), 0)
+            },
+            "handler.headers[0]: headers need the server's --handler-secrets-dir",
         ),
         (
             binding(Endpoint::JsonRpc("http://10.0.0.8/hook".into()), 0),
@@ -483,8 +677,9 @@ async fn registration_checks_bindings() {
             pb::HandlerBinding {
                 endpoint: None,
                 timeout_ms: 0,
+                ..Default::default()
             },
-            "handler: must set grpc or json_rpc",
+            "handler: must set grpc, json_rpc or mcp",
         ),
         (
             binding(
@@ -564,10 +759,8 @@ async fn bindings_survive_restart_and_override_keeps_the_builtins_place() {
         ["model", "effort", "sub-task", "status", "deploy"]
     );
     let listed = list(&mut client).await;
-    // Stored as parsed (normalized): the root path is explicit.
-    let mut stored = grpc;
-    stored.endpoint = Some(Endpoint::Grpc(format!("http://{addr}/")));
-    assert_eq!(listed.commands[1].handler, Some(stored));
+    // Shown as registered.
+    assert_eq!(listed.commands[1].handler, Some(grpc));
     let out = execute(&mut client, "/effort reply", Role::Assignee).await;
     assert_eq!(
         (out.outcome(), out.reply.as_str()),
@@ -741,4 +934,92 @@ async fn execute_logs_its_outcome_and_every_failure_reason() {
         !text.contains("bad-model"),
         "arguments are never logged: {text}"
     );
+}
+
+/// Credentials from files reach gRPC and JSON-RPC handlers (a rotated file at the next
+/// call), ListSpecs shows the header names and files but never a value, and the
+/// caller's trace context is passed on.
+#[tokio::test]
+async fn credentials_from_files_and_trace_context_reach_handlers() {
+    let secrets = tempfile::tempdir().unwrap();
+    std::fs::write(secrets.path().join("token"), "Bearer first\n").unwrap();
+    let dir = secrets.path().to_owned();
+    let server = TestServer::start_with(|s| s.handlers.secrets_dir = Some(dir)).await;
+    let mut client = server.client().await;
+    let (addr, grpc_handler) = start_grpc_handler().await;
+    let (url, seen) = start_json_rpc_handler().await;
+    let with_token = |endpoint| pb::HandlerBinding {
+        headers: vec![pb::HandlerHeader {
+            name: "authorization".into(),
+            value_file: "token".into(),
+        }],
+        ..binding(endpoint, 5_000)
+    };
+    register_with(
+        &mut client,
+        "deploy",
+        with_token(Endpoint::Grpc(format!("http://{addr}"))),
+        false,
+    )
+    .await
+    .unwrap();
+    register_with(
+        &mut client,
+        "review",
+        with_token(Endpoint::JsonRpc(url)),
+        false,
+    )
+    .await
+    .unwrap();
+    let listed = list(&mut client).await;
+    let shown = format!("{:?}", listed.commands);
+    assert!(
+        shown.contains("value_file: \"token\"") && !shown.contains("first"),
+        "{shown}"
+    );
+
+    let parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    let traced = |text: &str| {
+        let mut request = tonic::Request::new(pb::ExecuteRequest {
+            message: Some(text_message("m-1", text)),
+            task: Some(task()),
+            sender: Some(pb::Sender {
+                id: "u-1".into(),
+                role: Role::Assignee.into(),
+            }),
+            ..Default::default()
+        });
+        request
+            .metadata_mut()
+            .insert("traceparent", parent.parse().unwrap());
+        request
+    };
+    client.execute(traced("/deploy reply")).await.unwrap();
+    client.execute(traced("/review reply")).await.unwrap();
+    std::fs::write(secrets.path().join("token"), "Bearer second").unwrap();
+    client.execute(traced("/deploy reply")).await.unwrap();
+    client.execute(traced("/review reply")).await.unwrap();
+
+    let grpc_seen = grpc_handler.metadata.lock().unwrap().clone();
+    let want = |token: &str| (Some(format!("Bearer {token}")), Some(parent.to_owned()));
+    assert_eq!(grpc_seen, [want("first"), want("second")]);
+    let http_seen: Vec<_> = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|s| s["headers"].clone())
+        .collect();
+    assert_eq!(
+        http_seen,
+        [
+            json!({"authorization": "Bearer first", "traceparent": parent}),
+            json!({"authorization": "Bearer second", "traceparent": parent}),
+        ]
+    );
+
+    // A value that cannot be read is a failure, not a call without credentials.
+    std::fs::remove_file(secrets.path().join("token")).unwrap();
+    let out = execute(&mut client, "/review reply", Role::Assignee).await;
+    assert_eq!(out.reply, "/review failed: handler credentials unavailable");
+    assert_eq!(seen.lock().unwrap().len(), 2);
 }

@@ -326,6 +326,7 @@ async fn disabling_builtins_keeps_only_those_replaced_by_a_handler() {
             "http://127.0.0.1:9".into(),
         )),
         timeout_ms: 0,
+        ..Default::default()
     };
     client
         .register(pb::RegisterRequest {

@@ -88,6 +88,7 @@ async fn register_slow(client: &mut Client, url: &str) {
             handler: Some(pb::HandlerBinding {
                 endpoint: Some(pb::handler_binding::Endpoint::Grpc(url.into())),
                 timeout_ms: 30_000,
+                ..Default::default()
             }),
             ..Default::default()
         })

@@ -2,9 +2,11 @@
 
 It runs `/summarize`: replies with a one-line summary of the task it is given. The
 request is a POST whose method is `command.invoked.in` and whose params are
-`{"context": {...}}`; the answer echoes the context with a `result` in it.
+`{"context": {...}}`, as the harness that defined the extension posts it (README,
+"Handlers"); the answer echoes the context with a `result` in it. A hook server written
+for that harness works unchanged.
 
-    python3 examples/jsonrpc-handler/handler.py --port 8080
+    python3 examples/jsonrpc-handler/handler.py --port 7001
 """
 
 import argparse
@@ -16,10 +18,8 @@ MAX_REQUEST_BYTES = 1 << 20
 
 def summarize(context):
     task = context["task"]
-    subs = task.get("sub_tasks") or []
-    plan = task.get("plan")
-    plan_text = f"{plan['steps_done']}/{plan['steps_total']} steps" if plan else "no plan"
-    return f"{task['name'] or task['id']}: {task['state']}, {plan_text}, {len(subs)} sub-task(s)."
+    plan = f"{task['steps_done']}/{task['steps_total']} steps" if task["steps_total"] else "no plan"
+    return f"{task['name'] or task['id']}: {task['state']}, {plan}, {len(task['children'])} sub-task(s)."
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -34,8 +34,8 @@ class Handler(BaseHTTPRequestHandler):
                       "error": {"code": -32601, "message": "method not found"}}
         else:
             context = request["params"]["context"]
-            if context["sender"]["role"] is None:
-                result = {"abort": {"reason": "the sender has no role"}}
+            if context["sender_role"] is None:
+                result = {"abort": {"reason": "refused"}}
             else:
                 result = {"context": dict(context, result={"reply": summarize(context)})}
             answer = {"jsonrpc": "2.0", "id": request.get("id"), "result": result}
@@ -53,7 +53,7 @@ class Handler(BaseHTTPRequestHandler):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8080, help="0 picks a free port")
+    parser.add_argument("--port", type=int, default=7001, help="0 picks a free port")
     args = parser.parse_args()
     server = ThreadingHTTPServer((args.host, args.port), Handler)
     host, port = server.server_address[:2]

@@ -6,17 +6,26 @@ use std::time::Duration;
 
 use tonic::transport::{Channel, ClientTlsConfig, Endpoint};
 
-use crate::bodies::call::{Failure, MAX_ENDPOINTS};
+use crate::bodies::call::{CallHeaders, Failure, MAX_ENDPOINTS};
 use crate::pb::{self, command_handler_client::CommandHandlerClient};
 use crate::rules::body::{HandlerAnswer, HandlerBinding};
 
 /// One lazily connected, shared channel per endpoint.
-#[derive(Default)]
 pub(super) struct GrpcClient {
     channels: Mutex<HashMap<String, Channel>>,
+    /// Extra CA certificates (PEM) for `https://` handlers.
+    ca: Option<Vec<u8>>,
 }
 
 impl GrpcClient {
+    /// Channels that trust `ca` (PEM) beside the system's roots for TLS.
+    pub(super) fn new(ca: Option<Vec<u8>>) -> Self {
+        Self {
+            channels: Mutex::default(),
+            ca,
+        }
+    }
+
     pub(super) fn channel_for(&self, url: &str) -> Result<Channel, Failure> {
         let mut channels = self.channels.lock().expect("not poisoned");
         if let Some(channel) = channels.get(url) {
@@ -27,8 +36,12 @@ impl GrpcClient {
             .connect_timeout(Duration::from_secs(5))
             .tcp_nodelay(true);
         if url.starts_with("https://") {
+            let mut tls = ClientTlsConfig::new().with_native_roots();
+            if let Some(pem) = &self.ca {
+                tls = tls.ca_certificate(tonic::transport::Certificate::from_pem(pem));
+            }
             endpoint = endpoint
-                .tls_config(ClientTlsConfig::new().with_native_roots())
+                .tls_config(tls)
                 .map_err(|e| Failure::new("bad handler TLS settings", e))?;
         }
         // Lazy: connects on first use and reconnects by itself; the channel is shared.
@@ -46,17 +59,26 @@ impl GrpcClient {
         self.channels.lock().expect("not poisoned").len()
     }
 
-    /// Calls `Handle` with `invocation`; answers at most `max_answer_bytes` are read.
+    /// Calls `Handle` with `invocation` and `headers` as metadata; answers of at most
+    /// `max_answer_bytes` are read.
     pub(super) async fn call(
         &self,
         binding: &HandlerBinding,
         invocation: &pb::Invocation,
+        headers: &CallHeaders,
         max_answer_bytes: usize,
     ) -> Result<HandlerAnswer, Failure> {
         let mut client = CommandHandlerClient::new(self.channel_for(&binding.url)?)
             .max_decoding_message_size(max_answer_bytes);
         let mut request = tonic::Request::new(invocation.clone());
         request.set_timeout(binding.timeout());
+        for (name, value) in headers.iter() {
+            let key = tonic::metadata::MetadataKey::from_bytes(name.as_str().as_bytes())
+                .map_err(|e| Failure::new("bad handler header", e))?;
+            let value = tonic::metadata::MetadataValue::try_from(value.as_bytes())
+                .map_err(|e| Failure::new("bad handler header", e))?;
+            request.metadata_mut().insert(key, value);
+        }
         let result = client
             .handle(request)
             .await

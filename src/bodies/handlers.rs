@@ -6,35 +6,72 @@
 //! reason for the reply; the details go to the log.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::Semaphore;
 
-use crate::bodies::call::{Failure, MAX_ENDPOINTS};
+use crate::bodies::call::{CallHeaders, Failure, Trace, MAX_ENDPOINTS};
 use crate::bodies::grpc::GrpcClient;
 use crate::bodies::json_rpc::JsonRpcClient;
+use crate::bodies::mcp::McpClient;
 use crate::pb;
 use crate::rules::body::{HandlerAnswer, HandlerBinding, HandlerKind, HandlerPolicy};
+
+/// What is kept per endpoint URL: its concurrency slots and its call counter (JSON-RPC
+/// ids count per endpoint, as the reference's do).
+struct Endpoint {
+    slots: Semaphore,
+    calls: AtomicU64,
+}
 
 /// The clients that call handlers; one per server, shared by all calls.
 pub struct Handlers {
     policy: HandlerPolicy,
     grpc: GrpcClient,
     json_rpc: JsonRpcClient,
-    slots: Mutex<HashMap<String, Arc<Semaphore>>>,
+    mcp: McpClient,
+    endpoints: Mutex<HashMap<String, Arc<Endpoint>>>,
+}
+
+/// The handlers' clients could not be set up (an unreadable CA file).
+#[derive(Debug, thiserror::Error)]
+#[error("handler CA file {path}: {reason}")]
+pub struct SetupError {
+    /// The file.
+    pub path: String,
+    /// What is wrong.
+    pub reason: String,
 }
 
 impl Handlers {
-    /// Clients under `policy`.
-    pub fn new(policy: HandlerPolicy) -> Self {
+    /// Clients under `policy`; trusts `policy.ca_file`'s certificates beside the
+    /// system's for `https://` handlers.
+    pub fn new(policy: HandlerPolicy) -> Result<Self, SetupError> {
         // rustls needs one process-wide crypto provider; ring is the one we build.
         let _ = rustls::crypto::ring::default_provider().install_default();
-        Self {
+        let ca = match &policy.ca_file {
+            Some(path) => {
+                let fail = |reason: String| SetupError {
+                    path: path.display().to_string(),
+                    reason,
+                };
+                let pem = std::fs::read(path).map_err(|e| fail(e.to_string()))?;
+                if reqwest::Certificate::from_pem_bundle(&pem).map_or(true, |c| c.is_empty()) {
+                    return Err(fail("holds no PEM certificate".into()));
+                }
+                Some(pem)
+            }
+            None => None,
+        };
+        let http = crate::bodies::call::http_client(ca.as_deref());
+        Ok(Self {
             policy,
-            grpc: GrpcClient::default(),
-            json_rpc: JsonRpcClient::new(),
-            slots: Mutex::new(HashMap::new()),
-        }
+            grpc: GrpcClient::new(ca),
+            json_rpc: JsonRpcClient::new(http.clone()),
+            mcp: McpClient::new(http),
+            endpoints: Mutex::new(HashMap::new()),
+        })
     }
 
     /// The policy handlers are held to.
@@ -42,12 +79,13 @@ impl Handlers {
         &self.policy
     }
 
-    /// Calls the handler; never takes longer than the binding's timeout (plus the time
-    /// to notice it), and never fails: failures are answers.
+    /// Calls the handler, passing on `trace`; never takes longer than the binding's
+    /// timeout (plus the time to notice it), and never fails: failures are answers.
     pub async fn invoke(
         &self,
         binding: &HandlerBinding,
         invocation: &pb::Invocation,
+        trace: &Trace,
     ) -> HandlerAnswer {
         let max_answer_bytes = self.policy.max_answer_bytes;
         let call = async {
@@ -58,18 +96,24 @@ impl Handlers {
             if !host_allowed {
                 return Err(Failure::new("handler host not allowed", &binding.url));
             }
-            let slots = self.slots_for(&binding.url);
-            let _slot = slots
+            let headers =
+                CallHeaders::read(self.policy.secrets_dir.as_deref(), &binding.headers, trace)?;
+            let endpoint = self.endpoint(&binding.url);
+            let _slot = endpoint
+                .slots
                 .acquire()
                 .await
                 .map_err(|e| Failure::new("handler busy", e))?;
+            let max = max_answer_bytes;
             match binding.kind {
-                HandlerKind::Grpc => self.grpc.call(binding, invocation, max_answer_bytes).await,
+                HandlerKind::Grpc => self.grpc.call(binding, invocation, &headers, max).await,
                 HandlerKind::JsonRpc => {
+                    let id = endpoint.calls.fetch_add(1, Ordering::Relaxed) + 1;
                     self.json_rpc
-                        .call(binding, invocation, max_answer_bytes)
+                        .call(binding, invocation, id, &headers, max)
                         .await
                 }
+                HandlerKind::Mcp => self.mcp.call(binding, invocation, &headers, max).await,
             }
         };
         let result = match tokio::time::timeout(binding.timeout(), call).await {
@@ -80,6 +124,7 @@ impl Handlers {
             tracing::warn!(
                 command = %invocation.command,
                 handler = %binding.url,
+                trace_id = trace.trace_id(),
                 reason = %failure.reason,
                 detail = %failure.detail,
                 "handler failed"
@@ -88,18 +133,19 @@ impl Handlers {
         })
     }
 
-    fn slots_for(&self, url: &str) -> Arc<Semaphore> {
-        let mut slots = self.slots.lock().expect("not poisoned");
-        if slots.len() >= MAX_ENDPOINTS && !slots.contains_key(url) {
+    fn endpoint(&self, url: &str) -> Arc<Endpoint> {
+        let mut endpoints = self.endpoints.lock().expect("not poisoned");
+        if endpoints.len() >= MAX_ENDPOINTS && !endpoints.contains_key(url) {
             // Forget endpoints with no call in flight (unregistered ones among them);
-            // one in use keeps its slots.
-            slots.retain(|_, s| Arc::strong_count(s) > 1);
+            // one in use keeps its slots and its count.
+            endpoints.retain(|_, e| Arc::strong_count(e) > 1);
         }
-        Arc::clone(
-            slots
-                .entry(url.to_owned())
-                .or_insert_with(|| Arc::new(Semaphore::new(self.policy.max_concurrency))),
-        )
+        Arc::clone(endpoints.entry(url.to_owned()).or_insert_with(|| {
+            Arc::new(Endpoint {
+                slots: Semaphore::new(self.policy.max_concurrency),
+                calls: AtomicU64::new(0),
+            })
+        }))
     }
 }
 
@@ -109,16 +155,16 @@ mod tests {
 
     #[tokio::test]
     async fn idle_endpoints_are_forgotten() {
-        let handlers = Handlers::new(HandlerPolicy::default());
-        let busy = handlers.slots_for("http://busy:1/");
+        let handlers = Handlers::new(HandlerPolicy::default()).unwrap();
+        let busy = handlers.endpoint("http://busy:1/");
         for i in 0..1000 {
-            let _ = handlers.slots_for(&format!("http://h{i}:1/"));
+            let _ = handlers.endpoint(&format!("http://h{i}:1/"));
             assert!(handlers
                 .grpc
                 .channel_for(&format!("http://h{i}:1/"))
                 .is_ok());
         }
-        let slots = handlers.slots.lock().unwrap();
+        let slots = handlers.endpoints.lock().unwrap();
         assert!(slots.len() <= MAX_ENDPOINTS, "{}", slots.len());
         assert!(handlers.grpc.endpoints() <= MAX_ENDPOINTS);
         assert!(

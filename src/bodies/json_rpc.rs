@@ -1,14 +1,11 @@
 //! Handlers that take JSON-RPC 2.0 POSTs over HTTP(S), method `command.invoked.in`.
 
-use std::time::Duration;
-
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::bodies::call::{shorten, Failure};
+use crate::bodies::call::{shorten, CallHeaders, Failure};
 use crate::pb::{self, ParticipantRole};
 use crate::rules::body::{HandlerAnswer, HandlerBinding};
-use crate::rules::event::v03_state;
 use crate::rules::task::state_name;
 
 /// The JSON-RPC method a command invocation is posted as.
@@ -20,44 +17,42 @@ pub(super) struct JsonRpcClient {
 }
 
 impl JsonRpcClient {
-    pub(super) fn new() -> Self {
-        let http = reqwest::Client::builder()
-            .pool_idle_timeout(Duration::from_secs(90))
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .expect("the HTTP client builds");
+    /// Calls handlers with `http`.
+    pub(super) fn new(http: reqwest::Client) -> Self {
         Self { http }
     }
 
-    /// Posts `invocation` as `command.invoked.in`; answers at most `max_answer_bytes`
-    /// are read.
+    /// Posts `invocation` as `command.invoked.in`, the `id`-th call to this endpoint,
+    /// with `headers`; answers of at most `max_answer_bytes` are read.
     pub(super) async fn call(
         &self,
         binding: &HandlerBinding,
         invocation: &pb::Invocation,
+        id: u64,
+        headers: &CallHeaders,
         max_answer_bytes: usize,
     ) -> Result<HandlerAnswer, Failure> {
         let body = json!({
             "jsonrpc": "2.0",
-            "id": invocation.correlation_id,
+            "id": id,
             "method": METHOD,
             "params": {"context": invocation_context(invocation)},
         });
-        let mut response = self
+        let mut request = self
             .http
             .post(&binding.url)
-            .header("content-type", "application/json")
-            .body(body.to_string())
-            .send()
-            .await
-            .map_err(|e| {
-                let reason = if e.is_connect() {
-                    "handler unreachable"
-                } else {
-                    "request failed"
-                };
-                Failure::new(reason, e)
-            })?;
+            .header("content-type", "application/json");
+        for (name, value) in headers.iter() {
+            request = request.header(name, value);
+        }
+        let mut response = request.body(body.to_string()).send().await.map_err(|e| {
+            let reason = if e.is_connect() {
+                "handler unreachable"
+            } else {
+                "request failed"
+            };
+            Failure::new(reason, e)
+        })?;
         let status = response.status();
         if !status.is_success() {
             return Err(Failure::new(
@@ -86,10 +81,11 @@ impl JsonRpcClient {
             }
             bytes.extend_from_slice(&chunk);
         }
-        parse_answer(&bytes)
+        parse_response(&bytes, id)
     }
 }
 
+/// The reference's role names; a sender with no role (or an unspecified one) is `null`.
 fn role_name(role: i32) -> Value {
     match ParticipantRole::try_from(role) {
         Ok(ParticipantRole::Assignee) => "assignee".into(),
@@ -100,35 +96,45 @@ fn role_name(role: i32) -> Value {
     }
 }
 
-/// The JSON-RPC `context` for an invocation.
+/// The context the reference harness sends (its `CommandInvokedIn`, every key present,
+/// no other): the same for JSON-RPC and MCP bodies.
 pub fn invocation_context(invocation: &pb::Invocation) -> Value {
-    let state = |s: i32| pb::TaskState::try_from(s).unwrap_or_default();
+    let state = |s: i32| state_name(pb::TaskState::try_from(s).unwrap_or_default());
     let task = invocation.task.clone().unwrap_or_default();
     let sender = invocation.sender.clone().unwrap_or_default();
     let settings = task.settings.unwrap_or_default();
+    // Empty counts as not chosen, as in the reference.
+    let chosen = |v: Option<String>| v.filter(|v| !v.is_empty());
     let sub_state = match pb::SubState::try_from(task.sub_state).unwrap_or_default() {
         pb::SubState::Unspecified => Value::Null,
         pb::SubState::AwaitingNextMessage => "awaiting-next-message".into(),
         pb::SubState::AwaitingAnswer => "awaiting-answer".into(),
     };
+    let (steps_done, steps_total) = task.plan.map_or((0, 0), |p| (p.steps_done, p.steps_total));
     json!({
         "task_id": invocation.task_id,
         "correlation_id": invocation.correlation_id,
         "attempt": invocation.attempt,
-        "command": invocation.command,
+        "name": invocation.command,
         "arguments": invocation.arguments,
-        "sender": {"id": sender.id, "role": role_name(sender.role)},
+        "sender": sender.id,
+        "sender_role": role_name(sender.role),
         "task": {
             "id": task.id,
-            "context_id": task.context_id,
             "name": task.name,
-            "state": state_name(state(task.state)),
-            "state_v0_3": v03_state(state(task.state)),
+            "state": state(task.state),
             "sub_state": sub_state,
-            "settings": {"model": settings.model, "effort": settings.effort},
-            "plan": task.plan.map(|p| json!({"steps_done": p.steps_done, "steps_total": p.steps_total})),
-            "sub_tasks": task.sub_tasks.iter().map(|s| json!({"id": s.id, "state": state_name(state(s.state))})).collect::<Vec<_>>(),
+            "settings": {
+                "model": chosen(settings.model),
+                "reasoning_effort": chosen(settings.effort),
+            },
+            "steps_done": steps_done,
+            "steps_total": steps_total,
+            "children": task.sub_tasks.iter()
+                .map(|s| json!({"task_id": s.id, "state": state(s.state)}))
+                .collect::<Vec<_>>(),
         },
+        "result": null,
     })
 }
 
@@ -136,6 +142,8 @@ pub fn invocation_context(invocation: &pb::Invocation) -> Value {
 #[derive(Deserialize)]
 struct JsonRpcResponse {
     jsonrpc: String,
+    #[serde(default)]
+    id: Value,
     #[serde(default)]
     result: Option<Value>,
     #[serde(default)]
@@ -155,25 +163,37 @@ struct AbortResult {
 }
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct Abort {
     reason: String,
 }
 
 #[derive(Deserialize)]
-struct ContextResult {
-    context: ContextWithResult,
+#[serde(deny_unknown_fields)]
+struct Wrapped {
+    context: Context,
 }
 
+/// The context as the reference's model reads it back: every key, no other.
 #[derive(Deserialize)]
-struct ContextWithResult {
-    #[serde(default)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)] // Read for their shape: the reference's model requires them.
+struct Context {
+    task_id: String,
+    correlation_id: String,
+    attempt: u64,
+    name: String,
+    arguments: String,
+    sender: String,
+    sender_role: Option<String>,
+    task: serde_json::Map<String, Value>,
     result: Option<CommandResult>,
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct CommandResult {
-    reply: Option<String>,
+    reply: String,
     #[serde(default)]
     settings: Option<Settings>,
     #[serde(default)]
@@ -186,23 +206,25 @@ struct Settings {
     #[serde(default)]
     model: Option<String>,
     #[serde(default)]
-    effort: Option<String>,
+    reasoning_effort: Option<String>,
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Spawn {
-    goal: Option<String>,
+    goal: String,
 }
 
-/// Reads a JSON-RPC answer: `result` null (no answer), `{"abort": ...}`, or
-/// `{"context": {..., "result": {...}}}`; an `error` member is a failure.
-fn parse_answer(bytes: &[u8]) -> Result<HandlerAnswer, Failure> {
+/// The reasons an abort may give, as in the reference.
+const ABORT_REASONS: [&str; 3] = ["refused", "policy", "invalid"];
+
+/// Reads a JSON-RPC response to the call numbered `id`.
+fn parse_response(bytes: &[u8], id: u64) -> Result<HandlerAnswer, Failure> {
     let response: JsonRpcResponse = serde_json::from_slice(bytes).map_err(Failure::malformed)?;
     if response.jsonrpc != "2.0" {
         return Err(Failure::malformed(format!(
             "jsonrpc is {:?}, not \"2.0\"",
-            response.jsonrpc
+            shorten(&response.jsonrpc, 16)
         )));
     }
     if let Some(error) = response.error {
@@ -215,27 +237,63 @@ fn parse_answer(bytes: &[u8]) -> Result<HandlerAnswer, Failure> {
             error.message,
         ));
     }
-    let result = match response.result {
-        None | Some(Value::Null) => return Ok(HandlerAnswer::NoAnswer),
-        Some(result) => result,
-    };
-    if result.get("abort").is_some() {
-        let abort: AbortResult = serde_json::from_value(result).map_err(Failure::malformed)?;
-        return Ok(HandlerAnswer::Abort(abort.abort.reason));
+    if response.id != json!(id) {
+        return Err(Failure::malformed(format!(
+            "the answer's id {} is not the call's ({id})",
+            shorten(&response.id.to_string(), 32)
+        )));
     }
-    let context: ContextResult = serde_json::from_value(result).map_err(Failure::malformed)?;
-    let Some(result) = context.context.result else {
+    parse_result(response.result.unwrap_or(Value::Null))
+}
+
+/// Reads what a body answered (a JSON-RPC `result`, or an MCP tool's context): `null`
+/// (no answer), `{"abort": {"reason"}}`, or the context with `result` filled in,
+/// wrapped as `{"context": ...}` or bare.
+pub(super) fn parse_result(result: Value) -> Result<HandlerAnswer, Failure> {
+    let object = match result {
+        Value::Null => return Ok(HandlerAnswer::NoAnswer),
+        Value::Object(object) => object,
+        other => {
+            return Err(Failure::malformed(format!(
+                "result is {}, not an object or null",
+                shorten(&other.to_string(), 32)
+            )))
+        }
+    };
+    if object.contains_key("abort") {
+        let abort: AbortResult =
+            serde_json::from_value(Value::Object(object)).map_err(Failure::malformed)?;
+        let reason = abort.abort.reason;
+        if !ABORT_REASONS.contains(&reason.as_str()) {
+            return Err(Failure::new(
+                format!(
+                    "abort reason {} is not one of refused, policy, invalid",
+                    shorten(&format!("{reason:?}"), 40)
+                ),
+                reason,
+            ));
+        }
+        return Ok(HandlerAnswer::Abort(reason));
+    }
+    let context = if object.contains_key("context") {
+        let wrapped: Wrapped =
+            serde_json::from_value(Value::Object(object)).map_err(Failure::malformed)?;
+        wrapped.context
+    } else {
+        serde_json::from_value(Value::Object(object)).map_err(Failure::malformed)?
+    };
+    let Some(result) = context.result else {
         return Ok(HandlerAnswer::NoAnswer);
     };
     let settings = result.settings.unwrap_or(Settings {
         model: None,
-        effort: None,
+        reasoning_effort: None,
     });
     Ok(HandlerAnswer::Reply {
-        reply: result.reply.unwrap_or_default(),
+        reply: result.reply,
         model: settings.model,
-        effort: settings.effort,
-        spawn_goal: result.spawn.map(|s| s.goal.unwrap_or_default()),
+        effort: settings.reasoning_effort,
+        spawn_goal: result.spawn.map(|s| s.goal),
     })
 }
 
@@ -244,40 +302,66 @@ mod tests {
     use super::*;
 
     fn answer(text: &str) -> Result<HandlerAnswer, String> {
-        parse_answer(text.as_bytes()).map_err(|f| f.reason)
+        parse_response(text.as_bytes(), 7).map_err(|f| f.reason)
+    }
+
+    fn context(result: &str) -> String {
+        format!(
+            r#"{{"task_id":"t","correlation_id":"m","attempt":1,"name":"n","arguments":"","sender":"u","sender_role":null,"task":{{}},"result":{result}}}"#
+        )
     }
 
     #[test]
-    fn json_rpc_answers() {
+    fn json_rpc_answers_as_the_reference_reads_them() {
         assert_eq!(
-            answer(r#"{"jsonrpc":"2.0","id":"1","result":null}"#),
+            answer(r#"{"jsonrpc":"2.0","id":7,"result":null}"#),
             Ok(HandlerAnswer::NoAnswer)
         );
         assert_eq!(
-            answer(r#"{"jsonrpc":"2.0","id":"1","result":{"abort":{"reason":"no"}}}"#),
-            Ok(HandlerAnswer::Abort("no".into()))
+            answer(r#"{"jsonrpc":"2.0","id":7,"result":{"abort":{"reason":"policy"}}}"#),
+            Ok(HandlerAnswer::Abort("policy".into()))
         );
-        assert_eq!(
-            answer(
-                r#"{"jsonrpc":"2.0","id":"1","result":{"context":{"task_id":"t","result":{"reply":"ok","settings":{"model":"m"},"spawn":{"goal":"g"}}}}}"#
-            ),
-            Ok(HandlerAnswer::Reply {
-                reply: "ok".into(),
-                model: Some("m".into()),
-                effort: None,
-                spawn_goal: Some("g".into())
-            })
+        assert!(
+            answer(r#"{"jsonrpc":"2.0","id":7,"result":{"abort":{"reason":"frozen"}}}"#)
+                .unwrap_err()
+                .starts_with("abort reason \"frozen\" is not one of")
         );
-        assert!(answer(
-            r#"{"jsonrpc":"2.0","id":"1","result":{"context":{"result":{"reply":5}}}}"#
-        )
-        .unwrap_err()
-        .starts_with("malformed answer"));
+        let reply = HandlerAnswer::Reply {
+            reply: "ok".into(),
+            model: Some("m".into()),
+            effort: Some("high".into()),
+            spawn_goal: Some("g".into()),
+        };
+        let full = context(
+            r#"{"reply":"ok","settings":{"model":"m","reasoning_effort":"high"},"spawn":{"goal":"g"}}"#,
+        );
+        let wrapped = format!(r#"{{"jsonrpc":"2.0","id":7,"result":{{"context":{full}}}}}"#);
+        let bare = format!(r#"{{"jsonrpc":"2.0","id":7,"result":{full}}}"#);
+        assert_eq!(answer(&wrapped), Ok(reply.clone()));
+        assert_eq!(answer(&bare), Ok(reply));
+        let none = format!(r#"{{"jsonrpc":"2.0","id":7,"result":{}}}"#, context("null"));
+        assert_eq!(answer(&none), Ok(HandlerAnswer::NoAnswer));
+        // Unknown keys, missing keys and wrong types are malformed, as in the reference.
+        for bad in [
+            context(r#"{"reply":"ok","effort":"high"}"#),
+            context(r#"{"reply":5}"#),
+            context(r#"{}"#).replace(r#""attempt":1,"#, ""),
+            context("null").replace('}', r#","extra":1}"#),
+        ] {
+            let text = format!(r#"{{"jsonrpc":"2.0","id":7,"result":{bad}}}"#);
+            assert!(
+                answer(&text).unwrap_err().starts_with("malformed answer"),
+                "{text}"
+            );
+        }
+        assert!(answer(r#"{"jsonrpc":"2.0","id":8,"result":null}"#)
+            .unwrap_err()
+            .contains("is not the call's (7)"));
         assert!(answer("not json")
             .unwrap_err()
             .starts_with("malformed answer"));
         assert_eq!(
-            answer(r#"{"jsonrpc":"2.0","id":"1","error":{"code":-32601,"message":"nope"}}"#),
+            answer(r#"{"jsonrpc":"2.0","id":7,"error":{"code":-32601,"message":"nope"}}"#),
             Err("handler error -32601: nope".into())
         );
     }

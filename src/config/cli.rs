@@ -23,7 +23,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Serve the gRPC API.
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Write what a data directory still holds as a commands file, without changing the
     /// directory (sled reads a temporary copy): the way back from a damaged store.
     Salvage(SalvageArgs),
@@ -196,6 +196,16 @@ pub struct ServeArgs {
     /// Largest handler answer accepted, in bytes; larger ones are failures.
     #[arg(long, env = "A2A_COMMANDS_HANDLER_MAX_ANSWER_BYTES", default_value_t = 64 * 1024)]
     pub handler_max_answer_bytes: usize,
+
+    /// Directory that handler header values are read from (at each call, so a mounted
+    /// Secret can rotate); bindings name files relative to it. Without it, bindings may
+    /// name no headers.
+    #[arg(long, env = "A2A_COMMANDS_HANDLER_SECRETS_DIR")]
+    pub handler_secrets_dir: Option<PathBuf>,
+
+    /// PEM file of CA certificates trusted for https:// handlers, beside the system's.
+    #[arg(long, env = "A2A_COMMANDS_HANDLER_CA_FILE")]
+    pub handler_ca_file: Option<PathBuf>,
 
     /// Most calls in flight to one handler endpoint; more wait (within their timeout).
     #[arg(long, env = "A2A_COMMANDS_HANDLER_CONCURRENCY", default_value_t = 32)]

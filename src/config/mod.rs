@@ -182,6 +182,8 @@ impl Settings {
             allowed_hosts: non_empty(args.handler_allowed_hosts.clone()),
             max_answer_bytes: args.handler_max_answer_bytes,
             max_concurrency: args.handler_concurrency,
+            secrets_dir: args.handler_secrets_dir.clone(),
+            ca_file: args.handler_ca_file.clone(),
         };
         if handlers.default_timeout_ms == 0 || handlers.default_timeout_ms > handlers.max_timeout_ms
         {

@@ -47,8 +47,19 @@ struct HandlerEntry {
     grpc: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     json_rpc: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    mcp: Option<String>,
     #[serde(default)]
     timeout_ms: u32,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    headers: Vec<HeaderEntry>,
+}
+
+#[derive(Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+struct HeaderEntry {
+    name: String,
+    value_file: String,
 }
 
 /// `commands` as a commands file (pretty JSON), in their order. Built-ins that only come
@@ -64,14 +75,24 @@ pub fn render<'a>(commands: impl IntoIterator<Item = &'a Registered>) -> String 
             handler: match &c.body {
                 Body::Handler { handler } => {
                     let url = Some(handler.url.clone());
-                    let (grpc, json_rpc) = match handler.kind {
-                        HandlerKind::Grpc => (url, None),
-                        HandlerKind::JsonRpc => (None, url),
+                    let (grpc, json_rpc, mcp) = match handler.kind {
+                        HandlerKind::Grpc => (url, None, None),
+                        HandlerKind::JsonRpc => (None, url, None),
+                        HandlerKind::Mcp => (None, None, url),
                     };
                     Some(HandlerEntry {
                         grpc,
                         json_rpc,
+                        mcp,
                         timeout_ms: handler.timeout_ms,
+                        headers: handler
+                            .headers
+                            .iter()
+                            .map(|h| HeaderEntry {
+                                name: h.name.clone(),
+                                value_file: h.value_file.clone(),
+                            })
+                            .collect(),
                     })
                 }
                 Body::Builtin { .. } | Body::None => None,
@@ -112,17 +133,28 @@ pub fn parse(text: &str, policy: &HandlerPolicy) -> Result<FileCommands, String>
             None => Body::None,
             Some(h) => {
                 use pb::handler_binding::Endpoint;
-                let endpoint = match (h.grpc, h.json_rpc) {
-                    (Some(url), None) => Some(Endpoint::Grpc(url)),
-                    (None, Some(url)) => Some(Endpoint::JsonRpc(url)),
-                    (None, None) => None,
-                    (Some(_), Some(_)) => {
-                        return Err(format!("{at}.handler: set grpc or json_rpc, not both"))
+                let endpoint = match (h.grpc, h.json_rpc, h.mcp) {
+                    (Some(url), None, None) => Some(Endpoint::Grpc(url)),
+                    (None, Some(url), None) => Some(Endpoint::JsonRpc(url)),
+                    (None, None, Some(url)) => Some(Endpoint::Mcp(url)),
+                    (None, None, None) => None,
+                    _ => {
+                        return Err(format!(
+                            "{at}.handler: set one of grpc, json_rpc and mcp, not several"
+                        ))
                     }
                 };
                 let binding = pb::HandlerBinding {
                     endpoint,
                     timeout_ms: h.timeout_ms,
+                    headers: h
+                        .headers
+                        .into_iter()
+                        .map(|h| pb::HandlerHeader {
+                            name: h.name,
+                            value_file: h.value_file,
+                        })
+                        .collect(),
                 };
                 let handler = HandlerBinding::parse(&format!("{at}.handler"), &binding, policy)
                     .map_err(|e| e.to_string())?;

@@ -4,6 +4,7 @@
 //! These are the types the registry stores and Execute dispatches on; the clients that
 //! call handlers live in `crate::bodies`, which depends on this module, not the reverse.
 
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -39,6 +40,17 @@ pub enum HandlerKind {
     Grpc,
     /// JSON-RPC 2.0 over HTTP(S), method `command.invoked.in`.
     JsonRpc,
+    /// An MCP server's tool `hooks.command.invoked.in`, over streamable HTTP.
+    Mcp,
+}
+
+/// A header sent with every call to a handler, its value read from a file.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HandlerHeader {
+    /// The header's name (lower case, an HTTP token).
+    pub name: String,
+    /// The value's file, relative to the secrets directory, with no `..`.
+    pub value_file: String,
 }
 
 /// A validated handler binding, persisted with its command.
@@ -46,10 +58,13 @@ pub enum HandlerKind {
 pub struct HandlerBinding {
     /// The protocol.
     pub kind: HandlerKind,
-    /// The endpoint URL (`http` or `https`).
+    /// The endpoint URL (`http` or `https`), as registered.
     pub url: String,
     /// How long Execute waits, in milliseconds (resolved: never 0).
     pub timeout_ms: u32,
+    /// Headers sent with every call.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub headers: Vec<HandlerHeader>,
 }
 
 /// Operator limits on handlers.
@@ -65,6 +80,11 @@ pub struct HandlerPolicy {
     pub max_answer_bytes: usize,
     /// Most calls in flight to one endpoint.
     pub max_concurrency: usize,
+    /// The directory header values are read from; without one, bindings may name no
+    /// headers.
+    pub secrets_dir: Option<PathBuf>,
+    /// Extra CA certificates (PEM) trusted for `https://` handlers, beside the system's.
+    pub ca_file: Option<PathBuf>,
 }
 
 impl Default for HandlerPolicy {
@@ -75,6 +95,8 @@ impl Default for HandlerPolicy {
             allowed_hosts: Vec::new(),
             max_answer_bytes: 64 * 1024,
             max_concurrency: 32,
+            secrets_dir: None,
+            ca_file: None,
         }
     }
 }
@@ -96,6 +118,67 @@ impl HandlerPolicy {
     }
 }
 
+/// Most headers one binding may name.
+pub const MAX_HEADERS: usize = 16;
+
+impl HandlerHeader {
+    /// Checks a header from a request; `field` names it in errors.
+    fn parse(
+        field: &str,
+        header: &pb::HandlerHeader,
+        policy: &HandlerPolicy,
+    ) -> Result<Self, Error> {
+        if policy.secrets_dir.is_none() {
+            return Err(Error::invalid(
+                field,
+                "headers need the server's --handler-secrets-dir (none is set)",
+            ));
+        }
+        let name = &header.name;
+        let token =
+            |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || "!#$%&'*+-.^_`|~".contains(c);
+        if name.is_empty() || name.len() > 64 || !name.chars().all(token) {
+            return Err(Error::invalid(
+                format!("{field}.name"),
+                format!(
+                    "must be a lower-case HTTP header name of at most 64 characters (got {})",
+                    quote_prefix(name)
+                ),
+            ));
+        }
+        if matches!(
+            name.as_str(),
+            "content-type" | "content-length" | "te" | "host" | "traceparent" | "tracestate"
+        ) || name.starts_with("grpc-")
+        {
+            return Err(Error::invalid(
+                format!("{field}.name"),
+                format!("{name:?} is set by the service itself"),
+            ));
+        }
+        let file = &header.value_file;
+        let relative = Path::new(file);
+        let plain = !file.is_empty()
+            && file.len() <= 256
+            && relative
+                .components()
+                .all(|c| matches!(c, std::path::Component::Normal(_)));
+        if !plain {
+            return Err(Error::invalid(
+                format!("{field}.value_file"),
+                format!(
+                    "must be a relative path inside --handler-secrets-dir, without `..` (got {})",
+                    quote_prefix(file)
+                ),
+            ));
+        }
+        Ok(Self {
+            name: name.clone(),
+            value_file: file.clone(),
+        })
+    }
+}
+
 /// The longest handler URL accepted, in characters: far above any real endpoint, and
 /// small enough that errors and listings quoting it stay small.
 pub const MAX_URL_CHARS: usize = 2048;
@@ -112,13 +195,21 @@ impl HandlerBinding {
         let (kind, url, url_field) = match &binding.endpoint {
             Some(E::Grpc(url)) => (HandlerKind::Grpc, url, format!("{field}.grpc")),
             Some(E::JsonRpc(url)) => (HandlerKind::JsonRpc, url, format!("{field}.json_rpc")),
-            None => return Err(Error::invalid(field, "must set grpc or json_rpc")),
+            Some(E::Mcp(url)) => (HandlerKind::Mcp, url, format!("{field}.mcp")),
+            None => return Err(Error::invalid(field, "must set grpc, json_rpc or mcp")),
         };
         let len = url.chars().count();
         if len > MAX_URL_CHARS {
             return Err(Error::invalid(
                 &url_field,
                 format!("must be at most {MAX_URL_CHARS} characters (got {len})"),
+            ));
+        }
+        if let Some(c) = url.chars().find(|c| c.is_whitespace() || c.is_control()) {
+            // The URL is kept as registered, so nothing may hide in it.
+            return Err(Error::invalid(
+                &url_field,
+                format!("must not contain whitespace or control characters (found {c:?})"),
             ));
         }
         let parsed = url::Url::parse(url).map_err(|e| {
@@ -162,12 +253,25 @@ impl HandlerBinding {
             }
             t => t,
         };
+        if binding.headers.len() > MAX_HEADERS {
+            return Err(Error::invalid(
+                format!("{field}.headers"),
+                format!("must name at most {MAX_HEADERS} headers"),
+            ));
+        }
+        let headers = binding
+            .headers
+            .iter()
+            .enumerate()
+            .map(|(i, h)| HandlerHeader::parse(&format!("{field}.headers[{i}]"), h, policy))
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(Self {
             kind,
-            // The parsed form: what was checked is what is called, logged and shown
-            // (the parser drops tabs and line breaks a raw string could smuggle in).
-            url: parsed.to_string(),
+            // As registered (ListSpecs shows what the operator wrote); it has no
+            // whitespace or control characters, so it is what the parser checked.
+            url: url.clone(),
             timeout_ms,
+            headers,
         })
     }
 
@@ -177,10 +281,19 @@ impl HandlerBinding {
         let endpoint = match self.kind {
             HandlerKind::Grpc => E::Grpc(self.url.clone()),
             HandlerKind::JsonRpc => E::JsonRpc(self.url.clone()),
+            HandlerKind::Mcp => E::Mcp(self.url.clone()),
         };
         pb::HandlerBinding {
             endpoint: Some(endpoint),
             timeout_ms: self.timeout_ms,
+            headers: self
+                .headers
+                .iter()
+                .map(|h| pb::HandlerHeader {
+                    name: h.name.clone(),
+                    value_file: h.value_file.clone(),
+                })
+                .collect(),
         }
     }
 

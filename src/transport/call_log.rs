@@ -1,6 +1,6 @@
-//! The one log line per call: method, status code, latency, command name and (for
-//! Execute) the outcome. Message
-//! text and arguments are never logged, since they may carry secrets.
+//! The one log line per call: method, status code, latency, command name and, for
+//! Execute, the outcome and the caller's trace id. Message text and arguments are never
+//! logged, since they may carry secrets.
 
 use std::time::Instant;
 
@@ -16,6 +16,7 @@ pub(crate) fn log_call<T>(
     result: &Result<T, Error>,
     command: &str,
     outcome: &str,
+    trace_id: &str,
 ) {
     let code = result.as_ref().map_or_else(code, |_| Code::Ok);
     tracing::info!(
@@ -24,6 +25,7 @@ pub(crate) fn log_call<T>(
         latency_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
         command,
         outcome,
+        trace_id,
         "call"
     );
 }
@@ -35,6 +37,6 @@ pub(crate) fn logged<T>(
     command: &str,
     result: Result<T, Error>,
 ) -> Result<Response<T>, Status> {
-    log_call(method, started, &result, command, "");
+    log_call(method, started, &result, command, "", "");
     result.map(Response::new).map_err(Status::from)
 }

@@ -231,7 +231,8 @@ pub async fn start(settings: Settings) -> Result<RunningServer, StartError> {
     let api = Arc::new(Api::new(
         Arc::clone(&registry),
         settings.catalogue.clone(),
-        Handlers::new(settings.handlers.clone()),
+        Handlers::new(settings.handlers.clone())
+            .map_err(|e| StartError::Security(e.to_string()))?,
         auth,
         draining.clone(),
     ));

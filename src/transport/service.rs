@@ -13,7 +13,7 @@ use tokio_stream::{Stream, StreamExt};
 use tokio_util::sync::CancellationToken;
 use tonic::{Request, Response, Status};
 
-use crate::bodies::Handlers;
+use crate::bodies::{Handlers, Trace};
 use crate::error::Error;
 use crate::pb::command_service_server::CommandService;
 use crate::pb::{self, Outcome, ParticipantRole};
@@ -143,7 +143,11 @@ impl Api {
         })
     }
 
-    async fn execute(&self, request: &pb::ExecuteRequest) -> Result<pb::ExecuteResponse, Error> {
+    async fn execute(
+        &self,
+        request: &pb::ExecuteRequest,
+        trace: &Trace,
+    ) -> Result<pb::ExecuteResponse, Error> {
         let message = required("message", &request.message)?;
         if message.message_id.is_empty() {
             return Err(Error::invalid("message.message_id", "must not be empty"));
@@ -197,7 +201,7 @@ impl Api {
                     task: request.task.clone(),
                     message: Some(message.clone()),
                 };
-                let answer = self.handlers.invoke(&handler, &invocation).await;
+                let answer = self.handlers.invoke(&handler, &invocation, trace).await;
                 // A failed call was logged with its detail where it failed.
                 let call_failed = matches!(answer, HandlerAnswer::Failed(_));
                 let reply = handler_reply(name, answer, &task, role, &self.catalogue);
@@ -329,7 +333,7 @@ impl CommandService for Api {
             }) => c.name.as_str(),
             _ => "",
         };
-        log_call("Classify", started, &result, command, "");
+        log_call("Classify", started, &result, command, "", "");
         result.map(Response::new).map_err(Status::from)
     }
 
@@ -338,9 +342,19 @@ impl CommandService for Api {
         request: Request<pb::ExecuteRequest>,
     ) -> Result<Response<pb::ExecuteResponse>, Status> {
         let started = Instant::now();
-        let result = Api::execute(self, request.get_ref()).await;
+        let metadata = request.metadata();
+        let header = |name| metadata.get(name).and_then(|v| v.to_str().ok());
+        let trace = Trace::from_headers(header("traceparent"), header("tracestate"));
+        let result = Api::execute(self, request.get_ref(), &trace).await;
         let (command, outcome) = command_of_execute(&result);
-        log_call("Execute", started, &result, command, outcome);
+        log_call(
+            "Execute",
+            started,
+            &result,
+            command,
+            outcome,
+            trace.trace_id(),
+        );
         result.map(Response::new).map_err(Status::from)
     }
 }

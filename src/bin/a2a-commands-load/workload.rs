@@ -110,6 +110,7 @@ pub(crate) async fn prepare(channel: &Channel, count: usize, handler_url: &str) 
             handler: Some(pb::HandlerBinding {
                 endpoint: Some(pb::handler_binding::Endpoint::Grpc(handler_url.into())),
                 timeout_ms: 5_000,
+                ..Default::default()
             }),
             ..Default::default()
         })

@@ -120,14 +120,26 @@ class CommandSpec(_message.Message):
     def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., argument_hint: _Optional[str] = ...) -> None: ...
 
 class HandlerBinding(_message.Message):
-    __slots__ = ("grpc", "json_rpc", "timeout_ms")
+    __slots__ = ("grpc", "json_rpc", "mcp", "timeout_ms", "headers")
     GRPC_FIELD_NUMBER: _ClassVar[int]
     JSON_RPC_FIELD_NUMBER: _ClassVar[int]
+    MCP_FIELD_NUMBER: _ClassVar[int]
     TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    HEADERS_FIELD_NUMBER: _ClassVar[int]
     grpc: str
     json_rpc: str
+    mcp: str
     timeout_ms: int
-    def __init__(self, grpc: _Optional[str] = ..., json_rpc: _Optional[str] = ..., timeout_ms: _Optional[int] = ...) -> None: ...
+    headers: _containers.RepeatedCompositeFieldContainer[HandlerHeader]
+    def __init__(self, grpc: _Optional[str] = ..., json_rpc: _Optional[str] = ..., mcp: _Optional[str] = ..., timeout_ms: _Optional[int] = ..., headers: _Optional[_Iterable[_Union[HandlerHeader, _Mapping]]] = ...) -> None: ...
+
+class HandlerHeader(_message.Message):
+    __slots__ = ("name", "value_file")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FILE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    value_file: str
+    def __init__(self, name: _Optional[str] = ..., value_file: _Optional[str] = ...) -> None: ...
 
 class RegisteredCommand(_message.Message):
     __slots__ = ("spec", "body", "handler", "source")
