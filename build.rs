@@ -18,6 +18,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     tonic_prost_build::configure()
         // prost's codec plus a bound on what a request costs once decoded (src/wire.rs).
         .codec_path("crate::wire::BoundedCodec")
+        // Methods a handler does not implement answer UNIMPLEMENTED (CommandHandler's
+        // Complete is optional), as in grpcio and other gRPC libraries.
+        .generate_default_stubs(true)
         // The descriptor set feeds server reflection, so grpcurl needs no proto files.
         .file_descriptor_set_path(out_dir.join("a2a_commands_descriptor.bin"))
         .compile_protos(&protos, &[PathBuf::from("proto"), well_known])?;

@@ -6,7 +6,7 @@
 //! A request's size is bounded (`--max-message-bytes`), but not what it costs once
 //! decoded: an empty `Part` is two bytes on the wire and over a hundred in memory, so a
 //! 4 MiB Classify of empty parts would take hundreds of MiB. The check walks the wire
-//! format of Classify and Execute requests (messages, parts, metadata `Struct`s and
+//! format of Classify, Execute and Complete requests (messages, parts, metadata `Struct`s and
 //! their values, sub-tasks) and counts every element of a repeated or map field; more
 //! than the limit is RESOURCE_EXHAUSTED, and nothing is allocated for it.
 
@@ -44,6 +44,8 @@ pub enum Shape {
     Classify,
     /// `ExecuteRequest`.
     Execute,
+    /// `CompleteRequest`.
+    Complete,
     /// A2A `Message`.
     Message,
     /// A2A `Part`.
@@ -77,7 +79,7 @@ fn field(shape: Shape, field: u32) -> (Option<Shape>, Count) {
     use Shape::*;
     match (shape, field) {
         (Classify, 1) | (Execute, 1) => (Some(Message), Count::No),
-        (Execute, 2) => (Some(Task), Count::No),
+        (Execute, 2) | (Complete, 2) => (Some(Task), Count::No),
         (Execute, 6) => (None, Count::Packed),
         (Message, 5) => (Some(Part), Count::Each),
         (Message, 6) | (Part, 5) | (Value, 5) => (Some(Struct), Count::No),

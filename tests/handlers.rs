@@ -319,6 +319,7 @@ async fn register_with(
             spec: Some(spec(name, "Runs elsewhere", "<what>")),
             r#override: replace,
             handler: Some(handler),
+            ..Default::default()
         })
         .await
         .map(|r| r.into_inner())
@@ -821,6 +822,7 @@ async fn override_without_a_handler_keeps_the_body() {
         spec: Some(spec(name, description, "[<model>]")),
         r#override: true,
         handler: None,
+        ..Default::default()
     };
     let r = client
         .register(respec("model", "Pick a model"))

@@ -333,6 +333,7 @@ async fn disabling_builtins_keeps_only_those_replaced_by_a_handler() {
             spec: Some(spec("status", "Our status", "")),
             r#override: true,
             handler: Some(handler),
+            ..Default::default()
         })
         .await
         .unwrap();

@@ -72,13 +72,7 @@ impl GrpcClient {
             .max_decoding_message_size(max_answer_bytes);
         let mut request = tonic::Request::new(invocation.clone());
         request.set_timeout(binding.timeout());
-        for (name, value) in headers.iter() {
-            let key = tonic::metadata::MetadataKey::from_bytes(name.as_str().as_bytes())
-                .map_err(|e| Failure::new("bad handler header", e))?;
-            let value = tonic::metadata::MetadataValue::try_from(value.as_bytes())
-                .map_err(|e| Failure::new("bad handler header", e))?;
-            request.metadata_mut().insert(key, value);
-        }
+        with_metadata(&mut request, headers)?;
         let result = client
             .handle(request)
             .await
@@ -97,6 +91,50 @@ impl GrpcClient {
             }
         })
     }
+}
+
+impl GrpcClient {
+    /// Calls `Complete` with `invocation` and `headers` as metadata: the values (with
+    /// their descriptions) and the total the handler gives.
+    pub(super) async fn complete(
+        &self,
+        binding: &HandlerBinding,
+        invocation: &pb::Invocation,
+        headers: &CallHeaders,
+        max_answer_bytes: usize,
+    ) -> Result<(Vec<(String, String)>, usize), Failure> {
+        let mut client = CommandHandlerClient::new(self.channel_for(&binding.url)?)
+            .max_decoding_message_size(max_answer_bytes);
+        let mut request = tonic::Request::new(invocation.clone());
+        request.set_timeout(binding.timeout());
+        with_metadata(&mut request, headers)?;
+        let answer = client
+            .complete(request)
+            .await
+            .map_err(|status| failure(&status, binding, max_answer_bytes))?
+            .into_inner();
+        let total = answer.total as usize;
+        Ok((
+            answer
+                .values
+                .into_iter()
+                .map(|c| (c.value, c.description))
+                .collect(),
+            total,
+        ))
+    }
+}
+
+/// Puts `headers` on `request` as gRPC metadata.
+fn with_metadata<T>(request: &mut tonic::Request<T>, headers: &CallHeaders) -> Result<(), Failure> {
+    for (name, value) in headers.iter() {
+        let key = tonic::metadata::MetadataKey::from_bytes(name.as_str().as_bytes())
+            .map_err(|e| Failure::new("bad handler header", e))?;
+        let value = tonic::metadata::MetadataValue::try_from(value.as_bytes())
+            .map_err(|e| Failure::new("bad handler header", e))?;
+        request.metadata_mut().insert(key, value);
+    }
+    Ok(())
 }
 
 fn failure(status: &tonic::Status, binding: &HandlerBinding, max_answer_bytes: usize) -> Failure {

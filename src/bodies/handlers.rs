@@ -133,6 +133,61 @@ impl Handlers {
         })
     }
 
+    /// Asks the handler for argument suggestions (`invocation.arguments` is what was
+    /// typed): within `timeout`, and any failure (none implemented, an error, a slow or
+    /// malformed answer) is no suggestions, logged at debug. Returns the values and how
+    /// many the handler says there are.
+    pub async fn complete(
+        &self,
+        binding: &HandlerBinding,
+        invocation: &pb::Invocation,
+        trace: &Trace,
+        timeout: std::time::Duration,
+    ) -> (Vec<(String, String)>, usize) {
+        let call = async {
+            let host_allowed = url::Url::parse(&binding.url)
+                .ok()
+                .and_then(|u| u.host_str().map(|h| self.policy.allows_host(h)))
+                .unwrap_or(false);
+            if !host_allowed {
+                return Err(Failure::new("handler host not allowed", &binding.url));
+            }
+            let headers =
+                CallHeaders::read(self.policy.secrets_dir.as_deref(), &binding.headers, trace)?;
+            let endpoint = self.endpoint(&binding.url);
+            let _slot = endpoint
+                .slots
+                .try_acquire()
+                .map_err(|e| Failure::new("handler busy", e))?;
+            let max = self.policy.max_answer_bytes;
+            match binding.kind {
+                HandlerKind::Grpc => self.grpc.complete(binding, invocation, &headers, max).await,
+                HandlerKind::JsonRpc => {
+                    let id = endpoint.calls.fetch_add(1, Ordering::Relaxed) + 1;
+                    self.json_rpc
+                        .complete(binding, invocation, id, &headers, max)
+                        .await
+                }
+                // MCP offers completion for prompts and resources only, not for tools.
+                HandlerKind::Mcp => Ok((Vec::new(), 0)),
+            }
+        };
+        let result = match tokio::time::timeout(timeout.min(binding.timeout()), call).await {
+            Ok(result) => result,
+            Err(_) => Err(Failure::new("timed out", "completion deadline passed")),
+        };
+        result.unwrap_or_else(|failure| {
+            tracing::debug!(
+                command = %invocation.command,
+                handler = %binding.url,
+                reason = %failure.reason,
+                detail = %failure.detail,
+                "handler gave no completions"
+            );
+            (Vec::new(), 0)
+        })
+    }
+
     fn endpoint(&self, url: &str) -> Arc<Endpoint> {
         let mut endpoints = self.endpoints.lock().expect("not poisoned");
         if endpoints.len() >= MAX_ENDPOINTS && !endpoints.contains_key(url) {

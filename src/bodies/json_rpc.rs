@@ -32,10 +32,49 @@ impl JsonRpcClient {
         headers: &CallHeaders,
         max_answer_bytes: usize,
     ) -> Result<HandlerAnswer, Failure> {
+        let result = self
+            .post(binding, METHOD, invocation, id, headers, max_answer_bytes)
+            .await?;
+        parse_result(result)
+    }
+
+    /// Posts `invocation` as `command.completion` (its `arguments` being what was typed
+    /// so far): the values, with descriptions, and the total the handler gives.
+    pub(super) async fn complete(
+        &self,
+        binding: &HandlerBinding,
+        invocation: &pb::Invocation,
+        id: u64,
+        headers: &CallHeaders,
+        max_answer_bytes: usize,
+    ) -> Result<(Vec<(String, String)>, usize), Failure> {
+        let result = self
+            .post(
+                binding,
+                COMPLETION_METHOD,
+                invocation,
+                id,
+                headers,
+                max_answer_bytes,
+            )
+            .await?;
+        parse_completion(result)
+    }
+
+    /// Posts `method` with `invocation`'s context and returns the answer's `result`.
+    async fn post(
+        &self,
+        binding: &HandlerBinding,
+        method: &str,
+        invocation: &pb::Invocation,
+        id: u64,
+        headers: &CallHeaders,
+        max_answer_bytes: usize,
+    ) -> Result<Value, Failure> {
         let body = json!({
             "jsonrpc": "2.0",
             "id": id,
-            "method": METHOD,
+            "method": method,
             "params": {"context": invocation_context(invocation)},
         });
         let mut request = self
@@ -83,6 +122,50 @@ impl JsonRpcClient {
         }
         parse_response(&bytes, id)
     }
+}
+
+/// The JSON-RPC method a completion request is posted as.
+pub const COMPLETION_METHOD: &str = "command.completion";
+
+/// A completion answer: `{"values": [...], "total"?, "has_more"?}`, each value a string
+/// or `{"value", "description"?}`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CompletionResult {
+    values: Vec<CompletionValue>,
+    #[serde(default)]
+    total: Option<u64>,
+    #[serde(default)]
+    #[allow(dead_code)] // Implied by total; accepted as MCP's shape has it.
+    has_more: Option<bool>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum CompletionValue {
+    Plain(String),
+    Described {
+        value: String,
+        #[serde(default)]
+        description: String,
+    },
+}
+
+fn parse_completion(result: Value) -> Result<(Vec<(String, String)>, usize), Failure> {
+    if result.is_null() {
+        return Ok((Vec::new(), 0));
+    }
+    let result: CompletionResult = serde_json::from_value(result).map_err(Failure::malformed)?;
+    let values: Vec<(String, String)> = result
+        .values
+        .into_iter()
+        .map(|v| match v {
+            CompletionValue::Plain(value) => (value, String::new()),
+            CompletionValue::Described { value, description } => (value, description),
+        })
+        .collect();
+    let total = result.total.map_or(values.len(), |t| t as usize);
+    Ok((values, total))
 }
 
 /// The reference's role names; a sender with no role (or an unspecified one) is `null`.
@@ -218,8 +301,8 @@ struct Spawn {
 /// The reasons an abort may give, as in the reference.
 const ABORT_REASONS: [&str; 3] = ["refused", "policy", "invalid"];
 
-/// Reads a JSON-RPC response to the call numbered `id`.
-fn parse_response(bytes: &[u8], id: u64) -> Result<HandlerAnswer, Failure> {
+/// Reads a JSON-RPC response to the call numbered `id`: its `result` (null if absent).
+fn parse_response(bytes: &[u8], id: u64) -> Result<Value, Failure> {
     let response: JsonRpcResponse = serde_json::from_slice(bytes).map_err(Failure::malformed)?;
     if response.jsonrpc != "2.0" {
         return Err(Failure::malformed(format!(
@@ -243,7 +326,7 @@ fn parse_response(bytes: &[u8], id: u64) -> Result<HandlerAnswer, Failure> {
             shorten(&response.id.to_string(), 32)
         )));
     }
-    parse_result(response.result.unwrap_or(Value::Null))
+    Ok(response.result.unwrap_or(Value::Null))
 }
 
 /// Reads what a body answered (a JSON-RPC `result`, or an MCP tool's context): `null`
@@ -302,7 +385,27 @@ mod tests {
     use super::*;
 
     fn answer(text: &str) -> Result<HandlerAnswer, String> {
-        parse_response(text.as_bytes(), 7).map_err(|f| f.reason)
+        parse_response(text.as_bytes(), 7)
+            .and_then(parse_result)
+            .map_err(|f| f.reason)
+    }
+
+    #[test]
+    fn completion_answers() {
+        let values = parse_completion(json!({"values": ["staging", {"value": "prod", "description": "Production"}], "total": 5}))
+            .unwrap_or_else(|f| panic!("{}", f.reason));
+        assert_eq!(
+            values,
+            (
+                vec![
+                    ("staging".into(), String::new()),
+                    ("prod".into(), "Production".into())
+                ],
+                5
+            )
+        );
+        assert_eq!(parse_completion(Value::Null).ok(), Some((Vec::new(), 0)));
+        assert!(parse_completion(json!({"values": [1]})).is_err());
     }
 
     fn context(result: &str) -> String {

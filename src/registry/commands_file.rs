@@ -18,9 +18,10 @@ use crate::error::Error;
 use crate::pb;
 use crate::registry::handle::Registry;
 use crate::registry::snapshot::{Registered, Source};
-use crate::registry::state::Change;
+use crate::registry::state::{Change, Declared};
 use crate::rules::body::{Body, HandlerBinding, HandlerKind, HandlerPolicy};
 use crate::rules::builtins::Builtin;
+use crate::rules::policy::{Access, Role};
 use crate::rules::spec::CommandSpec;
 
 #[derive(Deserialize, Serialize)]
@@ -38,6 +39,12 @@ struct Entry {
     argument_hint: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     handler: Option<HandlerEntry>,
+    /// The roles allowed to run it (`assignee`, `reporter`, `watcher`, `admin`);
+    /// absent: every role.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    roles: Option<Vec<Role>>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    hidden: bool,
 }
 
 #[derive(Deserialize, Serialize)]
@@ -69,6 +76,8 @@ pub fn render<'a>(commands: impl IntoIterator<Item = &'a Registered>) -> String 
         .into_iter()
         .filter(|c| c.source != Source::Builtins)
         .map(|c| Entry {
+            roles: c.access.roles.clone(),
+            hidden: c.access.hidden,
             name: c.spec.name.to_string(),
             description: c.spec.description.clone(),
             argument_hint: c.spec.argument_hint.clone(),
@@ -115,7 +124,7 @@ pub struct FileError {
 }
 
 /// The file's commands, in file order, as the registry takes them.
-pub type FileCommands = Vec<(CommandSpec, Body)>;
+pub type FileCommands = Vec<Declared>;
 
 /// Parses and checks a commands file's text.
 pub fn parse(text: &str, policy: &HandlerPolicy) -> Result<FileCommands, String> {
@@ -161,7 +170,18 @@ pub fn parse(text: &str, policy: &HandlerPolicy) -> Result<FileCommands, String>
                 Body::Handler { handler }
             }
         };
-        commands.push((spec, body));
+        let access = Access {
+            roles: entry
+                .roles
+                .map(|mut roles| {
+                    roles.sort_unstable();
+                    roles.dedup();
+                    roles
+                })
+                .filter(|roles| !roles.is_empty()),
+            hidden: entry.hidden,
+        };
+        commands.push((spec, body, access));
     }
     Ok(commands)
 }

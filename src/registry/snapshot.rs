@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::rules::body::Body;
 use crate::rules::card::Card;
 use crate::rules::parse::Lookup;
+use crate::rules::policy::Access;
 use crate::rules::spec::{CommandName, CommandSpec};
 
 /// Who put a command in the registry.
@@ -36,6 +37,9 @@ pub struct Registered {
     /// Who put it there.
     #[serde(default)]
     pub source: Source,
+    /// Who may run it, and whether the card shows it (absent from older records).
+    #[serde(default, skip_serializing_if = "Access::is_default")]
+    pub access: Access,
 }
 
 impl Registered {
@@ -160,8 +164,10 @@ impl Snapshot {
 
     /// The agent card's extension entry for these commands.
     pub fn card(&self) -> &Card {
-        self.card
-            .get_or_init(|| Card::render(self.commands.iter().map(|c| &c.spec)))
+        self.card.get_or_init(|| {
+            let shown = self.commands.iter().filter(|c| !c.access.hidden);
+            Card::render(shown.map(|c| &c.spec))
+        })
     }
 
     /// A snapshot of `commands` in the order given, that no store holds: for
@@ -174,6 +180,7 @@ impl Snapshot {
                 spec,
                 body,
                 source: Source::Api,
+                access: Access::default(),
             });
         }
         Self::new(0, all)
@@ -183,5 +190,9 @@ impl Snapshot {
 impl Lookup for Snapshot {
     fn body(&self, name: &str) -> Option<&Body> {
         self.commands.get(name).map(|c| &c.body)
+    }
+
+    fn access(&self, name: &str) -> Option<&Access> {
+        self.commands.get(name).map(|c| &c.access)
     }
 }

@@ -9,6 +9,7 @@ use crate::error::Error;
 use crate::registry::snapshot::{Commands, Registered, Snapshot, Source};
 use crate::rules::body::Body;
 use crate::rules::builtins::Builtin;
+use crate::rules::policy::Access;
 use crate::rules::spec::{CommandName, CommandSpec};
 
 /// One write a change makes, in order; the store turns a group's writes into one batch.
@@ -32,6 +33,8 @@ pub enum Change {
         spec: CommandSpec,
         /// What runs it; [`Body::None`] keeps an existing command's body.
         body: Body,
+        /// Who may run it, and whether the card shows it.
+        access: Access,
         /// Replace an existing command of the same name.
         replace: bool,
     },
@@ -50,9 +53,12 @@ pub enum Change {
         builtins: Vec<Builtin>,
         /// The commands file's commands, in file order; `None` when there is no file
         /// (the file's commands, if any, are then left as they are).
-        file: Option<Vec<(CommandSpec, Body)>>,
+        file: Option<Vec<Declared>>,
     },
 }
+
+/// A command as configuration declares it: spec, body and access.
+pub type Declared = (CommandSpec, Body, Access);
 
 /// What a change did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -111,8 +117,9 @@ impl State {
             Change::Register {
                 spec,
                 body,
+                access,
                 replace,
-            } => self.register(spec, body, replace, max, writes)?,
+            } => self.register(spec, body, access, replace, max, writes)?,
             Change::Unregister { name } => {
                 let old = self
                     .commands
@@ -136,6 +143,7 @@ impl State {
         &mut self,
         spec: CommandSpec,
         body: Body,
+        access: Access,
         replace: bool,
         max: usize,
         writes: &mut Writes,
@@ -150,7 +158,7 @@ impl State {
                 } else {
                     body
                 };
-                if old.spec == spec && old.body == body {
+                if old.spec == spec && old.body == body && old.access == access {
                     return Ok(Applied::Unchanged);
                 }
                 if old.source == Source::File {
@@ -173,6 +181,7 @@ impl State {
             spec,
             body,
             source: Source::Api,
+            access,
         };
         self.put(record, writes);
         Ok(applied)
@@ -182,7 +191,7 @@ impl State {
     fn configure(
         &mut self,
         builtins: &[Builtin],
-        file: Option<Vec<(CommandSpec, Body)>>,
+        file: Option<Vec<Declared>>,
         max: usize,
         writes: &mut Writes,
     ) -> Result<Applied, Error> {
@@ -195,7 +204,7 @@ impl State {
         let wanted_names: HashMap<&str, usize> = wanted
             .iter()
             .enumerate()
-            .map(|(i, (spec, _, _))| (spec.name.as_str(), i))
+            .map(|(i, (spec, ..))| (spec.name.as_str(), i))
             .collect();
         // Configuration-owned commands no longer configured, and API replacements of
         // built-ins that are turned off.
@@ -215,7 +224,7 @@ impl State {
         if file_given {
             let added = wanted
                 .iter()
-                .filter(|(spec, _, source)| {
+                .filter(|(spec, _, source, _)| {
                     *source == Source::File && self.commands.get(spec.name.as_str()).is_none()
                 })
                 .count();
@@ -238,7 +247,7 @@ impl State {
         // end) and take those places in a fresh replica's order.
         let mut places: Vec<u64> = wanted
             .iter()
-            .map(|(spec, _, _)| match self.commands.get(spec.name.as_str()) {
+            .map(|(spec, ..)| match self.commands.get(spec.name.as_str()) {
                 Some(existing) => existing.seq,
                 None => self.take_seq(),
             })
@@ -247,11 +256,12 @@ impl State {
         let changed: Vec<Registered> = wanted
             .into_iter()
             .zip(places)
-            .map(|((spec, body, source), seq)| Registered {
+            .map(|((spec, body, source, access), seq)| Registered {
                 seq,
                 spec,
                 body,
                 source,
+                access,
             })
             .filter(|record| before.get(record.spec.name.as_str()).map(|b| &**b) != Some(record))
             .collect();
@@ -279,13 +289,13 @@ impl State {
 /// enabled built-in keeps the built-in body, as an override without a handler does.
 fn configured(
     builtins: &[Builtin],
-    file: Vec<(CommandSpec, Body)>,
+    file: Vec<Declared>,
     held_by_api: impl Fn(&str) -> bool,
-) -> Vec<(CommandSpec, Body, Source)> {
+) -> Vec<(CommandSpec, Body, Source, Access)> {
     let listed: HashMap<CommandName, usize> = file
         .iter()
         .enumerate()
-        .map(|(i, (spec, _))| (spec.name.clone(), i))
+        .map(|(i, (spec, ..))| (spec.name.clone(), i))
         .collect();
     // None marks a place the file's next command takes.
     let mut places: Vec<Option<Builtin>> = builtins
@@ -294,7 +304,7 @@ fn configured(
         .collect();
     let new_file_places = file
         .iter()
-        .filter(|(spec, _)| {
+        .filter(|(spec, ..)| {
             Builtin::from_name(spec.name.as_str()).is_none_or(|b| !builtins.contains(&b))
         })
         .count();
@@ -304,16 +314,21 @@ fn configured(
         .into_iter()
         .filter_map(|place| match place {
             Some(builtin) if held_by_api(builtin.name()) => None,
-            Some(builtin) => Some((builtin.spec(), Body::Builtin { builtin }, Source::Builtins)),
+            Some(builtin) => Some((
+                builtin.spec(),
+                Body::Builtin { builtin },
+                Source::Builtins,
+                Access::default(),
+            )),
             None => {
-                let (spec, body) = file.next().expect("one place per file command");
+                let (spec, body, access) = file.next().expect("one place per file command");
                 let body = match (body, Builtin::from_name(spec.name.as_str())) {
                     (Body::None, Some(builtin)) if builtins.contains(&builtin) => {
                         Body::Builtin { builtin }
                     }
                     (body, _) => body,
                 };
-                Some((spec, body, Source::File))
+                Some((spec, body, Source::File, access))
             }
         })
         .collect()
@@ -332,6 +347,7 @@ mod tests {
         let change = Change::Register {
             spec: s,
             body: Body::None,
+            access: Access::default(),
             replace,
         };
         state.apply(change, 3, &mut Writes::new())
@@ -340,7 +356,7 @@ mod tests {
     fn reconcile(state: &mut State, names: &[&str]) -> ChangeResult {
         let commands = names
             .iter()
-            .map(|n| (spec(n, "from file"), Body::None))
+            .map(|n| (spec(n, "from file"), Body::None, Access::default()))
             .collect();
         state.apply(
             Change::Configure {
@@ -367,6 +383,7 @@ mod tests {
         let late = Change::Register {
             spec: spec("late", "1"),
             body: Body::None,
+            access: Access::default(),
             replace: false,
         };
         s.apply(late, 10, &mut Writes::new()).unwrap();
@@ -478,9 +495,15 @@ mod tests {
             ]
         }
 
-        fn file(v: &[(usize, u8)]) -> Vec<(CommandSpec, Body)> {
+        fn file(v: &[(usize, u8)]) -> Vec<Declared> {
             v.iter()
-                .map(|&(i, d)| (spec(POOL[i], &format!("file {d}")), Body::None))
+                .map(|&(i, d)| {
+                    let access = Access {
+                        hidden: d == 1,
+                        ..Access::default()
+                    };
+                    (spec(POOL[i], &format!("file {d}")), Body::None, access)
+                })
                 .collect()
         }
 
@@ -502,12 +525,12 @@ mod tests {
         }
 
         /// The configuration-owned commands, in order, without their places.
-        fn configured_part(state: &State) -> Vec<(CommandSpec, Body, Source)> {
+        fn configured_part(state: &State) -> Vec<(CommandSpec, Body, Source, Access)> {
             state
                 .commands
                 .iter()
                 .filter(|c| c.source != Source::Api)
-                .map(|c| (c.spec.clone(), c.body.clone(), c.source))
+                .map(|c| (c.spec.clone(), c.body.clone(), c.source, c.access.clone()))
                 .collect()
         }
 
@@ -554,6 +577,7 @@ mod tests {
                             let change = Change::Register {
                                 spec: spec(POOL[i], &format!("api {d}")),
                                 body: Body::None,
+                                access: Access::default(),
                                 replace: true,
                             };
                             let _ = s.apply(change, 100, &mut Writes::new());
@@ -578,7 +602,7 @@ mod tests {
                     .collect();
                 let want: Vec<_> = configured_part(&fresh)
                     .into_iter()
-                    .filter(|(spec, _, _)| !api_held.contains(&spec.name.as_str()))
+                    .filter(|(spec, ..)| !api_held.contains(&spec.name.as_str()))
                     .collect();
                 prop_assert_eq!(configured_part(&s), want);
                 // No name the last file lists is left to the API.

@@ -51,8 +51,9 @@ pub enum Execution<'m> {
 
 /// Runs `message` against the registered `commands` for `task`, sent by someone with
 /// `role`. Pure: the same inputs give the same result. The role rules run first, by
-/// the command's name, whatever its body. A command from a sender whose role is
-/// unspecified is an error (the gateway forgot it); an ordinary message needs no role.
+/// the command's name, whatever its body, then the command's own allowed roles. A
+/// command from a sender whose role is unspecified is an error (the gateway forgot it);
+/// an ordinary message needs no role.
 pub fn execute<'m>(
     message: &'m pb::Message,
     task: &Task<'_>,
@@ -70,7 +71,9 @@ pub fn execute<'m>(
             arguments,
         } => (name, body, arguments),
     };
-    let reply = match refuse_by_role(role, name, arguments)? {
+    let refusal = refuse_by_role(role, name, arguments)?
+        .or_else(|| commands.access(name).and_then(|a| a.refuse(role, name)));
+    let reply = match refusal {
         Some(refusal) => refusal,
         None => match body {
             Body::Builtin { builtin } => builtin.run(task, arguments, catalogue),

@@ -9,6 +9,7 @@
 pub mod body;
 pub mod builtins;
 pub mod card;
+pub mod complete;
 pub mod event;
 pub mod execute;
 pub mod parse;

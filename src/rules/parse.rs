@@ -11,6 +11,7 @@
 
 use crate::pb::{self, part::Content, OrdinaryReason};
 use crate::rules::body::Body;
+use crate::rules::policy::Access;
 use crate::rules::spec::is_name_byte;
 use crate::rules::text::is_py_whitespace;
 
@@ -19,11 +20,21 @@ use crate::rules::text::is_py_whitespace;
 pub trait Lookup {
     /// The body of the command registered as `name`, if there is one.
     fn body(&self, name: &str) -> Option<&Body>;
+
+    /// Who may run the command registered as `name` (every role, if not said).
+    fn access(&self, name: &str) -> Option<&Access> {
+        let _ = name;
+        None
+    }
 }
 
 impl<T: Lookup + ?Sized> Lookup for std::sync::Arc<T> {
     fn body(&self, name: &str) -> Option<&Body> {
         (**self).body(name)
+    }
+
+    fn access(&self, name: &str) -> Option<&Access> {
+        (**self).access(name)
     }
 }
 

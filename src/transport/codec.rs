@@ -1,5 +1,5 @@
 //! Which shape each generated type is walked as by the codec's element check
-//! ([`crate::wire`]): Classify and Execute requests are walked; everything else is
+//! ([`crate::wire`]): Classify, Execute and Complete requests are walked; everything else is
 //! bounded by other rules (specs and names) or is an answer the caller receives.
 
 use crate::pb;
@@ -12,12 +12,13 @@ macro_rules! scanned {
 }
 scanned!(Classify: pb::ClassifyRequest);
 scanned!(Execute: pb::ExecuteRequest);
+scanned!(Complete: pb::CompleteRequest);
 // Bounded by the rules on specs and names, or answers we receive from handlers and the
 // service (a client's own concern).
 scanned!(Opaque:
     pb::RegisterRequest, pb::UnregisterRequest, pb::ListSpecsRequest, pb::WatchSpecsRequest,
     pb::Invocation, pb::RegisterResponse, pb::UnregisterResponse, pb::ListSpecsResponse,
-    pb::ClassifyResponse, pb::ExecuteResponse, pb::HandlerResult,
+    pb::ClassifyResponse, pb::ExecuteResponse, pb::HandlerResult, pb::CompleteResponse,
 );
 
 #[cfg(test)]

@@ -58,6 +58,14 @@ pub fn list_response(snapshot: &Snapshot, with_struct: bool) -> pb::ListSpecsRes
                 Source::File => pb::CommandSource::File,
             }
             .into(),
+            allowed_roles: c
+                .access
+                .roles
+                .iter()
+                .flatten()
+                .map(|r| r.to_proto().into())
+                .collect(),
+            hidden: c.access.hidden,
         })
         .collect();
     pb::ListSpecsResponse {

@@ -20,9 +20,11 @@ use crate::pb::{self, Outcome, ParticipantRole};
 use crate::registry::{Applied, Change, Registry};
 use crate::rules::body::{Body, HandlerAnswer, HandlerBinding};
 use crate::rules::builtins::Catalogue;
+use crate::rules::complete::{self, ArgumentSource, Completions, Target};
 use crate::rules::event::Forms;
 use crate::rules::execute::{execute, handler_reply, reply_event, Execution};
 use crate::rules::parse::{classify, Classification};
+use crate::rules::policy::Access;
 use crate::rules::spec::{CommandName, CommandSpec};
 use crate::rules::task::Task;
 use crate::transport::auth::AdminAuth;
@@ -96,9 +98,11 @@ impl Api {
                 handler: HandlerBinding::parse("handler", binding, self.handlers.policy())?,
             },
         };
+        let access = Access::parse("allowed_roles", &request.allowed_roles, request.hidden)?;
         let change = Change::Register {
             spec,
             body,
+            access,
             replace: request.r#override,
         };
         let (applied, revision) = self.registry.apply(change).await?;
@@ -141,6 +145,99 @@ impl Api {
             result: Some(result),
             revision: snapshot.revision(),
         })
+    }
+
+    async fn complete(
+        &self,
+        request: &pb::CompleteRequest,
+        trace: &Trace,
+    ) -> Result<pb::CompleteResponse, Error> {
+        let limit = complete::limit(request.limit);
+        let snapshot = self.registry.snapshot();
+        let revision = snapshot.revision();
+        let target = complete::target(&request.text, &snapshot);
+        if target == Target::Nothing {
+            return Ok(completion_response(Completions::default(), "", revision));
+        }
+        let role = request
+            .sender
+            .as_ref()
+            .and_then(|s| ParticipantRole::try_from(s.role).ok())
+            .unwrap_or(ParticipantRole::Unspecified);
+        if role == ParticipantRole::Unspecified {
+            return Err(Error::invalid(
+                "sender.role",
+                "must be set to complete a command (PARTICIPANT_ROLE_NONE for a sender \
+                 with no role on the task)",
+            ));
+        }
+        let (name, head, argument) = match target {
+            Target::Name { prefix } => {
+                let commands = snapshot
+                    .commands()
+                    .map(|c| (c.spec.name.as_str(), c.spec.description.as_str(), &c.access));
+                let names = complete::names(prefix, role, commands, limit);
+                return Ok(completion_response(names, "", revision));
+            }
+            Target::Argument {
+                name,
+                head,
+                argument,
+            } => (name, head, argument),
+            Target::Nothing => unreachable!("returned above"),
+        };
+        let Some(command) = snapshot.get(name) else {
+            return Ok(completion_response(Completions::default(), "", revision));
+        };
+        if !complete::offered(role, name, Some(&command.access)) {
+            return Ok(completion_response(Completions::default(), name, revision));
+        }
+        let suggestions = match complete::argument_source(&command.body) {
+            ArgumentSource::Builtin(builtin) => {
+                complete::builtin_values(builtin, name, head, argument, role, &self.catalogue)
+            }
+            ArgumentSource::None => Vec::new(),
+            ArgumentSource::Handler(binding) => {
+                let binding = binding.clone();
+                // The task is optional here; one that is sent must be well formed.
+                if let Some(task) = &request.task {
+                    Task::from_proto(task)?;
+                }
+                let task = request.task.clone().unwrap_or_default();
+                drop(snapshot);
+                let invocation = pb::Invocation {
+                    task_id: task.id.clone(),
+                    correlation_id: String::new(),
+                    attempt: 1,
+                    command: name.to_owned(),
+                    arguments: argument.to_owned(),
+                    sender: request.sender.clone(),
+                    task: Some(task),
+                    message: None,
+                };
+                let timeout = std::time::Duration::from_millis(complete::HANDLER_TIMEOUT_MS);
+                let (values, total) = self
+                    .handlers
+                    .complete(&binding, &invocation, trace, timeout)
+                    .await;
+                let all: Vec<_> = values
+                    .into_iter()
+                    .map(|(value, description)| complete::Suggestion {
+                        text: format!("{head}{value}"),
+                        value,
+                        description,
+                    })
+                    .collect();
+                let completions = Completions::cut(all, total, limit);
+                return Ok(completion_response(completions, name, revision));
+            }
+        };
+        let total = suggestions.len();
+        Ok(completion_response(
+            Completions::cut(suggestions, total, limit),
+            name,
+            revision,
+        ))
     }
 
     async fn execute(
@@ -233,6 +330,29 @@ impl Api {
     }
 }
 
+/// A Complete answer.
+fn completion_response(
+    completions: Completions,
+    command: &str,
+    revision: u64,
+) -> pb::CompleteResponse {
+    pb::CompleteResponse {
+        total: u32::try_from(completions.total).unwrap_or(u32::MAX),
+        has_more: completions.has_more,
+        values: completions
+            .values
+            .into_iter()
+            .map(|s| pb::Completion {
+                value: s.value,
+                text: s.text,
+                description: s.description,
+            })
+            .collect(),
+        command: command.to_owned(),
+        revision,
+    }
+}
+
 /// The command and outcome of an Execute answer, for its log line.
 fn command_of_execute(response: &Result<pb::ExecuteResponse, Error>) -> (&str, &'static str) {
     match response {
@@ -295,12 +415,10 @@ impl CommandService for Api {
         logged("ListSpecs", started, "", Ok(response))
     }
 
-    type WatchSpecsStream = WatchStream;
-
     async fn watch_specs(
         &self,
         request: Request<pb::WatchSpecsRequest>,
-    ) -> Result<Response<Self::WatchSpecsStream>, Status> {
+    ) -> Result<Response<WatchStream>, Status> {
         let started = Instant::now();
         let with_struct = request.get_ref().include_card_extension;
         // A watch channel holds only the latest snapshot: a slow reader skips ahead and
@@ -317,6 +435,20 @@ impl CommandService for Api {
             "",
             Ok(Box::pin(updates) as WatchStream),
         )
+    }
+
+    async fn complete(
+        &self,
+        request: Request<pb::CompleteRequest>,
+    ) -> Result<Response<pb::CompleteResponse>, Status> {
+        let started = Instant::now();
+        let metadata = request.metadata();
+        let header = |name| metadata.get(name).and_then(|v| v.to_str().ok());
+        let trace = Trace::from_headers(header("traceparent"), header("tracestate"));
+        let result = Api::complete(self, request.get_ref(), &trace).await;
+        let command = result.as_ref().map_or("", |r| r.command.as_str());
+        log_call("Complete", started, &result, command, "", trace.trace_id());
+        result.map(Response::new).map_err(Status::from)
     }
 
     async fn classify(

@@ -102,6 +102,7 @@ pub async fn register(
             spec: Some(spec),
             r#override: replace,
             handler: None,
+            ..Default::default()
         })
         .await
         .map(|r| r.into_inner())

@@ -142,26 +142,34 @@ class HandlerHeader(_message.Message):
     def __init__(self, name: _Optional[str] = ..., value_file: _Optional[str] = ...) -> None: ...
 
 class RegisteredCommand(_message.Message):
-    __slots__ = ("spec", "body", "handler", "source")
+    __slots__ = ("spec", "body", "handler", "source", "allowed_roles", "hidden")
     SPEC_FIELD_NUMBER: _ClassVar[int]
     BODY_FIELD_NUMBER: _ClassVar[int]
     HANDLER_FIELD_NUMBER: _ClassVar[int]
     SOURCE_FIELD_NUMBER: _ClassVar[int]
+    ALLOWED_ROLES_FIELD_NUMBER: _ClassVar[int]
+    HIDDEN_FIELD_NUMBER: _ClassVar[int]
     spec: CommandSpec
     body: CommandBody
     handler: HandlerBinding
     source: CommandSource
-    def __init__(self, spec: _Optional[_Union[CommandSpec, _Mapping]] = ..., body: _Optional[_Union[CommandBody, str]] = ..., handler: _Optional[_Union[HandlerBinding, _Mapping]] = ..., source: _Optional[_Union[CommandSource, str]] = ...) -> None: ...
+    allowed_roles: _containers.RepeatedScalarFieldContainer[ParticipantRole]
+    hidden: bool
+    def __init__(self, spec: _Optional[_Union[CommandSpec, _Mapping]] = ..., body: _Optional[_Union[CommandBody, str]] = ..., handler: _Optional[_Union[HandlerBinding, _Mapping]] = ..., source: _Optional[_Union[CommandSource, str]] = ..., allowed_roles: _Optional[_Iterable[_Union[ParticipantRole, str]]] = ..., hidden: _Optional[bool] = ...) -> None: ...
 
 class RegisterRequest(_message.Message):
-    __slots__ = ("spec", "override", "handler")
+    __slots__ = ("spec", "override", "handler", "allowed_roles", "hidden")
     SPEC_FIELD_NUMBER: _ClassVar[int]
     OVERRIDE_FIELD_NUMBER: _ClassVar[int]
     HANDLER_FIELD_NUMBER: _ClassVar[int]
+    ALLOWED_ROLES_FIELD_NUMBER: _ClassVar[int]
+    HIDDEN_FIELD_NUMBER: _ClassVar[int]
     spec: CommandSpec
     override: bool
     handler: HandlerBinding
-    def __init__(self, spec: _Optional[_Union[CommandSpec, _Mapping]] = ..., override: _Optional[bool] = ..., handler: _Optional[_Union[HandlerBinding, _Mapping]] = ...) -> None: ...
+    allowed_roles: _containers.RepeatedScalarFieldContainer[ParticipantRole]
+    hidden: bool
+    def __init__(self, spec: _Optional[_Union[CommandSpec, _Mapping]] = ..., override: _Optional[bool] = ..., handler: _Optional[_Union[HandlerBinding, _Mapping]] = ..., allowed_roles: _Optional[_Iterable[_Union[ParticipantRole, str]]] = ..., hidden: _Optional[bool] = ...) -> None: ...
 
 class RegisterResponse(_message.Message):
     __slots__ = ("outcome", "revision")
@@ -408,3 +416,39 @@ class HandlerAbort(_message.Message):
     REASON_FIELD_NUMBER: _ClassVar[int]
     reason: str
     def __init__(self, reason: _Optional[str] = ...) -> None: ...
+
+class CompleteRequest(_message.Message):
+    __slots__ = ("text", "task", "sender", "limit")
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    TASK_FIELD_NUMBER: _ClassVar[int]
+    SENDER_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    text: str
+    task: TaskSnapshot
+    sender: Sender
+    limit: int
+    def __init__(self, text: _Optional[str] = ..., task: _Optional[_Union[TaskSnapshot, _Mapping]] = ..., sender: _Optional[_Union[Sender, _Mapping]] = ..., limit: _Optional[int] = ...) -> None: ...
+
+class Completion(_message.Message):
+    __slots__ = ("value", "text", "description")
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    value: str
+    text: str
+    description: str
+    def __init__(self, value: _Optional[str] = ..., text: _Optional[str] = ..., description: _Optional[str] = ...) -> None: ...
+
+class CompleteResponse(_message.Message):
+    __slots__ = ("values", "total", "has_more", "command", "revision")
+    VALUES_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_FIELD_NUMBER: _ClassVar[int]
+    HAS_MORE_FIELD_NUMBER: _ClassVar[int]
+    COMMAND_FIELD_NUMBER: _ClassVar[int]
+    REVISION_FIELD_NUMBER: _ClassVar[int]
+    values: _containers.RepeatedCompositeFieldContainer[Completion]
+    total: int
+    has_more: bool
+    command: str
+    revision: int
+    def __init__(self, values: _Optional[_Iterable[_Union[Completion, _Mapping]]] = ..., total: _Optional[int] = ..., has_more: _Optional[bool] = ..., command: _Optional[str] = ..., revision: _Optional[int] = ...) -> None: ...

@@ -65,6 +65,11 @@ class CommandServiceStub:
                 request_serializer=a2a_dot_commands_dot_v1_dot_commands__pb2.ExecuteRequest.SerializeToString,
                 response_deserializer=a2a_dot_commands_dot_v1_dot_commands__pb2.ExecuteResponse.FromString,
                 _registered_method=True)
+        self.Complete = channel.unary_unary(
+                '/a2a.commands.v1.CommandService/Complete',
+                request_serializer=a2a_dot_commands_dot_v1_dot_commands__pb2.CompleteRequest.SerializeToString,
+                response_deserializer=a2a_dot_commands_dot_v1_dot_commands__pb2.CompleteResponse.FromString,
+                _registered_method=True)
 
 
 class CommandServiceServicer:
@@ -126,6 +131,18 @@ class CommandServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Complete(self, request, context):
+        """Suggests completions for what a user has typed so far (`/mo`, `/model g`, `/deploy
+        st`): command names by prefix (hidden ones and those the sender may not run left
+        out), the built-ins' own values (`/model`: the selectable models; `/effort`: the
+        accepted efforts), and for handler commands what the handler suggests (within a
+        short timeout; a handler that fails or does not answer gives no suggestions, never
+        an error). Modelled on MCP's `completion/complete`. Errors: INVALID_ARGUMENT.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_CommandServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -158,6 +175,11 @@ def add_CommandServiceServicer_to_server(servicer, server):
                     servicer.Execute,
                     request_deserializer=a2a_dot_commands_dot_v1_dot_commands__pb2.ExecuteRequest.FromString,
                     response_serializer=a2a_dot_commands_dot_v1_dot_commands__pb2.ExecuteResponse.SerializeToString,
+            ),
+            'Complete': grpc.unary_unary_rpc_method_handler(
+                    servicer.Complete,
+                    request_deserializer=a2a_dot_commands_dot_v1_dot_commands__pb2.CompleteRequest.FromString,
+                    response_serializer=a2a_dot_commands_dot_v1_dot_commands__pb2.CompleteResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -333,6 +355,33 @@ class CommandService:
             metadata,
             _registered_method=True)
 
+    @staticmethod
+    def Complete(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/a2a.commands.v1.CommandService/Complete',
+            a2a_dot_commands_dot_v1_dot_commands__pb2.CompleteRequest.SerializeToString,
+            a2a_dot_commands_dot_v1_dot_commands__pb2.CompleteResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
 
 class CommandHandlerStub:
     """Implemented by the services that run command bodies (see HandlerBinding.grpc).
@@ -350,6 +399,11 @@ class CommandHandlerStub:
                 request_serializer=a2a_dot_commands_dot_v1_dot_commands__pb2.Invocation.SerializeToString,
                 response_deserializer=a2a_dot_commands_dot_v1_dot_commands__pb2.HandlerResult.FromString,
                 _registered_method=True)
+        self.Complete = channel.unary_unary(
+                '/a2a.commands.v1.CommandHandler/Complete',
+                request_serializer=a2a_dot_commands_dot_v1_dot_commands__pb2.Invocation.SerializeToString,
+                response_deserializer=a2a_dot_commands_dot_v1_dot_commands__pb2.CompleteResponse.FromString,
+                _registered_method=True)
 
 
 class CommandHandlerServicer:
@@ -366,6 +420,15 @@ class CommandHandlerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Complete(self, request, context):
+        """Suggests values for the argument typed so far (`Invocation.arguments`, with
+        `correlation_id` empty and `message` unset). Optional: a handler that does not
+        implement it (UNIMPLEMENTED), fails or is slow gives no suggestions.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_CommandHandlerServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -373,6 +436,11 @@ def add_CommandHandlerServicer_to_server(servicer, server):
                     servicer.Handle,
                     request_deserializer=a2a_dot_commands_dot_v1_dot_commands__pb2.Invocation.FromString,
                     response_serializer=a2a_dot_commands_dot_v1_dot_commands__pb2.HandlerResult.SerializeToString,
+            ),
+            'Complete': grpc.unary_unary_rpc_method_handler(
+                    servicer.Complete,
+                    request_deserializer=a2a_dot_commands_dot_v1_dot_commands__pb2.Invocation.FromString,
+                    response_serializer=a2a_dot_commands_dot_v1_dot_commands__pb2.CompleteResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -404,6 +472,33 @@ class CommandHandler:
             '/a2a.commands.v1.CommandHandler/Handle',
             a2a_dot_commands_dot_v1_dot_commands__pb2.Invocation.SerializeToString,
             a2a_dot_commands_dot_v1_dot_commands__pb2.HandlerResult.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Complete(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/a2a.commands.v1.CommandHandler/Complete',
+            a2a_dot_commands_dot_v1_dot_commands__pb2.Invocation.SerializeToString,
+            a2a_dot_commands_dot_v1_dot_commands__pb2.CompleteResponse.FromString,
             options,
             channel_credentials,
             insecure,

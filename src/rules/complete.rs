@@ -1,0 +1,279 @@
+//! Argument completion, as pure functions: what the text typed so far asks to complete
+//! (a command name, or a registered command's argument), and the suggestions the
+//! service makes itself (names by prefix; `/model`'s selectable models, `/effort`'s
+//! accepted efforts). Handler commands' suggestions come from their handler; the
+//! transport calls it and cuts the answer with [`Completions::cut`].
+
+use crate::pb::ParticipantRole;
+use crate::rules::body::Body;
+use crate::rules::builtins::{Builtin, Catalogue};
+use crate::rules::parse::Lookup;
+use crate::rules::policy::{changes_task, Access};
+use crate::rules::spec::is_name_byte;
+use crate::rules::task::EFFORTS;
+use crate::rules::text::is_py_whitespace;
+
+/// The default most suggestions, and the most a request may ask for.
+pub const DEFAULT_LIMIT: usize = 10;
+/// See [`DEFAULT_LIMIT`].
+pub const MAX_LIMIT: usize = 100;
+/// The longest a handler may take to suggest values: completion runs as the user types.
+pub const HANDLER_TIMEOUT_MS: u64 = 500;
+
+/// What the typed text asks to complete.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Target<'t> {
+    /// A command name starting with `prefix`.
+    Name {
+        /// What was typed after `/`.
+        prefix: &'t str,
+    },
+    /// The argument of the registered command `name`.
+    Argument {
+        /// The command.
+        name: &'t str,
+        /// The text before the argument (`/name` and the whitespace after it).
+        head: &'t str,
+        /// The argument typed so far (leading whitespace dropped, as the parse rule
+        /// does).
+        argument: &'t str,
+    },
+    /// Nothing to complete (not command syntax, or a name that is not registered).
+    Nothing,
+}
+
+/// What `text` asks to complete, against the registered `commands`.
+pub fn target<'t>(text: &'t str, commands: &impl Lookup) -> Target<'t> {
+    let Some(rest) = text.strip_prefix('/') else {
+        return Target::Nothing;
+    };
+    let name_len = rest.bytes().take_while(|&b| is_name_byte(b)).count();
+    let (name, after) = rest.split_at(name_len);
+    if after.is_empty() {
+        // Still typing the name (an empty prefix lists every name).
+        let valid = name.is_empty() || name.as_bytes()[0].is_ascii_lowercase();
+        return if valid {
+            Target::Name { prefix: name }
+        } else {
+            Target::Nothing
+        };
+    }
+    if !after.starts_with(is_py_whitespace) || commands.body(name).is_none() {
+        return Target::Nothing;
+    }
+    let argument = after.trim_start_matches(is_py_whitespace);
+    Target::Argument {
+        name,
+        head: &text[..text.len() - argument.len()],
+        argument,
+    }
+}
+
+/// One suggestion (see `CompleteResponse` in the proto).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Suggestion {
+    /// The completed word.
+    pub value: String,
+    /// The whole text with it applied.
+    pub text: String,
+    /// A short description; may be empty.
+    pub description: String,
+}
+
+/// Suggestions cut to a limit, with how many there were.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Completions {
+    /// At most the limit, best first.
+    pub values: Vec<Suggestion>,
+    /// How many there were in all.
+    pub total: usize,
+    /// More than `values` holds.
+    pub has_more: bool,
+}
+
+impl Completions {
+    /// `all` cut to `limit`; `total` is at least their count (a handler may know of
+    /// more than it sent).
+    pub fn cut(mut all: Vec<Suggestion>, total: usize, limit: usize) -> Self {
+        let total = total.max(all.len());
+        all.truncate(limit);
+        Self {
+            has_more: total > all.len(),
+            values: all,
+            total,
+        }
+    }
+}
+
+/// The limit a request asks for: 0 means the default; at most [`MAX_LIMIT`].
+pub fn limit(requested: u32) -> usize {
+    match requested as usize {
+        0 => DEFAULT_LIMIT,
+        n => n.min(MAX_LIMIT),
+    }
+}
+
+/// Whether a sender of `role` is offered the command `name` at all: not hidden, and
+/// allowed both by the reference's role rules and by its own access.
+pub fn offered(role: ParticipantRole, name: &str, access: Option<&Access>) -> bool {
+    let access = access.cloned().unwrap_or_default();
+    !access.hidden && role != ParticipantRole::None && access.allows(role) && !name.is_empty()
+}
+
+/// Command names starting with `prefix`, in registration order, that `role` is
+/// offered; `commands` gives each name with its description and access.
+pub fn names<'a>(
+    prefix: &str,
+    role: ParticipantRole,
+    commands: impl Iterator<Item = (&'a str, &'a str, &'a Access)>,
+    limit: usize,
+) -> Completions {
+    let all: Vec<Suggestion> = commands
+        .filter(|(name, _, access)| name.starts_with(prefix) && offered(role, name, Some(access)))
+        .map(|(name, description, _)| Suggestion {
+            value: name.to_owned(),
+            text: format!("/{name} "),
+            description: description.to_owned(),
+        })
+        .collect();
+    let total = all.len();
+    Completions::cut(all, total, limit)
+}
+
+/// The values a built-in suggests for `argument` (by prefix), or none: `/model` the
+/// selectable models, `/effort` the accepted efforts, the others nothing. A sender the
+/// reference would refuse a change (a watcher) is offered none.
+pub fn builtin_values(
+    builtin: Builtin,
+    name: &str,
+    head: &str,
+    argument: &str,
+    role: ParticipantRole,
+    catalogue: &Catalogue,
+) -> Vec<Suggestion> {
+    if role == ParticipantRole::Watcher && changes_task(name, "x") {
+        return Vec::new();
+    }
+    let values: Vec<&str> = match builtin {
+        Builtin::Model => catalogue.models.iter().map(String::as_str).collect(),
+        Builtin::Effort => EFFORTS.to_vec(),
+        Builtin::SubTask | Builtin::Status => Vec::new(),
+    };
+    values
+        .into_iter()
+        .filter(|v| v.starts_with(argument))
+        .map(|value| Suggestion {
+            value: value.to_owned(),
+            text: format!("{head}{value}"),
+            description: String::new(),
+        })
+        .collect()
+}
+
+/// How a registered command's argument is completed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ArgumentSource<'a> {
+    /// By the service (a built-in's values).
+    Builtin(Builtin),
+    /// By the command's handler.
+    Handler(&'a crate::rules::body::HandlerBinding),
+    /// Not at all.
+    None,
+}
+
+/// Where `body`'s argument suggestions come from.
+pub fn argument_source(body: &Body) -> ArgumentSource<'_> {
+    match body {
+        Body::Builtin { builtin } => ArgumentSource::Builtin(*builtin),
+        Body::Handler { handler } => ArgumentSource::Handler(handler),
+        Body::None => ArgumentSource::None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::policy::Role;
+
+    struct Names;
+    impl Lookup for Names {
+        fn body(&self, name: &str) -> Option<&Body> {
+            (name == "model").then_some(&Body::None)
+        }
+    }
+
+    #[test]
+    fn targets() {
+        assert_eq!(target("/mo", &Names), Target::Name { prefix: "mo" });
+        assert_eq!(target("/", &Names), Target::Name { prefix: "" });
+        assert_eq!(
+            target("/model  g", &Names),
+            Target::Argument {
+                name: "model",
+                head: "/model  ",
+                argument: "g"
+            }
+        );
+        assert_eq!(
+            target("/model\u{3000}", &Names),
+            Target::Argument {
+                name: "model",
+                head: "/model\u{3000}",
+                argument: ""
+            }
+        );
+        for nothing in ["model", " /mo", "/Mo", "/9", "/nope x", "/model!"] {
+            assert_eq!(target(nothing, &Names), Target::Nothing, "{nothing}");
+        }
+    }
+
+    #[test]
+    fn names_leave_out_hidden_and_disallowed() {
+        let open = Access::default();
+        let hidden = Access {
+            hidden: true,
+            ..Access::default()
+        };
+        let admins = Access {
+            roles: Some(vec![Role::Admin]),
+            hidden: false,
+        };
+        let commands = [
+            ("model", "Model", &open),
+            ("mole", "Secret", &hidden),
+            ("modify", "Admins", &admins),
+            ("status", "Status", &open),
+        ];
+        let got = names("mo", ParticipantRole::Assignee, commands.into_iter(), 10);
+        assert_eq!(got.values.len(), 1);
+        assert_eq!(got.values[0].text, "/model ");
+        let got = names("mo", ParticipantRole::Admin, commands.into_iter(), 1);
+        assert_eq!((got.values.len(), got.total, got.has_more), (1, 2, true));
+        assert_eq!(
+            names("", ParticipantRole::None, commands.into_iter(), 10).total,
+            0
+        );
+    }
+
+    #[test]
+    fn builtin_values_by_prefix() {
+        let catalogue = Catalogue {
+            default_model: "gpt-x".into(),
+            models: vec!["gpt-x".into(), "gpt-x-mini".into(), "other".into()],
+            default_effort: None,
+        };
+        let role = ParticipantRole::Reporter;
+        let models = builtin_values(Builtin::Model, "model", "/model ", "gpt", role, &catalogue);
+        let texts: Vec<&str> = models.iter().map(|s| s.text.as_str()).collect();
+        assert_eq!(texts, ["/model gpt-x", "/model gpt-x-mini"]);
+        let efforts = builtin_values(Builtin::Effort, "effort", "/effort ", "", role, &catalogue);
+        assert_eq!(efforts.len(), 3);
+        let watcher = ParticipantRole::Watcher;
+        assert!(
+            builtin_values(Builtin::Model, "model", "/model ", "", watcher, &catalogue).is_empty()
+        );
+        assert!(
+            builtin_values(Builtin::Status, "status", "/status ", "", role, &catalogue).is_empty()
+        );
+    }
+}
