@@ -25,5 +25,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .file_descriptor_set_path(out_dir.join("a2a_commands_descriptor.bin"))
         .compile_protos(&protos, &[PathBuf::from("proto"), well_known])?;
     println!("cargo:rerun-if-changed=proto");
+
+    // `--version` names the commit built from, when there is a git checkout.
+    let commit = std::process::Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "unknown".to_owned());
+    println!("cargo:rustc-env=A2A_COMMANDS_COMMIT={commit}");
+    println!("cargo:rerun-if-changed=.git/HEAD");
+    println!("cargo:rerun-if-changed=.git/refs/heads");
     Ok(())
 }

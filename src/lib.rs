@@ -2,19 +2,22 @@
 //!
 //! The modules are layers, and every import points down (`tests/layers.rs` checks it):
 //!
-//! 1. [`pb`] (the generated protobuf types), [`wire`] (their codec) and [`error`]:
-//!    shared by all.
+//! 1. [`pb`] (the generated protobuf types), [`wire`] (their codec), [`error`] and
+//!    [`metrics`]: shared by all.
 //! 2. [`rules`]: the extension's rules, pure, no I/O.
 //! 3. [`registry`] (the ordered, durable state) and [`bodies`] (handler clients).
 //! 4. [`config`]: flags, environment and files resolved into settings.
 //! 5. [`transport`]: the gRPC service, routes, auth, TLS and server wiring.
+//! 6. [`ctl`]: the admin CLI (a client of the API), beside the server binary.
 //!
 //! See `ARCHITECTURE.md` for the map and the invariants.
 #![warn(missing_docs)]
 
 pub mod bodies;
 pub mod config;
+pub mod ctl;
 pub mod error;
+pub mod metrics;
 pub mod registry;
 pub mod rules;
 pub mod transport;

@@ -82,7 +82,7 @@ fn salvage_to_file(args: &SalvageArgs) -> Result<(), String> {
     for problem in &salvaged.problems {
         eprintln!("a2a-commands: skipped: {problem}");
     }
-    let text = commands_file::render(&salvaged.commands);
+    let text = commands_file::render_registered(&salvaged.commands);
     match &args.output {
         Some(path) => std::fs::write(path, text)
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?,
@@ -100,6 +100,19 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let args = match cli.command {
         Command::Serve(args) => *args,
+        Command::Ctl(args) => {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("tokio runtime");
+            return match runtime.block_on(a2a_commands::ctl::run(*args)) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(message) => {
+                    eprintln!("a2a-commands ctl: {message}");
+                    ExitCode::FAILURE
+                }
+            };
+        }
         Command::Salvage(args) => {
             return match salvage_to_file(&args) {
                 Ok(()) => ExitCode::SUCCESS,

@@ -10,14 +10,29 @@ use std::path::Path;
 const ALLOWED: &[(&str, &[&str])] = &[
     ("error", &[]),
     ("wire", &[]),
+    ("metrics", &[]),
     ("rules", &["pb", "error"]),
-    ("registry", &["rules", "pb", "error"]),
-    ("bodies", &["rules", "pb", "error"]),
+    ("registry", &["rules", "pb", "metrics", "error"]),
+    ("bodies", &["rules", "pb", "metrics", "error"]),
     ("config", &["registry", "bodies", "rules", "pb", "error"]),
     (
         "transport",
         &[
-            "config", "registry", "bodies", "rules", "pb", "wire", "error",
+            "config", "registry", "bodies", "rules", "pb", "wire", "metrics", "error",
+        ],
+    ),
+    (
+        "ctl",
+        &[
+            "transport",
+            "config",
+            "registry",
+            "bodies",
+            "rules",
+            "pb",
+            "wire",
+            "metrics",
+            "error",
         ],
     ),
 ];

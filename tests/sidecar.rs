@@ -160,11 +160,23 @@ async fn health_listener_serves_health_only() {
             ),
         ),
     };
-    let err = reflection
+    // Reflection there describes health alone (so grpcurl works on the probe port).
+    let mut answers = reflection
         .server_reflection_info(tokio_stream::iter([request]))
         .await
-        .unwrap_err();
-    assert_eq!(err.code(), Code::Unimplemented);
+        .unwrap()
+        .into_inner();
+    let answer = answers.message().await.unwrap().unwrap();
+    let Some(
+        tonic_reflection::pb::v1::server_reflection_response::MessageResponse::ListServicesResponse(
+            list,
+        ),
+    ) = answer.message_response
+    else {
+        panic!("{answer:?}")
+    };
+    let names: Vec<&str> = list.service.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["grpc.health.v1.Health"]);
 }
 
 #[tokio::test]

@@ -15,6 +15,7 @@ use crate::bodies::call::{CallHeaders, Failure, Trace, MAX_ENDPOINTS};
 use crate::bodies::grpc::GrpcClient;
 use crate::bodies::json_rpc::JsonRpcClient;
 use crate::bodies::mcp::McpClient;
+use crate::metrics::{metrics, HandlerLabels, TransportLabels};
 use crate::pb;
 use crate::rules::body::{HandlerAnswer, HandlerBinding, HandlerKind, HandlerPolicy};
 
@@ -116,10 +117,33 @@ impl Handlers {
                 HandlerKind::Mcp => self.mcp.call(binding, invocation, &headers, max).await,
             }
         };
+        let started = std::time::Instant::now();
         let result = match tokio::time::timeout(binding.timeout(), call).await {
             Ok(result) => result,
             Err(_) => Err(Failure::timed_out(binding, "deadline passed")),
         };
+        let transport = match binding.kind {
+            HandlerKind::Grpc => "grpc",
+            HandlerKind::JsonRpc => "json_rpc",
+            HandlerKind::Mcp => "mcp",
+        };
+        let m = metrics();
+        m.handler_seconds
+            .get_or_create(&TransportLabels { transport })
+            .observe(started.elapsed().as_secs_f64());
+        let outcome = match &result {
+            Ok(HandlerAnswer::Reply { .. }) => "reply",
+            Ok(HandlerAnswer::Abort(_)) => "abort",
+            Ok(HandlerAnswer::NoAnswer) => "no_answer",
+            Ok(HandlerAnswer::Failed(_)) | Err(_) => "failed",
+        };
+        m.handler_calls
+            .get_or_create(&HandlerLabels {
+                command: invocation.command.clone(),
+                transport,
+                result: outcome,
+            })
+            .inc();
         result.unwrap_or_else(|failure| {
             tracing::warn!(
                 command = %invocation.command,

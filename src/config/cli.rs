@@ -10,7 +10,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 #[derive(Debug, Parser)]
 #[command(
     name = "a2a-commands",
-    version,
+    version = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("A2A_COMMANDS_COMMIT"), ")"),
     about = "The A2A Commands extension v1 as a gRPC service"
 )]
 pub struct Cli {
@@ -27,6 +27,130 @@ pub enum Command {
     /// Write what a data directory still holds as a commands file, without changing the
     /// directory (sled reads a temporary copy): the way back from a damaged store.
     Salvage(SalvageArgs),
+    /// Manage a running server over gRPC: list, register, unregister, watch, export,
+    /// import; and check a commands file offline.
+    Ctl(Box<CtlArgs>),
+}
+
+/// `ctl`'s connection flags and verb.
+#[derive(Clone, Debug, Args)]
+pub struct CtlArgs {
+    /// The server's API: `http://host:port`, or `https://` for TLS.
+    #[arg(
+        long,
+        env = "A2A_COMMANDS_ADDR",
+        default_value = "http://127.0.0.1:50051",
+        global = true
+    )]
+    pub addr: String,
+    /// File holding the admin token, for register, unregister and import (the server's
+    /// own variable, so it works as is inside the sidecar's container).
+    #[arg(long, env = "A2A_COMMANDS_ADMIN_TOKEN_FILE", global = true)]
+    pub token_file: Option<PathBuf>,
+    /// The admin token itself, when no token file is given.
+    #[arg(
+        long,
+        env = "A2A_COMMANDS_ADMIN_TOKEN",
+        hide_env_values = true,
+        global = true
+    )]
+    pub token: Option<String>,
+    /// PEM CA certificate(s) that signed the server's certificate (https:// only).
+    #[arg(long, global = true)]
+    pub tls_ca: Option<PathBuf>,
+    /// PEM client certificate, for a server that requires mTLS (with --tls-key).
+    #[arg(long, global = true)]
+    pub tls_cert: Option<PathBuf>,
+    /// PEM client key (with --tls-cert).
+    #[arg(long, global = true)]
+    pub tls_key: Option<PathBuf>,
+    /// What to do.
+    #[command(subcommand)]
+    pub verb: CtlVerb,
+}
+
+/// `ctl`'s verbs.
+#[derive(Clone, Debug, Subcommand)]
+pub enum CtlVerb {
+    /// The registry as a table (or JSON).
+    List {
+        /// ListSpecs' answer as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Register one command from flags, or every command of a commands file.
+    Register(RegisterArgs),
+    /// Remove commands.
+    Unregister {
+        /// The names.
+        #[arg(required = true)]
+        names: Vec<String>,
+    },
+    /// Print the registry's revision and commands after every change, until stopped.
+    Watch {
+        /// Each state as ListSpecs JSON, one per line.
+        #[arg(long)]
+        json: bool,
+    },
+    /// The registry as a commands file (built-ins that only come from configuration left
+    /// out), for a backup or to move it.
+    Export {
+        /// Where to write it; standard output when not given.
+        #[arg(long)]
+        output: Option<PathBuf>,
+    },
+    /// Register every command of a commands file, replacing those of the same name.
+    Import {
+        /// The commands file.
+        file: PathBuf,
+    },
+    /// Check a commands file offline (no server needed): every error, one per line;
+    /// exits non-zero if there is any.
+    Check {
+        /// The commands file.
+        file: PathBuf,
+        /// Hosts handlers may be on, as the server's --handler-allowed-hosts.
+        #[arg(long, value_delimiter = ',')]
+        handler_allowed_hosts: Vec<String>,
+    },
+}
+
+/// `ctl register`'s flags.
+#[derive(Clone, Debug, Args)]
+pub struct RegisterArgs {
+    /// A commands file whose every command is registered (instead of the flags below).
+    #[arg(long, conflicts_with_all = ["name", "description"])]
+    pub file: Option<PathBuf>,
+    /// The name typed after `/`.
+    #[arg(long, required_unless_present = "file")]
+    pub name: Option<String>,
+    /// What the command does (one line).
+    #[arg(long, required_unless_present = "file")]
+    pub description: Option<String>,
+    /// How to write its arguments.
+    #[arg(long, default_value = "")]
+    pub hint: String,
+    /// A gRPC CommandHandler's URL.
+    #[arg(long, conflicts_with_all = ["json_rpc", "mcp"])]
+    pub grpc: Option<String>,
+    /// A JSON-RPC hook's URL.
+    #[arg(long, conflicts_with = "mcp")]
+    pub json_rpc: Option<String>,
+    /// An MCP server's URL.
+    #[arg(long)]
+    pub mcp: Option<String>,
+    /// The handler's timeout in milliseconds (0: the server's default).
+    #[arg(long, default_value_t = 0)]
+    pub timeout_ms: u32,
+    /// A role allowed to run it (repeat for several; none: every role).
+    #[arg(long = "role")]
+    pub roles: Vec<String>,
+    /// Leave it off the card.
+    #[arg(long)]
+    pub hidden: bool,
+    /// Replace a command of the same name.
+    #[arg(long = "override")]
+    pub replace: bool,
 }
 
 /// `salvage`'s flags.
@@ -61,6 +185,11 @@ pub struct ServeArgs {
     /// Kubernetes probes on the pod's IP; `off` for none.
     #[arg(long, env = "A2A_COMMANDS_HEALTH_LISTEN", default_value = "0.0.0.0:50052", value_parser = parse_optional_addr)]
     pub health_listen: OptionalAddr,
+
+    /// Address of the Prometheus metrics listener (plain HTTP, `GET /metrics`,
+    /// OpenMetrics text); `off` (the default) for none.
+    #[arg(long, env = "A2A_COMMANDS_METRICS_LISTEN", default_value = "off", value_parser = parse_optional_addr)]
+    pub metrics_listen: OptionalAddr,
 
     /// JSON file of declarative commands, reconciled at start and whenever it changes:
     /// {"commands": [{"name", "description", "argument_hint", "handler"}]}.

@@ -16,7 +16,9 @@ use crate::rules::task::EFFORTS;
 
 pub mod cli;
 
-pub use cli::{Cli, Command, LogFormat, OptionalAddr, SalvageArgs, ServeArgs};
+pub use cli::{
+    Cli, Command, CtlArgs, CtlVerb, LogFormat, OptionalAddr, RegisterArgs, SalvageArgs, ServeArgs,
+};
 
 /// TLS files for the API listener.
 #[derive(Clone, Debug)]
@@ -46,6 +48,8 @@ pub struct Settings {
     pub listen: SocketAddr,
     /// The health-only listener's address, if any.
     pub health_listen: Option<SocketAddr>,
+    /// The metrics listener's address, if any.
+    pub metrics_listen: Option<SocketAddr>,
     /// The declarative commands file, if any.
     pub commands_file: Option<PathBuf>,
     /// How often the commands file is checked.
@@ -116,6 +120,7 @@ impl Settings {
         Self {
             listen,
             health_listen: Some(SocketAddr::new(listen.ip(), 0)),
+            metrics_listen: None,
             commands_file: None,
             commands_file_poll: Duration::from_secs(1),
             admin_token_file: None,
@@ -223,6 +228,7 @@ impl Settings {
         Ok(Self {
             listen: args.listen,
             health_listen: args.health_listen.0,
+            metrics_listen: args.metrics_listen.0,
             commands_file: args.commands_file.clone(),
             commands_file_poll: Duration::from_millis(args.commands_file_poll_ms.max(10)),
             admin_token_file: args.admin_token_file.clone(),

@@ -15,6 +15,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::error::Error;
+use crate::metrics::{metrics, ReconcileLabels};
 use crate::pb;
 use crate::registry::handle::Registry;
 use crate::registry::snapshot::{Registered, Source};
@@ -23,6 +24,7 @@ use crate::rules::body::{Body, HandlerBinding, HandlerKind, HandlerPolicy};
 use crate::rules::builtins::Builtin;
 use crate::rules::policy::{Access, Role};
 use crate::rules::spec::CommandSpec;
+use crate::rules::text::quote_prefix;
 
 #[derive(Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -42,7 +44,7 @@ struct Entry {
     /// The roles allowed to run it (`assignee`, `reporter`, `watcher`, `admin`);
     /// absent: every role.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    roles: Option<Vec<Role>>,
+    roles: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     hidden: bool,
 }
@@ -69,19 +71,33 @@ struct HeaderEntry {
     value_file: String,
 }
 
-/// `commands` as a commands file (pretty JSON), in their order. Built-ins that only come
-/// from configuration are left out: listing them would make the file own them.
-pub fn render<'a>(commands: impl IntoIterator<Item = &'a Registered>) -> String {
+/// The registry's `commands` as a commands file (see [`render`]). Built-ins that only
+/// come from configuration are left out: listing them would make the file own them.
+pub fn render_registered<'a>(commands: impl IntoIterator<Item = &'a Registered>) -> String {
+    render(
+        commands
+            .into_iter()
+            .filter(|c| c.source != Source::Builtins)
+            .map(|c| (&c.spec, &c.body, &c.access)),
+    )
+}
+
+/// `commands` as a commands file (pretty JSON), in their order.
+pub fn render<'a>(
+    commands: impl IntoIterator<Item = (&'a CommandSpec, &'a Body, &'a Access)>,
+) -> String {
     let commands = commands
         .into_iter()
-        .filter(|c| c.source != Source::Builtins)
-        .map(|c| Entry {
-            roles: c.access.roles.clone(),
-            hidden: c.access.hidden,
-            name: c.spec.name.to_string(),
-            description: c.spec.description.clone(),
-            argument_hint: c.spec.argument_hint.clone(),
-            handler: match &c.body {
+        .map(|(spec, body, access)| Entry {
+            roles: access
+                .roles
+                .as_ref()
+                .map(|roles| roles.iter().map(|r| r.name().to_owned()).collect()),
+            hidden: access.hidden,
+            name: spec.name.to_string(),
+            description: spec.description.clone(),
+            argument_hint: spec.argument_hint.clone(),
+            handler: match body {
                 Body::Handler { handler } => {
                     let url = Some(handler.url.clone());
                     let (grpc, json_rpc, mcp) = match handler.kind {
@@ -126,69 +142,118 @@ pub struct FileError {
 /// The file's commands, in file order, as the registry takes them.
 pub type FileCommands = Vec<Declared>;
 
-/// Parses and checks a commands file's text.
+/// Parses and checks a commands file's text; the first problem is the error.
 pub fn parse(text: &str, policy: &HandlerPolicy) -> Result<FileCommands, String> {
+    parse_all(text, policy)?.into_iter().collect()
+}
+
+/// Every problem of a commands file's text, one line each; empty when it is valid.
+pub fn check(text: &str, policy: &HandlerPolicy) -> Vec<String> {
+    match parse_all(text, policy) {
+        Err(e) => vec![e],
+        Ok(entries) => entries.into_iter().filter_map(Result::err).collect(),
+    }
+}
+
+/// Each entry checked on its own (so every problem is found), names checked for
+/// duplicates; an error only for text that is not a commands file at all.
+fn parse_all(text: &str, policy: &HandlerPolicy) -> Result<Vec<Result<Declared, String>>, String> {
     let file: File = serde_json::from_str(text).map_err(|e| e.to_string())?;
     let mut seen = HashSet::new();
-    let mut commands = Vec::with_capacity(file.commands.len());
-    for (i, entry) in file.commands.into_iter().enumerate() {
-        let at = format!("commands[{i}]");
-        let spec = CommandSpec::new(&at, &entry.name, &entry.description, &entry.argument_hint)
-            .map_err(|e| e.to_string())?;
-        if !seen.insert(spec.name.clone()) {
-            return Err(format!("{at}.name: {:?} is listed twice", entry.name));
-        }
-        let body = match entry.handler {
-            None => Body::None,
-            Some(h) => {
-                use pb::handler_binding::Endpoint;
-                let endpoint = match (h.grpc, h.json_rpc, h.mcp) {
-                    (Some(url), None, None) => Some(Endpoint::Grpc(url)),
-                    (None, Some(url), None) => Some(Endpoint::JsonRpc(url)),
-                    (None, None, Some(url)) => Some(Endpoint::Mcp(url)),
-                    (None, None, None) => None,
-                    _ => {
-                        return Err(format!(
-                            "{at}.handler: set one of grpc, json_rpc and mcp, not several"
-                        ))
-                    }
-                };
-                let binding = pb::HandlerBinding {
-                    endpoint,
-                    timeout_ms: h.timeout_ms,
-                    headers: h
-                        .headers
-                        .into_iter()
-                        .map(|h| pb::HandlerHeader {
-                            name: h.name,
-                            value_file: h.value_file,
-                        })
-                        .collect(),
-                };
-                let handler = HandlerBinding::parse(&format!("{at}.handler"), &binding, policy)
-                    .map_err(|e| e.to_string())?;
-                Body::Handler { handler }
+    Ok(file
+        .commands
+        .into_iter()
+        .enumerate()
+        .map(|(i, entry)| {
+            let at = format!("commands[{i}]");
+            if !seen.insert(entry.name.clone()) {
+                return Err(format!("{at}.name: {:?} is listed twice", entry.name));
             }
-        };
-        let access = Access {
-            roles: entry
-                .roles
-                .map(|mut roles| {
-                    roles.sort_unstable();
-                    roles.dedup();
-                    roles
-                })
-                .filter(|roles| !roles.is_empty()),
-            hidden: entry.hidden,
-        };
-        commands.push((spec, body, access));
+            parse_entry(&at, entry, policy)
+        })
+        .collect())
+}
+
+/// One entry, checked as the registry would check it.
+fn parse_entry(at: &str, entry: Entry, policy: &HandlerPolicy) -> Result<Declared, String> {
+    let spec = CommandSpec::new(at, &entry.name, &entry.description, &entry.argument_hint)
+        .map_err(|e| e.to_string())?;
+    let body = match entry.handler {
+        None => Body::None,
+        Some(h) => {
+            use pb::handler_binding::Endpoint;
+            let endpoint = match (h.grpc, h.json_rpc, h.mcp) {
+                (Some(url), None, None) => Some(Endpoint::Grpc(url)),
+                (None, Some(url), None) => Some(Endpoint::JsonRpc(url)),
+                (None, None, Some(url)) => Some(Endpoint::Mcp(url)),
+                (None, None, None) => None,
+                _ => {
+                    return Err(format!(
+                        "{at}.handler: set one of grpc, json_rpc and mcp, not several"
+                    ))
+                }
+            };
+            let binding = pb::HandlerBinding {
+                endpoint,
+                timeout_ms: h.timeout_ms,
+                headers: h
+                    .headers
+                    .into_iter()
+                    .map(|h| pb::HandlerHeader {
+                        name: h.name,
+                        value_file: h.value_file,
+                    })
+                    .collect(),
+            };
+            let handler = HandlerBinding::parse(&format!("{at}.handler"), &binding, policy)
+                .map_err(|e| e.to_string())?;
+            Body::Handler { handler }
+        }
+    };
+    let mut roles = Vec::new();
+    for (i, name) in entry.roles.iter().flatten().enumerate() {
+        let role = Role::from_name(name).ok_or_else(|| {
+            format!(
+                "{at}.roles[{i}]: {} is not assignee, reporter, watcher or admin",
+                quote_prefix(name)
+            )
+        })?;
+        roles.push(role);
     }
-    Ok(commands)
+    roles.sort_unstable();
+    roles.dedup();
+    let access = Access {
+        roles: (!roles.is_empty()).then_some(roles),
+        hidden: entry.hidden,
+    };
+    Ok((spec, body, access))
 }
 
 /// Checks `bytes` (the file's content) and makes the registry hold its commands and
 /// the `builtins` (see [`Change::Configure`]).
 async fn apply_bytes(
+    path: &Path,
+    bytes: &[u8],
+    builtins: &[Builtin],
+    policy: &HandlerPolicy,
+    registry: &Registry,
+) -> Result<(), FileError> {
+    let result = reconcile(path, bytes, builtins, policy, registry).await;
+    let m = metrics();
+    let label = ReconcileLabels {
+        result: if result.is_ok() { "ok" } else { "rejected" },
+    };
+    m.file_reconciles.get_or_create(&label).inc();
+    if result.is_ok() {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        m.file_last_success.set(now.as_secs_f64());
+    }
+    result
+}
+
+async fn reconcile(
     path: &Path,
     bytes: &[u8],
     builtins: &[Builtin],

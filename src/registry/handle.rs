@@ -33,6 +33,11 @@ impl Registry {
         let (db, state, seal) = store::open_verified(&dir, options.cache_bytes).map_err(fail)?;
 
         let snapshot = Arc::new(state.snapshot());
+        let m = crate::metrics::metrics();
+        m.registry_commands
+            .set(i64::try_from(snapshot.len()).unwrap_or(i64::MAX));
+        m.registry_revision
+            .set(i64::try_from(snapshot.revision()).unwrap_or(i64::MAX));
         let current = Arc::new(ArcSwap::new(Arc::clone(&snapshot)));
         let (watch_tx, watch) = watch::channel(snapshot);
         let (ops, rx) = mpsc::channel(QUEUE_DEPTH);

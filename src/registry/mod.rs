@@ -20,5 +20,5 @@ mod writer;
 
 pub use handle::Registry;
 pub use snapshot::{Registered, Snapshot, Source};
-pub use state::{Applied, Change, ChangeResult};
+pub use state::{Applied, Change, ChangeResult, Declared};
 pub use store::{salvage, OpenError, Options, Salvaged};

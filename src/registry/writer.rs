@@ -9,6 +9,7 @@ use arc_swap::ArcSwap;
 use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::error::Error;
+use crate::metrics::metrics;
 use crate::registry::seal::{Fingerprint, Seal};
 use crate::registry::snapshot::Snapshot;
 use crate::registry::state::{Change, ChangeResult, State, Writes};
@@ -125,6 +126,9 @@ impl Writer {
             let flushed = started.elapsed();
             match written {
                 Ok(_) => {
+                    let m = metrics();
+                    m.group_size.observe(replies.len() as f64);
+                    m.flush_seconds.observe(flushed.as_secs_f64());
                     self.publish(next);
                     tracing::debug!(
                         changes = replies.len(),
@@ -175,6 +179,11 @@ impl Writer {
 
     fn publish(&mut self, state: State) {
         let snapshot = Arc::new(state.snapshot());
+        let m = metrics();
+        m.registry_commands
+            .set(i64::try_from(snapshot.len()).unwrap_or(i64::MAX));
+        m.registry_revision
+            .set(i64::try_from(snapshot.revision()).unwrap_or(i64::MAX));
         self.state = state;
         self.current.store(Arc::clone(&snapshot));
         self.watch.send_replace(snapshot);

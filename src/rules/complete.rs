@@ -114,10 +114,16 @@ pub fn limit(requested: u32) -> usize {
 }
 
 /// Whether a sender of `role` is offered the command `name` at all: not hidden, and
-/// allowed both by the reference's role rules and by its own access.
+/// allowed both by the reference's role rules (a watcher is refused `/sub-task` whatever
+/// its argument) and by its own access.
 pub fn offered(role: ParticipantRole, name: &str, access: Option<&Access>) -> bool {
     let access = access.cloned().unwrap_or_default();
-    !access.hidden && role != ParticipantRole::None && access.allows(role) && !name.is_empty()
+    let always_refused = role == ParticipantRole::Watcher && changes_task(name, "");
+    !access.hidden
+        && role != ParticipantRole::None
+        && !always_refused
+        && access.allows(role)
+        && !name.is_empty()
 }
 
 /// Command names starting with `prefix`, in registration order, that `role` is
@@ -253,6 +259,11 @@ mod tests {
             names("", ParticipantRole::None, commands.into_iter(), 10).total,
             0
         );
+        // A watcher is refused /sub-task whatever its argument: not offered.
+        let builtins = [("sub-task", "Start", &open), ("status", "Status", &open)];
+        let got = names("s", ParticipantRole::Watcher, builtins.into_iter(), 10);
+        assert_eq!(got.values.len(), 1);
+        assert_eq!(got.values[0].value, "status");
     }
 
     #[test]

@@ -82,6 +82,13 @@ impl Role {
         }
     }
 
+    /// The role named `name` (`assignee`, `reporter`, `watcher` or `admin`).
+    pub fn from_name(name: &str) -> Option<Self> {
+        [Self::Assignee, Self::Reporter, Self::Watcher, Self::Admin]
+            .into_iter()
+            .find(|r| r.name() == name)
+    }
+
     /// The role's name as replies and the reference write it.
     pub fn name(self) -> &'static str {
         match self {

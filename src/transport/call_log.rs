@@ -7,6 +7,7 @@ use std::time::Instant;
 use tonic::{Code, Response, Status};
 
 use crate::error::Error;
+use crate::metrics::metrics;
 use crate::transport::status::code;
 
 /// Logs the call's one line: method, status code, latency and command name.
@@ -19,15 +20,40 @@ pub(crate) fn log_call<T>(
     trace_id: &str,
 ) {
     let code = result.as_ref().map_or_else(code, |_| Code::Ok);
+    let elapsed = started.elapsed();
+    metrics().call(method, code_name(code), elapsed);
     tracing::info!(
         method,
         code = ?code,
-        latency_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
+        latency_us = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX),
         command,
         outcome,
         trace_id,
         "call"
     );
+}
+
+/// The canonical name of a gRPC code, as metrics label it.
+pub(crate) fn code_name(code: Code) -> &'static str {
+    match code {
+        Code::Ok => "OK",
+        Code::Cancelled => "CANCELLED",
+        Code::Unknown => "UNKNOWN",
+        Code::InvalidArgument => "INVALID_ARGUMENT",
+        Code::DeadlineExceeded => "DEADLINE_EXCEEDED",
+        Code::NotFound => "NOT_FOUND",
+        Code::AlreadyExists => "ALREADY_EXISTS",
+        Code::PermissionDenied => "PERMISSION_DENIED",
+        Code::ResourceExhausted => "RESOURCE_EXHAUSTED",
+        Code::FailedPrecondition => "FAILED_PRECONDITION",
+        Code::Aborted => "ABORTED",
+        Code::OutOfRange => "OUT_OF_RANGE",
+        Code::Unimplemented => "UNIMPLEMENTED",
+        Code::Internal => "INTERNAL",
+        Code::Unavailable => "UNAVAILABLE",
+        Code::DataLoss => "DATA_LOSS",
+        Code::Unauthenticated => "UNAUTHENTICATED",
+    }
 }
 
 /// Logs the call's one line and wraps the answer.

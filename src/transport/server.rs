@@ -68,6 +68,8 @@ pub struct RunningServer {
     stop_health: Option<oneshot::Sender<()>>,
     api_task: ServeTask,
     health_task: Option<ServeTask>,
+    metrics_addr: Option<SocketAddr>,
+    metrics_task: Option<JoinHandle<()>>,
     watcher: Option<JoinHandle<()>>,
     registry: Arc<Registry>,
     drain_timeout: Duration,
@@ -78,6 +80,11 @@ impl RunningServer {
     /// The address the API listens on (useful with port 0).
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// The metrics listener's address, if there is one.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics_addr
     }
 
     /// The health-only listener's address, if there is one.
@@ -132,6 +139,9 @@ impl RunningServer {
                 tracing::debug!("health listener did not stop within 1 s");
             }
         }
+        if let Some(task) = self.metrics_task.take() {
+            task.abort();
+        }
         self.registry.close().await;
         result
     }
@@ -161,6 +171,26 @@ fn incoming(
     TcpIncoming::from(listener)
         .with_nodelay(Some(true))
         .map(move |accepted| accepted.map(|stream| IdleIo::new(stream, idle)))
+}
+
+/// Serves `GET /metrics` (OpenMetrics text) on `listener` until aborted.
+async fn serve_metrics(listener: TcpListener) {
+    use axum::http::header::CONTENT_TYPE;
+    let app = axum::Router::new().route(
+        "/metrics",
+        axum::routing::get(|| async {
+            (
+                [(
+                    CONTENT_TYPE,
+                    "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                )],
+                crate::metrics::metrics().encode(),
+            )
+        }),
+    );
+    if let Err(e) = axum::serve(listener, app).await {
+        tracing::error!(error = %e, "the metrics listener stopped");
+    }
 }
 
 /// A server builder with the connection limits of `limits`, whose calls share `guard`'s
@@ -267,14 +297,33 @@ pub async fn start(settings: Settings) -> Result<RunningServer, StartError> {
     let (stop_health, health_stopped) = oneshot::channel::<()>();
     let (health_addr, health_task) = match health_listener {
         Some((listener, health_addr)) => {
+            // Reflection here describes health only, so grpcurl works on the probe port.
+            let reflection = || {
+                tonic_reflection::server::Builder::configure()
+                    .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+                    .with_service_name("grpc.health.v1.Health")
+            };
             let task = tokio::spawn(
                 server_builder(&settings.limits, &guard)
                     .add_service(health_service)
+                    .add_service(reflection().build_v1()?)
+                    .add_service(reflection().build_v1alpha()?)
                     .serve_with_incoming_shutdown(incoming(listener, idle), async {
                         let _ = health_stopped.await;
                     }),
             );
             (Some(health_addr), Some(task))
+        }
+        None => (None, None),
+    };
+
+    let (metrics_addr, metrics_task) = match settings.metrics_listen {
+        Some(metrics_addr) => {
+            let (listener, metrics_addr) = bind(metrics_addr).await?;
+            (
+                Some(metrics_addr),
+                Some(tokio::spawn(serve_metrics(listener))),
+            )
         }
         None => (None, None),
     };
@@ -298,6 +347,7 @@ pub async fn start(settings: Settings) -> Result<RunningServer, StartError> {
     tracing::info!(
         addr = %addr,
         health_addr = %health_addr.map_or_else(|| "off".to_owned(), |a| a.to_string()),
+        metrics_addr = %metrics_addr.map_or_else(|| "off".to_owned(), |a| a.to_string()),
         tls = settings.tls.is_some(),
         revision = snapshot.revision(),
         commands = snapshot.len(),
@@ -311,6 +361,8 @@ pub async fn start(settings: Settings) -> Result<RunningServer, StartError> {
         stop_health: Some(stop_health),
         api_task,
         health_task,
+        metrics_addr,
+        metrics_task,
         watcher,
         registry,
         drain_timeout: settings.drain_timeout,

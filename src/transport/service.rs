@@ -15,6 +15,7 @@ use tonic::{Request, Response, Status};
 
 use crate::bodies::{Handlers, Trace};
 use crate::error::Error;
+use crate::metrics::{metrics, OutcomeLabels};
 use crate::pb::command_service_server::CommandService;
 use crate::pb::{self, Outcome, ParticipantRole};
 use crate::registry::{Applied, Change, Registry};
@@ -153,6 +154,10 @@ impl Api {
         trace: &Trace,
     ) -> Result<pb::CompleteResponse, Error> {
         let limit = complete::limit(request.limit);
+        // The task is optional here; one that is sent must be well formed.
+        if let Some(task) = &request.task {
+            Task::from_proto(task)?;
+        }
         let snapshot = self.registry.snapshot();
         let revision = snapshot.revision();
         let target = complete::target(&request.text, &snapshot);
@@ -199,10 +204,6 @@ impl Api {
             ArgumentSource::None => Vec::new(),
             ArgumentSource::Handler(binding) => {
                 let binding = binding.clone();
-                // The task is optional here; one that is sent must be well formed.
-                if let Some(task) = &request.task {
-                    Task::from_proto(task)?;
-                }
                 let task = request.task.clone().unwrap_or_default();
                 drop(snapshot);
                 let invocation = pb::Invocation {
@@ -425,6 +426,7 @@ impl CommandService for Api {
         // the writer never waits for it.
         let updates = tokio_stream::wrappers::WatchStream::new(self.registry.subscribe())
             .map(move |snapshot| Ok(list_response(&snapshot, with_struct)));
+        metrics().watch_subscribers.inc();
         let updates = UntilDrained {
             updates: Box::pin(updates),
             drained: Box::pin(self.draining.clone().cancelled_owned()),
@@ -479,6 +481,22 @@ impl CommandService for Api {
         let trace = Trace::from_headers(header("traceparent"), header("tracestate"));
         let result = Api::execute(self, request.get_ref(), &trace).await;
         let (command, outcome) = command_of_execute(&result);
+        if !command.is_empty() {
+            // Only commands: their names are registered, so the label set is bounded.
+            let outcome = match outcome {
+                "OUTCOME_OK" => "ok",
+                "OUTCOME_REFUSED" => "refused",
+                "OUTCOME_FAILED" => "failed",
+                _ => "no_handler",
+            };
+            metrics()
+                .outcomes
+                .get_or_create(&OutcomeLabels {
+                    command: command.to_owned(),
+                    outcome,
+                })
+                .inc();
+        }
         log_call(
             "Execute",
             started,
@@ -496,6 +514,12 @@ impl CommandService for Api {
 struct UntilDrained {
     updates: WatchStream,
     drained: Pin<Box<tokio_util::sync::WaitForCancellationFutureOwned>>,
+}
+
+impl Drop for UntilDrained {
+    fn drop(&mut self) {
+        metrics().watch_subscribers.dec();
+    }
 }
 
 impl Stream for UntilDrained {

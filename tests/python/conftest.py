@@ -50,6 +50,13 @@ def _binary():
 def start_server(data_dir, *extra):
     """Starts `a2a-commands serve` on 127.0.0.1:0 with `extra` flags and waits for its
     "serving" line; returns the process and the API's address."""
+    proc, serving = start_server_line(data_dir, *extra)
+    return proc, serving["addr"]
+
+
+def start_server_line(data_dir, *extra):
+    """As start_server, but returns the process and the whole "serving" log event (its
+    `addr`, `health_addr`, `metrics_addr`)."""
     proc = subprocess.Popen(
         [_binary(), "serve", "--listen", "127.0.0.1:0", "--health-listen", "127.0.0.1:0",
          "--log-format", "json", "--data-dir", str(data_dir), *extra],
@@ -77,7 +84,7 @@ def start_server(data_dir, *extra):
         except ValueError:
             continue
         if event.get("message") == "serving":
-            return proc, event["addr"]
+            return proc, event
 
 
 @pytest.fixture(scope="session")

@@ -33,6 +33,7 @@ from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.requests import HTTPConnection
 
 from a2a_commands import CommandsCard, CommandsClient, CommandsExecutor
+from a2a_commands.completion import with_completion
 
 
 class EchoExecutor(AgentExecutor):
@@ -98,11 +99,13 @@ async def start_gateway(sidecar_addr: str) -> Gateway:
     # The kit, as in README.md:
     commands = CommandsClient(sidecar_addr)
     card_modifier = CommandsCard(commands)
-    handler = DefaultRequestHandler(
-        agent_executor=CommandsExecutor(EchoExecutor(), commands, store), task_store=store, agent_card=card
-    )
+    executor = CommandsExecutor(EchoExecutor(), commands, store)
+    handler = DefaultRequestHandler(agent_executor=executor, task_store=store, agent_card=card)
     app = Starlette(
-        routes=[*create_agent_card_routes(card, card_modifier=card_modifier), *create_jsonrpc_routes(handler, "/")],
+        routes=[
+            *create_agent_card_routes(card, card_modifier=card_modifier),
+            *with_completion(create_jsonrpc_routes(handler, "/"), executor),  # README: "Completion"
+        ],
         middleware=[Middleware(AuthenticationMiddleware, backend=BearerNames())],
     )
     server = uvicorn.Server(uvicorn.Config(app, lifespan="off", log_level="warning"))

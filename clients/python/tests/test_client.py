@@ -8,6 +8,7 @@ import pathlib
 import socket
 
 import grpc
+import grpc.aio
 import pytest
 from a2a.types import a2a_pb2 as sdk
 from conftest import Sidecar
@@ -22,6 +23,7 @@ from a2a_commands import (
     CommandsError,
     InvalidArgumentError,
     NotFoundError,
+    ParticipantRole,
     PermissionDeniedError,
     UnauthenticatedError,
     UnavailableError,
@@ -80,6 +82,92 @@ async def test_every_rpc_and_its_errors(sidecar: Sidecar) -> None:
         with pytest.raises(NotFoundError) as missing:
             await client.unregister("client-test")
         assert isinstance(missing.value, CommandsError) and missing.value.field is None
+
+
+ASSIGNEE = pb.Sender(id="u-1", role=pb.PARTICIPANT_ROLE_ASSIGNEE)
+WORKING = pb.TaskSnapshot(id="t-1", context_id="c-1", state=sdk.TASK_STATE_WORKING)
+
+
+async def test_complete_names_and_built_in_values(sidecar: Sidecar) -> None:
+    async with CommandsClient(sidecar.addr) as client:
+        names = await client.complete("/mo", ASSIGNEE)
+        assert [(v.value, v.text, v.description) for v in names.values] == [
+            ("model", "/model ", "Show or choose this task's model")
+        ]
+        assert (names.total, names.has_more, names.command) == (1, False, "")
+        models = await client.complete("/model g", ASSIGNEE, task=WORKING)
+        assert ([v.text for v in models.values], models.command) == (["/model gpt-x", "/model gpt-x-mini"], "model")
+        assert [v.value for v in (await client.complete("/effort h", ASSIGNEE)).values] == ["high"]
+        first = await client.complete("/", ASSIGNEE, limit=2)
+        assert (len(first.values), first.has_more) == (2, True) and first.total >= 4
+        with pytest.raises(InvalidArgumentError) as no_role:
+            await client.complete("/mo", pb.Sender(id="u-1"))
+        assert no_role.value.field == "sender.role"
+
+
+async def test_allowed_roles_and_hidden(sidecar: Sidecar) -> None:
+    admin = pb.Sender(id="u-2", role=pb.PARTICIPANT_ROLE_ADMIN)
+    async with CommandsClient(sidecar.addr) as client:
+        await client.register(
+            pb.CommandSpec(name="cl-admin-only", description="Admins only"), allowed_roles=[ParticipantRole.ADMIN]
+        )
+        await client.register(pb.CommandSpec(name="cl-hidden", description="Not listed"), hidden=True)
+        try:
+            listed = await client.list_specs()
+            commands = {c.spec.name: c for c in listed.commands}
+            assert list(commands["cl-admin-only"].allowed_roles) == [pb.PARTICIPANT_ROLE_ADMIN]
+            assert commands["cl-hidden"].hidden and not commands["cl-hidden"].allowed_roles
+            assert "cl-admin-only" in listed.card_params_json and "cl-hidden" not in listed.card_params_json
+            assert [v.value for v in (await client.complete("/cl-", admin)).values] == ["cl-admin-only"]
+            assert not (await client.complete("/cl-", ASSIGNEE)).values
+            refused = await client.execute(_message("/cl-admin-only now"), WORKING, ASSIGNEE)
+            assert refused.command.outcome == pb.OUTCOME_REFUSED
+            assert refused.command.reply == "refused: an assignee may not run /cl-admin-only"
+            assert (await client.execute(_message("/cl-admin-only"), WORKING, admin)).command.outcome == (
+                pb.OUTCOME_NO_HANDLER
+            )
+            hidden = await client.execute(_message("/cl-hidden"), WORKING, ASSIGNEE)
+            assert hidden.command.reply == "command /cl-hidden has no handler"
+        finally:
+            await client.unregister("cl-admin-only")
+            await client.unregister("cl-hidden")
+
+
+class Environments(pb.CommandHandlerServicer):
+    """A command handler that completes its argument from a list of environments."""
+
+    async def Complete(self, request: pb.Invocation, context: grpc.aio.ServicerContext) -> pb.CompleteResponse:
+        values = [e for e in ("staging", "production", "sandbox") if e.startswith(request.arguments)]
+        described = [pb.Completion(value=v, description=f"for {request.sender.id}") for v in values]
+        return pb.CompleteResponse(values=described)
+
+
+async def test_complete_asks_the_handler_and_mcp_bindings_register(sidecar: Sidecar) -> None:
+    server = grpc.aio.server()
+    pb.add_CommandHandlerServicer_to_server(Environments(), server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    async with CommandsClient(sidecar.addr) as client:
+        await client.register(
+            pb.CommandSpec(name="cl-deploy", description="Deploy", argument_hint="<env>"),
+            handler=pb.HandlerBinding(grpc=f"http://127.0.0.1:{port}"),
+        )
+        try:
+            values = (await client.complete("/cl-deploy s", ASSIGNEE, task=WORKING)).values
+            assert [(v.value, v.text, v.description) for v in values] == [
+                ("staging", "/cl-deploy staging", "for u-1"), ("sandbox", "/cl-deploy sandbox", "for u-1")
+            ]
+            mcp = pb.HandlerBinding(mcp="http://127.0.0.1:9/mcp")
+            await client.register(pb.CommandSpec(name="cl-deploy", description="Deploy"), handler=mcp, override=True)
+            handler = {c.spec.name: c.handler for c in (await client.list_specs()).commands}["cl-deploy"]
+            assert (handler.mcp, handler.timeout_ms) == ("http://127.0.0.1:9/mcp", 5000)
+            secret = pb.HandlerBinding(mcp=mcp.mcp, headers=[pb.HandlerHeader(name="authorization", value_file="t")])
+            with pytest.raises(InvalidArgumentError) as no_secrets_dir:  # the sidecar has no --handler-secrets-dir
+                await client.register(pb.CommandSpec(name="cl-deploy", description="x"), handler=secret, override=True)
+            assert no_secrets_dir.value.field == "handler.headers[0]"
+        finally:
+            await client.unregister("cl-deploy")
+            await server.stop(None)
 
 
 async def test_unreachable_service_is_unavailable() -> None:

@@ -11,7 +11,7 @@ from conftest import Reply, User
 from gateway import Gateway
 from google.protobuf import json_format
 
-from a2a_commands import EXTENSION_URI, METADATA_KEY, pb
+from a2a_commands import EXTENSION_URI, METADATA_KEY, ParticipantRole, pb
 
 SELECTABLE = "Selectable: gpt-x, gpt-x-mini"
 ACCEPTED = "Accepted: low, medium, high"
@@ -132,6 +132,35 @@ async def test_the_card_lists_a_command_registered_while_running(gateway: Gatewa
             assert (await alice.send(f"/{name} staging", task)).text == f"command /{name} has no handler"
         finally:
             await gateway.commands.unregister(name)
+
+
+async def test_a_command_for_other_roles_is_refused_before_the_agent(gateway: Gateway, alice: User) -> None:
+    name = f"admin-only-{alice.streaming}".lower()
+    await gateway.commands.register(
+        pb.CommandSpec(name=name, description="Admins only"), allowed_roles=[ParticipantRole.ADMIN], override=True
+    )
+    try:
+        task = await _started(alice)
+        refused = await alice.send(f"/{name} now", task)
+        assert (refused.text, refused.metadata) == (f"refused: an assignee may not run /{name}", {"command": name})
+        assert refused.state == TASK_STATE_INPUT_REQUIRED
+    finally:
+        await gateway.commands.unregister(name)
+
+
+async def test_a_hidden_command_runs_but_is_not_on_the_card(gateway: Gateway, alice: User) -> None:
+    name = f"hidden-{alice.streaming}".lower()
+    registered = await gateway.commands.register(
+        pb.CommandSpec(name=name, description="Not listed"), hidden=True, override=True
+    )
+    try:
+        await asyncio.wait_for(gateway.card.wait_for_revision(registered.revision), 30)
+        async with httpx.AsyncClient() as http:
+            assert name not in _card_commands(await A2ACardResolver(http, gateway.url).get_agent_card())
+        task = await _started(alice)
+        assert (await alice.send(f"/{name} x", task)).text == f"command /{name} has no handler"
+    finally:
+        await gateway.commands.unregister(name)
 
 
 def _card_commands(card: object) -> list[str]:

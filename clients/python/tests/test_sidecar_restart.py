@@ -11,6 +11,7 @@ from a2a.client import A2ACardResolver
 from a2a.types.a2a_pb2 import TASK_STATE_INPUT_REQUIRED, TASK_STATE_SUBMITTED
 from conftest import Sidecar, connect_user
 from gateway import start_gateway
+from test_completion import _complete
 from test_gateway import _card_commands
 
 from a2a_commands import pb
@@ -44,6 +45,9 @@ async def test_sidecar_stopped_and_restarted(tmp_path: pathlib.Path, streaming: 
         first = await alice.send("/status")
         assert (first.text, first.state) == (f"/status {FAILED}", TASK_STATE_SUBMITTED)
         assert (await alice.task(first.task_id)).status.state == TASK_STATE_SUBMITTED
+        # Completion is an internal error, said plainly.
+        error = (await _complete(alice, gateway.url, {"text": "/mo"}))["error"]
+        assert (error["code"], error["message"]) == (-32603, "commands are unavailable right now")
         # The card keeps the last commands it saw.
         assert "status" in _card_commands(await card.get_agent_card())
 

@@ -9,14 +9,18 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { SecureClientSessionOptions } from "node:http2";
 import {
   CommandService,
+  ParticipantRole,
   type ClassifyRequestSchema,
   type ClassifyResponse,
+  type CommandSpecSchema,
+  type CompleteResponse,
   type ExecuteRequestSchema,
   type ExecuteResponse,
   type ListSpecsRequestSchema,
+  type HandlerBindingSchema,
   type ListSpecsResponse,
-  type RegisterRequestSchema,
   type RegisterResponse,
+  type TaskSnapshotSchema,
   type WatchSpecsRequestSchema,
 } from "./gen/a2a/commands/v1/commands_pb.js";
 import { BadRequestSchema } from "./gen/google/rpc/error_details_pb.js";
@@ -50,6 +54,54 @@ export interface CommandsClientOptions {
   tls?: boolean | TlsOptions;
   /** Deadline of each unary call in milliseconds (default 30,000; 0 for none). */
   timeoutMs?: number;
+}
+
+/** A participant's role on a task, by name (A2A has no participants: the gateway decides). */
+export type SenderRole = "assignee" | "reporter" | "watcher" | "admin" | "none";
+
+const ROLES: Record<SenderRole, ParticipantRole> = {
+  assignee: ParticipantRole.ASSIGNEE,
+  reporter: ParticipantRole.REPORTER,
+  watcher: ParticipantRole.WATCHER,
+  admin: ParticipantRole.ADMIN,
+  none: ParticipantRole.NONE,
+};
+
+/** A role by name (`"admin"`) or as the protobuf enum (`pb.ParticipantRole.ADMIN`). */
+export type RoleLike = SenderRole | ParticipantRole;
+
+/** The protobuf `ParticipantRole` of a {@link RoleLike}. */
+export function participantRole(role: RoleLike): ParticipantRole {
+  return typeof role === "number" ? role : ROLES[role];
+}
+
+/** Register's request: the protobuf `RegisterRequest`, with roles also by name. */
+export interface RegisterRequestInit {
+  /** The command as the card shows it: `name`, `description`, `argumentHint`. */
+  spec: MessageInitShape<typeof CommandSpecSchema>;
+  /** Replace a command of the same name in its place (keeping its body unless `handler` is given). */
+  override?: boolean;
+  /** Where the body runs: `{ endpoint: { case: "grpc" | "jsonRpc" | "mcp", value: url }, timeoutMs?, headers? }`. */
+  handler?: MessageInitShape<typeof HandlerBindingSchema>;
+  /**
+   * The roles allowed to run the command (e.g. `["admin"]`); absent or empty: every role.
+   * Others get `refused: a <role> may not run /<name>` before any body runs. Never on the card.
+   */
+  allowedRoles?: readonly RoleLike[];
+  /** The command runs, but is left out of the card and of name completion. */
+  hidden?: boolean;
+}
+
+/** Complete's request: the protobuf `CompleteRequest`, with the sender's role also by name. */
+export interface CompleteRequestInit {
+  /** What the user has typed so far, from its first character: `/mo`, `/model g`, `/deploy st`. */
+  text: string;
+  /** The task typed into (optional; checked as Execute checks it), e.g. from `buildTaskSnapshot`. */
+  task?: MessageInitShape<typeof TaskSnapshotSchema>;
+  /** Who is typing; required when `text` starts with `/` (commands they may not run are left out). */
+  sender?: { id?: string; role: RoleLike };
+  /** The most values to return; absent or 0 means 10, at most 100. */
+  limit?: number;
 }
 
 /** Per-call options: an abort signal and a deadline. */
@@ -112,14 +164,16 @@ async function call<T>(run: () => Promise<T>): Promise<T> {
 }
 
 /**
- * The sidecar's `CommandService`: register, unregister, listSpecs, watchSpecs, classify
- * and execute. Requests and answers are the service's own protobuf messages (see `pb`);
- * revisions are `bigint`. Every failure is a {@link CommandsError}.
+ * The sidecar's `CommandService`: register, unregister, listSpecs, watchSpecs, classify,
+ * execute and complete. Requests and answers are the service's own protobuf messages (see
+ * `pb`; roles may also be given by name); revisions are `bigint`. Every failure is a
+ * {@link CommandsError}.
  *
  * @example
  * ```ts
  * const commands = new CommandsClient({ address: "127.0.0.1:50051" });
- * await commands.register({ spec: { name: "deploy", description: "Deploy" } });
+ * await commands.register({ spec: { name: "deploy", description: "Deploy" }, allowedRoles: ["admin"] });
+ * const { values } = await commands.complete({ text: "/de", sender: { id: "u-1", role: "admin" } });
  * ```
  */
 export class CommandsClient {
@@ -147,9 +201,13 @@ export class CommandsClient {
     return token ? { ...options, headers: { authorization: `Bearer ${token}` } } : { ...options };
   }
 
-  /** Adds a command (or replaces it with `override`); needs the admin token if one is set. */
-  register(request: MessageInitShape<typeof RegisterRequestSchema>, options?: RpcOptions): Promise<RegisterResponse> {
-    return call(async () => this.#rpc.register(request, await this.#admin(options)));
+  /**
+   * Adds a command (or replaces it with `override`), optionally limited to some roles
+   * (`allowedRoles`) or left off the card (`hidden`); needs the admin token if one is set.
+   */
+  register(request: RegisterRequestInit, options?: RpcOptions): Promise<RegisterResponse> {
+    const allowedRoles = request.allowedRoles?.map(participantRole);
+    return call(async () => this.#rpc.register({ ...request, allowedRoles }, await this.#admin(options)));
   }
 
   /** Removes a command; answers the registry revision after the removal. */
@@ -185,6 +243,24 @@ export class CommandsClient {
   /** Runs a message that is a command; an ordinary message comes back as such. */
   execute(request: MessageInitShape<typeof ExecuteRequestSchema>, options?: RpcOptions): Promise<ExecuteResponse> {
     return call(() => this.#rpc.execute(request, options));
+  }
+
+  /**
+   * Suggests completions for what a user has typed so far, MCP `completion/complete`
+   * style (`values`, `total`, `hasMore`): command names by prefix (`/mo`; hidden ones and
+   * those the sender may not run left out), built-in values (`/model g`: the selectable
+   * models; `/effort h`), and what a handler command's handler suggests. `command` names
+   * the command whose argument was completed (empty for names).
+   *
+   * @example
+   * ```ts
+   * const { values } = await commands.complete({ text: "/model g", sender: { id: "u-1", role: "assignee" } });
+   * values.map((v) => v.text); // ["/model gpt-x", "/model gpt-x-mini"]
+   * ```
+   */
+  complete(request: CompleteRequestInit, options?: RpcOptions): Promise<CompleteResponse> {
+    const { sender, ...rest } = request;
+    return call(() => this.#rpc.complete({ ...rest, sender: sender && { ...sender, role: participantRole(sender.role) } }, options));
   }
 
   /** Closes the HTTP/2 connection; calls made afterwards open a new one. */

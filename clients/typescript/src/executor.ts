@@ -4,7 +4,9 @@
  *
  * @packageDocumentation
  */
+import { randomUUID } from "node:crypto";
 import {
+  SendMessageRequest,
   Task as SdkTaskCodec,
   TaskStatusUpdateEvent as SdkStatusUpdateCodec,
   type Message as SdkMessage,
@@ -12,15 +14,20 @@ import {
   type TaskState as SdkTaskState,
   type TaskStatusUpdateEvent as SdkStatusUpdate,
 } from "@a2a-js/sdk";
-import { AgentEvent, type AgentExecutor, type ExecutionEventBus, type RequestContext, type TaskStore } from "@a2a-js/sdk/server";
-import { toCommandsError, type CommandsClient } from "./client.js";
+import { RequestMalformedError, TaskNotFoundError } from "@a2a-js/sdk/errors";
+import {
+  AgentEvent,
+  RequestContext,
+  type AgentExecutor,
+  type ExecutionEventBus,
+  type ServerCallContext,
+  type TaskStore,
+} from "@a2a-js/sdk/server";
+import { participantRole, toCommandsError, type CommandsClient, type SenderRole } from "./client.js";
 import { COMMANDS_EXTENSION_URI } from "./card.js";
 import { fromSdkMessage, toSdkStatusUpdate } from "./convert.js";
-import { Outcome, ParticipantRole } from "./gen/a2a/commands/v1/commands_pb.js";
+import { Outcome, type CompleteResponse } from "./gen/a2a/commands/v1/commands_pb.js";
 import { applyChanges, buildTaskSnapshot } from "./task-data.js";
-
-/** A sender's role on a task (A2A has no participants: the gateway decides). */
-export type SenderRole = "assignee" | "reporter" | "watcher" | "admin" | "none";
 
 /** Who sent a message, as Execute needs it. */
 export interface CommandSender {
@@ -43,14 +50,6 @@ export const defaultSender: SenderResolver = ({ context }) => ({
   role: context.user?.isAuthenticated ? "assignee" : "watcher",
 });
 
-const ROLES: Record<SenderRole, ParticipantRole> = {
-  assignee: ParticipantRole.ASSIGNEE,
-  reporter: ParticipantRole.REPORTER,
-  watcher: ParticipantRole.WATCHER,
-  admin: ParticipantRole.ADMIN,
-  none: ParticipantRole.NONE,
-};
-
 /** Options of {@link CommandsExecutor}. */
 export interface CommandsExecutorOptions {
   /** The sidecar. */
@@ -66,6 +65,38 @@ export interface CommandsExecutorOptions {
   newTaskState?: SdkTaskState;
   /** Called when the sidecar fails or cannot be reached (default: `console.warn`). */
   onError?: (error: unknown) => void;
+}
+
+/** What a gateway's client asks {@link CommandsExecutor.complete} (the `commands/complete` params). */
+export interface CompletionParams {
+  /** What the user has typed so far, from its first character: `/mo`, `/model g`. */
+  text: string;
+  /** The task the text is typed into, if any: its snapshot is sent to the sidecar. */
+  taskId?: string;
+  /** The most values to return; absent or 0 means 10, at most 100. */
+  limit?: number;
+}
+
+/** One suggestion of a {@link CompletionResult}. */
+export interface CompletionValue {
+  /** The completed word: a command name or an argument value. */
+  value: string;
+  /** The whole text with the completion applied, for the input box (`/model `, `/model gpt-x-mini`). */
+  text: string;
+  /** A short description; may be empty. */
+  description: string;
+}
+
+/** Completions, in the shape of MCP's `completion/complete` result, ready to send as JSON. */
+export interface CompletionResult {
+  /** The suggestions, best first. */
+  values: CompletionValue[];
+  /** How many suggestions there are in all. */
+  total: number;
+  /** More suggestions exist than `values` holds. */
+  hasMore: boolean;
+  /** The command whose argument was completed; empty when names were. */
+  command: string;
 }
 
 /**
@@ -113,7 +144,7 @@ export class CommandsExecutor implements AgentExecutor {
       const response = await client.execute({
         message: fromSdkMessage(message),
         task: await buildTaskSnapshot(task, (id) => taskStore.load(id, context)),
-        sender: { id: who.id, role: ROLES[who.role] },
+        sender: { id: who.id, role: participantRole(who.role) },
       });
       if (response.result.case === "command") {
         const outcome = response.result.value;
@@ -138,6 +169,43 @@ export class CommandsExecutor implements AgentExecutor {
     eventBus.publish(AgentEvent.statusUpdate(reply));
   }
 
+  /**
+   * Suggests completions for what one of the gateway's clients has typed (see
+   * `CommandsClient.complete`): the task's snapshot is built from the store, and the
+   * sender comes from the same `sender` resolver as for messages (its `RequestContext`
+   * holds the task and the typed text as the message). Marks the commands extension
+   * activated when the client asked for it. `completionHandler` (`a2a-commands/express`)
+   * serves it as the JSON-RPC method `commands/complete`.
+   *
+   * @throws the SDK's `TaskNotFoundError` for an unknown task, `RequestMalformedError`
+   * for what the sidecar refuses (INVALID_ARGUMENT), and otherwise an `Error` (`commands
+   * are unavailable`, or `commands could not run`), which `onError` hears of too.
+   */
+  async complete(params: CompletionParams, context: ServerCallContext): Promise<CompletionResult> {
+    const { client, taskStore, sender = defaultSender, onError = warn } = this.#options;
+    const { text, taskId, limit } = params;
+    const task = taskId === undefined ? undefined : await taskStore.load(taskId, context);
+    if (taskId !== undefined && !task) throw new TaskNotFoundError(`Task not found: ${taskId}`);
+    const message = { messageId: randomUUID(), role: "ROLE_USER", parts: [{ text }], taskId, contextId: task?.contextId };
+    const request = SendMessageRequest.fromJSON({ tenant: context.tenant ?? "", message });
+    let response: CompleteResponse;
+    try {
+      const who = await sender(new RequestContext(request, taskId ?? "", task?.contextId ?? "", context, task));
+      const snapshot = task && (await buildTaskSnapshot(task, (id) => taskStore.load(id, context)));
+      response = await client.complete({ text, task: snapshot, sender: who, limit });
+    } catch (error) {
+      const failure = toCommandsError(error);
+      if (failure.codeName === "invalid_argument") throw new RequestMalformedError(failure.message);
+      onError(error);
+      throw new Error(failure.unavailable ? "commands are unavailable" : "commands could not run", { cause: error });
+    }
+    if (context.requestedExtensions?.includes(COMMANDS_EXTENSION_URI)) {
+      context.addActivatedExtension(COMMANDS_EXTENSION_URI);
+    }
+    const values = response.values.map(({ value, text, description }) => ({ value, text, description }));
+    return { values, total: response.total, hasMore: response.hasMore, command: response.command };
+  }
+
   cancelTask(taskId: string, eventBus: ExecutionEventBus): Promise<void> {
     return this.inner.cancelTask(taskId, eventBus);
   }
@@ -154,7 +222,7 @@ export class CommandsExecutor implements AgentExecutor {
 }
 
 function warn(error: unknown): void {
-  console.warn(`a2a-commands: Execute failed: ${toCommandsError(error).message}`);
+  console.warn(`a2a-commands: the sidecar failed: ${toCommandsError(error).message}`);
 }
 
 /** The reply to a command the sidecar could not run: the reference's failure form. */

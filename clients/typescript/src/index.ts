@@ -3,7 +3,9 @@
  * v1) answered by the a2a-commands sidecar.
  *
  * - {@link CommandsClient}: every RPC, with {@link CommandsError} for failures;
- * - {@link withCommands}: the `AgentExecutor` wrapper;
+ * - {@link withCommands}: the `AgentExecutor` wrapper, which also answers completion
+ *   ({@link CommandsExecutor.complete}; served over JSON-RPC by `completionHandler` from
+ *   `a2a-commands/express`);
  * - {@link keepCardCurrent}: the agent card's extension entry, kept current;
  * - {@link buildTaskSnapshot}, {@link applyChanges}: the task-data convention
  *   ({@link TASK_DATA_KEY});

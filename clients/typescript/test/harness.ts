@@ -2,6 +2,7 @@
  * Real parts for the tests: the a2a-commands binary, and an @a2a-js/sdk JSON-RPC gateway
  * (express) wrapping an echo executor with the kit, driven by the SDK's own client.
  */
+import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { once } from "node:events";
@@ -36,7 +37,9 @@ import {
   withCommands,
   type CommandsCardSync,
   type SenderResolver,
+  type SenderRole,
 } from "a2a-commands";
+import { completionHandler } from "a2a-commands/express";
 
 const ROOT = fileURLToPath(new URL("../../../../", import.meta.url));
 
@@ -126,10 +129,13 @@ export class EchoExecutor implements AgentExecutor {
   async cancelTask(): Promise<void> {}
 }
 
-/** Sender from the `x-role` header (a stand-in for the gateway's own participants). */
+const ROLE_NAMES: readonly string[] = ["assignee", "reporter", "watcher", "admin", "none"] satisfies SenderRole[];
+
+/** Sender from the `x-role` header, else the assignee (a stand-in for the gateway's own participants). */
 export const senderFromHeader: SenderResolver = ({ context }) => {
   const headers = context.state.get("headers") as Record<string, string | undefined> | undefined;
-  const role = headers?.["x-role"] === "watcher" ? "watcher" : "assignee";
+  const header = headers?.["x-role"] ?? "";
+  const role = (ROLE_NAMES.includes(header) ? header : "assignee") as SenderRole;
   return { id: `user-${role}`, role };
 };
 
@@ -170,6 +176,7 @@ export async function startGateway(sidecarAddress: string): Promise<Gateway> {
 
   const app = express();
   app.use(`/${AGENT_CARD_PATH}`, agentCardHandler({ agentCardProvider: requestHandler, cache: { maxAge: 0 } }));
+  app.use(completionHandler({ executor, userBuilder: UserBuilder.noAuthentication }));
   app.use(jsonRpcHandler({ requestHandler, userBuilder: UserBuilder.noAuthentication }));
   const server = app.listen(0, "127.0.0.1");
   await once(server, "listening");
@@ -195,6 +202,20 @@ export async function startGateway(sidecarAddress: string): Promise<Gateway> {
   };
 }
 
+/** A JSON-RPC answer from the gateway, with the HTTP response's headers. */
+export interface RpcAnswer {
+  headers: Headers;
+  body: { jsonrpc: string; id: unknown; result?: Record<string, unknown>; error?: { code: number; message: string } };
+}
+
+/** POSTs one JSON-RPC request to the gateway's endpoint, as any HTTP client would. */
+export async function rpc(gateway: Gateway, method: string, params: unknown, headers: Record<string, string> = {}): Promise<RpcAnswer> {
+  const body = JSON.stringify({ jsonrpc: "2.0", id: 7, method, params });
+  const response = await fetch(gateway.url, { method: "POST", headers: { "content-type": "application/json", "A2A-Version": "1.0", ...headers }, body });
+  assert.equal(response.status, 200);
+  return { headers: response.headers, body: (await response.json()) as RpcAnswer["body"] };
+}
+
 /** What one send produced, the same for streaming and non-streaming sends. */
 export interface Turn {
   taskId: string;
@@ -215,7 +236,7 @@ export interface Turn {
 export async function send(
   gateway: Gateway,
   text: string,
-  options: { taskId?: string; stream: boolean; role?: "watcher" },
+  options: { taskId?: string; stream: boolean; role?: SenderRole },
 ): Promise<Turn> {
   const message = Message.fromJSON({ messageId: randomUUID(), role: "ROLE_USER", parts: [{ text }], taskId: options.taskId });
   const params = { tenant: "", message, configuration: undefined, metadata: undefined };

@@ -1,13 +1,14 @@
 /**
  * The sidecar stopped and restarted under a running gateway: while it is down, a message
- * that looks like a command gets a failure reply and never reaches the model, and any
- * other message still does; once it is back, commands work again and the card catches up.
+ * that looks like a command gets a failure reply and never reaches the model, any other
+ * message still does, and completion is an error; once it is back, commands work again and the card catches up.
  */
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { TaskState } from "@a2a-js/sdk";
 import { COMMANDS_EXTENSION_URI, CommandsError, readTaskData } from "a2a-commands";
-import { send, startGateway, startSidecar, type Gateway, type Sidecar } from "./harness.js";
+import { COMPLETE_METHOD } from "a2a-commands/express";
+import { rpc, send, startGateway, startSidecar, type Gateway, type Sidecar } from "./harness.js";
 
 let sidecar: Sidecar;
 let gateway: Gateway;
@@ -58,6 +59,10 @@ test("the sidecar stopped and restarted mid-run", async (t) => {
       assert.equal(plain.replyText, "echo: still there?");
     });
   }
+  await t.test("while it is down, completion fails as a JSON-RPC internal error", async () => {
+    const { error } = (await rpc(gateway, COMPLETE_METHOD, { text: "/mo" })).body;
+    assert.deepEqual(error && [error.code, error.message], [-32603, "commands are unavailable"]);
+  });
   assert.deepEqual(
     gateway.echo.seen.filter((text) => text.startsWith("/")),
     [],

@@ -4,6 +4,8 @@
 - :class:`CommandsExecutor`: wraps the gateway's ``AgentExecutor``; commands are answered
   from the service, everything else reaches the wrapped executor.
 - :class:`CommandsCard`: the SDK card modifier that lists the commands on the card.
+- :func:`a2a_commands.completion.with_completion`: the JSON-RPC method
+  ``commands/complete`` on the gateway, for its A2A clients (needs Starlette).
 - :class:`TaskData`, :func:`task_snapshot`, :func:`apply_changes`: the task data Execute
   needs, kept in ``Task.metadata["a2a-commands"]``.
 - :mod:`a2a_commands.convert`: a2a-sdk's protobuf types to ours and back;

@@ -107,10 +107,29 @@ class CommandsClient:
             ) from None
 
     async def register(
-        self, spec: pb.CommandSpec, *, override: bool = False, handler: pb.HandlerBinding | None = None
+        self,
+        spec: pb.CommandSpec,
+        *,
+        override: bool = False,
+        handler: pb.HandlerBinding | None = None,
+        allowed_roles: Iterable[int] = (),
+        hidden: bool = False,
     ) -> pb.RegisterResponse:
-        """Adds ``spec`` at the end of the order (or replaces it in place with ``override``)."""
-        request = pb.RegisterRequest(spec=spec, override=override, handler=handler)
+        """Adds ``spec`` at the end of the order (or replaces it in place with ``override``).
+
+        Args:
+            spec: The command as the card shows it.
+            override: Replace a command of the same name, keeping its place.
+            handler: Where its body runs (``grpc``, ``json_rpc`` or ``mcp`` URL).
+            allowed_roles: The roles that may run it (:class:`~a2a_commands.ParticipantRole`
+                or ``pb.PARTICIPANT_ROLE_*``); empty: every role. Others are refused
+                (``refused: a <role> may not run /<name>``) before any body runs.
+            hidden: Runs, but is left out of the card and of name completion.
+        """
+        request = pb.RegisterRequest(
+            spec=spec, override=override, handler=handler,
+            allowed_roles=cast("list[pb.ParticipantRole]", list(allowed_roles)), hidden=hidden,
+        )
         return await self._unary("Register", request, pb.RegisterResponse, admin=True)
 
     async def unregister(self, name: str) -> pb.UnregisterResponse:
@@ -158,6 +177,30 @@ class CommandsClient:
             event_forms=list(event_forms), event_metadata=event_metadata,
         )
         return await self._unary("Execute", request, pb.ExecuteResponse)
+
+    async def complete(
+        self, text: str, sender: pb.Sender, *, task: pb.TaskSnapshot | None = None, limit: int = 0
+    ) -> pb.CompleteResponse:
+        """Suggestions for what a user has typed so far (MCP ``completion/complete``'s shape).
+
+        ``/mo`` completes command names (hidden ones, and those ``sender`` may not run,
+        left out); ``/model g`` and ``/effort h`` the built-ins' values; ``/<name> ...``
+        of a handler command what the handler suggests (none if it fails or is slow).
+
+        Args:
+            text: The text typed so far, from its first character.
+            sender: Who is typing; its ``role`` is required (else
+                :class:`InvalidArgumentError` naming ``sender.role``).
+            task: The task typed into, passed on to handlers (checked as Execute checks it).
+            limit: The most values to return; 0 means 10, at most 100.
+
+        Returns:
+            ``values`` (each ``value``, ``text`` with it applied, ``description``),
+            ``total``, ``has_more``, the ``command`` completed (empty for names) and the
+            registry ``revision``.
+        """
+        request = pb.CompleteRequest(text=text, task=task, sender=sender, limit=limit)
+        return await self._unary("Complete", request, pb.CompleteResponse)
 
     async def close(self) -> None:
         """Closes the channel for good; calls in flight are cancelled."""

@@ -10,9 +10,11 @@ from collections.abc import Awaitable, Callable
 from typing import cast
 
 from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.context import ServerCallContext
 from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskStore
 from a2a.types import a2a_pb2 as sdk
+from a2a.utils.errors import TaskNotFoundError
 
 from ._pb import commands_pb2 as pb
 from .client import CommandsClient
@@ -127,19 +129,45 @@ class CommandsExecutor(AgentExecutor):
         """Cancels through the wrapped executor."""
         await self.executor.cancel(context, event_queue)
 
+    async def complete(
+        self, call_context: ServerCallContext, text: str, task_id: str | None = None, *, limit: int = 0
+    ) -> pb.CompleteResponse:
+        """Completions for ``text``, typed by the caller into task ``task_id`` (or no task).
+
+        The task is read from the store under the caller's scope and sent as for
+        Execute; the sender's role comes from the same ``role`` callback, given a
+        ``RequestContext`` with the task and no message. Serves
+        :func:`a2a_commands.completion.with_completion`.
+
+        Raises:
+            TaskNotFoundError: ``task_id`` is not in the store (for this caller).
+            CommandsError: Complete failed.
+        """
+        task = None
+        if task_id:
+            task = await self._store.get(task_id, call_context)
+            if task is None:
+                raise TaskNotFoundError
+        context = RequestContext(call_context, task_id=task_id, context_id=task.context_id if task else None, task=task)
+        snapshot = task_snapshot(task, await sub_task_states(task, self._store, call_context)) if task else None
+        return await self._client.complete(text, await self._sender(context), task=snapshot, limit=limit)
+
+    async def _sender(self, context: RequestContext) -> pb.Sender:
+        """The sender of ``context``'s request: the SDK user name and the ``role`` callback's role."""
+        role = self._role(context)
+        role = await role if inspect.isawaitable(role) else role
+        return pb.Sender(id=context.call_context.user.user_name, role=cast("pb.ParticipantRole", role))
+
     async def _command_reply(
         self, context: RequestContext, message: sdk.Message, task: sdk.Task
     ) -> sdk.TaskStatusUpdateEvent | None:
         """The reply event of a command (changes applied), or ``None`` for an ordinary message."""
         call = context.call_context
         try:
-            role = self._role(context)
-            role = await role if inspect.isawaitable(role) else role
+            sender = await self._sender(context)
             # Sub-task states only matter to a command: spare the store for other messages.
             states = await sub_task_states(task, self._store, call) if command_name(message) else {}
-            snapshot = task_snapshot(task, states)
-            sender = pb.Sender(id=call.user.user_name, role=cast("pb.ParticipantRole", role))
-            answer = await self._client.execute(message, snapshot, sender)
+            answer = await self._client.execute(message, task_snapshot(task, states), sender)
         except CommandsError as error:
             name = command_name(message)
             if name is None:

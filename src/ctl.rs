@@ -1,0 +1,388 @@
+//! `a2a-commands ctl`: manage a running server over its gRPC API from the same binary
+//! (so it works with `kubectl exec` in the distroless image), and check a commands file
+//! offline. Every failure is one line: `a2a-commands ctl: <what>`.
+
+use std::path::Path;
+
+use tokio_stream::StreamExt as _;
+use tonic::metadata::MetadataValue;
+use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
+use tonic::Request;
+
+use crate::config::{CtlArgs, CtlVerb, RegisterArgs};
+use crate::pb::{self, command_service_client::CommandServiceClient};
+use crate::registry::commands_file;
+use crate::registry::Declared;
+use crate::rules::body::{Body, HandlerBinding, HandlerPolicy};
+use crate::rules::policy::{Access, Role};
+use crate::rules::spec::CommandSpec;
+
+type Client = CommandServiceClient<Channel>;
+
+/// Runs `args`' verb; the error is the one line to print.
+pub async fn run(args: CtlArgs) -> Result<(), String> {
+    if let CtlVerb::Check {
+        file,
+        handler_allowed_hosts,
+    } = &args.verb
+    {
+        return check(file, handler_allowed_hosts);
+    }
+    let mut client = connect(&args).await?;
+    match &args.verb {
+        CtlVerb::List { json } => list(&mut client, *json).await,
+        CtlVerb::Register(register_args) => register(&mut client, &args, register_args).await,
+        CtlVerb::Unregister { names } => {
+            for name in names {
+                let request = authorized(&args, pb::UnregisterRequest { name: name.clone() })?;
+                let revision = client
+                    .unregister(request)
+                    .await
+                    .map_err(|s| status_line(&s))?
+                    .into_inner()
+                    .revision;
+                println!("unregistered /{name} (revision {revision})");
+            }
+            Ok(())
+        }
+        CtlVerb::Watch { json } => watch(&mut client, *json).await,
+        CtlVerb::Export { output } => {
+            let listed = list_specs(&mut client).await?;
+            let declared = declared_of(&listed)?;
+            let text = commands_file::render(declared.iter().map(|(s, b, a)| (s, b, a)));
+            match output {
+                Some(path) => std::fs::write(path, text)
+                    .map_err(|e| format!("cannot write {}: {e}", path.display())),
+                None => {
+                    print!("{text}");
+                    Ok(())
+                }
+            }
+        }
+        CtlVerb::Import { file } => {
+            for (spec, body, access) in read_file(file)? {
+                let name = spec.name.to_string();
+                let outcome =
+                    send_register(&mut client, &args, &spec, &body, &access, true).await?;
+                println!("/{name}: {outcome}");
+            }
+            Ok(())
+        }
+        CtlVerb::Check { .. } => unreachable!("handled above"),
+    }
+}
+
+/// The policy a client checks files with: the server's rules of shape; the server
+/// applies its own limits (hosts, timeouts, secrets) when the commands arrive.
+fn client_policy(allowed_hosts: &[String]) -> HandlerPolicy {
+    HandlerPolicy {
+        allowed_hosts: allowed_hosts.to_vec(),
+        max_timeout_ms: u32::MAX,
+        secrets_dir: Some(".".into()),
+        ..HandlerPolicy::default()
+    }
+}
+
+fn check(file: &Path, allowed_hosts: &[String]) -> Result<(), String> {
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+    let problems = commands_file::check(&text, &client_policy(allowed_hosts));
+    if problems.is_empty() {
+        println!("{}: valid", file.display());
+        return Ok(());
+    }
+    for problem in &problems {
+        eprintln!("{}: {problem}", file.display());
+    }
+    Err(format!(
+        "{}: {} problem{}",
+        file.display(),
+        problems.len(),
+        if problems.len() == 1 { "" } else { "s" }
+    ))
+}
+
+fn read_file(file: &Path) -> Result<Vec<Declared>, String> {
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+    commands_file::parse(&text, &client_policy(&[])).map_err(|e| format!("{}: {e}", file.display()))
+}
+
+async fn connect(args: &CtlArgs) -> Result<Client, String> {
+    let fail = |e: &dyn std::fmt::Display| format!("cannot connect to {}: {e}", args.addr);
+    let mut endpoint = Endpoint::from_shared(args.addr.clone()).map_err(|e| fail(&e))?;
+    if args.addr.starts_with("https://") {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let mut tls = ClientTlsConfig::new().with_native_roots();
+        if let Some(ca) = &args.tls_ca {
+            let pem =
+                std::fs::read(ca).map_err(|e| format!("cannot read {}: {e}", ca.display()))?;
+            tls = tls.ca_certificate(Certificate::from_pem(pem));
+        }
+        if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
+            let read = |p: &Path| {
+                std::fs::read(p).map_err(|e| format!("cannot read {}: {e}", p.display()))
+            };
+            tls = tls.identity(Identity::from_pem(read(cert)?, read(key)?));
+        }
+        endpoint = endpoint.tls_config(tls).map_err(|e| fail(&e))?;
+    }
+    let channel = endpoint.connect().await.map_err(|e| fail(&e))?;
+    Ok(CommandServiceClient::new(channel))
+}
+
+/// `message` with the admin token, if one is configured.
+fn authorized<T>(args: &CtlArgs, message: T) -> Result<Request<T>, String> {
+    let mut request = Request::new(message);
+    let token = match (&args.token_file, &args.token) {
+        (Some(path), _) => Some(
+            std::fs::read_to_string(path)
+                .map_err(|e| format!("cannot read the token file {}: {e}", path.display()))?
+                .trim()
+                .to_owned(),
+        ),
+        (None, Some(token)) => Some(token.trim().to_owned()),
+        (None, None) => None,
+    };
+    if let Some(token) = token {
+        let value = MetadataValue::try_from(format!("Bearer {token}"))
+            .map_err(|_| "the admin token is not a valid header value".to_owned())?;
+        request.metadata_mut().insert("authorization", value);
+    }
+    Ok(request)
+}
+
+/// One line for a failed call: the code's name and the server's message.
+fn status_line(status: &tonic::Status) -> String {
+    format!(
+        "{}: {}",
+        crate::transport::call_log::code_name(status.code()),
+        status.message()
+    )
+}
+
+async fn list_specs(client: &mut Client) -> Result<pb::ListSpecsResponse, String> {
+    client
+        .list_specs(pb::ListSpecsRequest::default())
+        .await
+        .map(|r| r.into_inner())
+        .map_err(|s| status_line(&s))
+}
+
+async fn list(client: &mut Client, json: bool) -> Result<(), String> {
+    let listed = list_specs(client).await?;
+    if json {
+        println!("{}", listing_json(&listed));
+        return Ok(());
+    }
+    println!("revision {}", listed.revision);
+    println!(
+        "{:<20} {:<8} {:<10} {:<22} DESCRIPTION",
+        "NAME", "SOURCE", "BODY", "ROLES"
+    );
+    for command in &listed.commands {
+        let spec = command.spec.clone().unwrap_or_default();
+        let body = match (command.body(), &command.handler) {
+            (pb::CommandBody::Handler, Some(h)) => match &h.endpoint {
+                Some(pb::handler_binding::Endpoint::Grpc(_)) => "grpc",
+                Some(pb::handler_binding::Endpoint::JsonRpc(_)) => "json-rpc",
+                Some(pb::handler_binding::Endpoint::Mcp(_)) => "mcp",
+                None => "handler",
+            },
+            (pb::CommandBody::Builtin, _) => "built-in",
+            _ => "none",
+        };
+        let source = match command.source() {
+            pb::CommandSource::File => "file",
+            pb::CommandSource::Builtin => "built-in",
+            _ => "api",
+        };
+        let mut roles: Vec<&str> = command
+            .allowed_roles()
+            .filter_map(Role::of)
+            .map(Role::name)
+            .collect();
+        if roles.is_empty() {
+            roles.push("all");
+        }
+        let hidden = if command.hidden { " (hidden)" } else { "" };
+        println!(
+            "{:<20} {:<8} {:<10} {:<22} {}{hidden}",
+            format!("/{}", spec.name),
+            source,
+            body,
+            roles.join(","),
+            spec.description
+        );
+    }
+    Ok(())
+}
+
+/// ListSpecs' answer as JSON (the commands and the revision; the card is left out).
+fn listing_json(listed: &pb::ListSpecsResponse) -> String {
+    let commands: Vec<serde_json::Value> = listed
+        .commands
+        .iter()
+        .map(|command| {
+            let spec = command.spec.clone().unwrap_or_default();
+            let access = Access::parse("allowed_roles", &command.allowed_roles, command.hidden)
+                .unwrap_or_default();
+            serde_json::json!({
+                "name": spec.name,
+                "description": spec.description,
+                "argument_hint": spec.argument_hint,
+                "source": command.source().as_str_name(),
+                "body": command.body().as_str_name(),
+                "handler": command.handler.as_ref().and_then(|h| h.endpoint.as_ref()).map(|e| match e {
+                    pb::handler_binding::Endpoint::Grpc(u) => serde_json::json!({"grpc": u}),
+                    pb::handler_binding::Endpoint::JsonRpc(u) => serde_json::json!({"json_rpc": u}),
+                    pb::handler_binding::Endpoint::Mcp(u) => serde_json::json!({"mcp": u}),
+                }),
+                "roles": access.roles,
+                "hidden": access.hidden,
+            })
+        })
+        .collect();
+    serde_json::json!({"revision": listed.revision, "commands": commands}).to_string()
+}
+
+/// The listed commands as configuration declares them, in order; built-ins that only
+/// come from configuration are left out.
+fn declared_of(listed: &pb::ListSpecsResponse) -> Result<Vec<Declared>, String> {
+    let policy = client_policy(&[]);
+    listed
+        .commands
+        .iter()
+        .filter(|c| c.source() != pb::CommandSource::Builtin)
+        .map(|c| {
+            let s = c.spec.clone().unwrap_or_default();
+            let spec = CommandSpec::new("spec", &s.name, &s.description, &s.argument_hint)
+                .map_err(|e| e.to_string())?;
+            let body = match &c.handler {
+                Some(binding) => Body::Handler {
+                    handler: HandlerBinding::parse("handler", binding, &policy)
+                        .map_err(|e| e.to_string())?,
+                },
+                None => Body::None,
+            };
+            let access = Access::parse("allowed_roles", &c.allowed_roles, c.hidden)
+                .map_err(|e| e.to_string())?;
+            Ok((spec, body, access))
+        })
+        .collect()
+}
+
+async fn register(client: &mut Client, args: &CtlArgs, flags: &RegisterArgs) -> Result<(), String> {
+    let declared = match &flags.file {
+        Some(file) => read_file(file)?,
+        None => vec![declared_of_flags(flags)?],
+    };
+    for (spec, body, access) in declared {
+        let name = spec.name.to_string();
+        let outcome = send_register(client, args, &spec, &body, &access, flags.replace).await?;
+        println!("/{name}: {outcome}");
+    }
+    Ok(())
+}
+
+fn declared_of_flags(flags: &RegisterArgs) -> Result<Declared, String> {
+    use pb::handler_binding::Endpoint as E;
+    let name = flags.name.as_deref().unwrap_or_default();
+    let description = flags.description.as_deref().unwrap_or_default();
+    let spec = CommandSpec::new("--", name, description, &flags.hint).map_err(|e| e.to_string())?;
+    let endpoint = match (&flags.grpc, &flags.json_rpc, &flags.mcp) {
+        (Some(url), _, _) => Some(E::Grpc(url.clone())),
+        (_, Some(url), _) => Some(E::JsonRpc(url.clone())),
+        (_, _, Some(url)) => Some(E::Mcp(url.clone())),
+        _ => None,
+    };
+    let body = match endpoint {
+        Some(endpoint) => Body::Handler {
+            handler: HandlerBinding::parse(
+                "--handler",
+                &pb::HandlerBinding {
+                    endpoint: Some(endpoint),
+                    timeout_ms: flags.timeout_ms,
+                    headers: Vec::new(),
+                },
+                &client_policy(&[]),
+            )
+            .map_err(|e| e.to_string())?,
+        },
+        None => Body::None,
+    };
+    let roles = flags
+        .roles
+        .iter()
+        .map(|r| {
+            Role::from_name(&r.to_lowercase())
+                .ok_or_else(|| format!("--role: {r:?} is not assignee, reporter, watcher or admin"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let access = Access {
+        roles: (!roles.is_empty()).then_some(roles),
+        hidden: flags.hidden,
+    };
+    Ok((spec, body, access))
+}
+
+async fn send_register(
+    client: &mut Client,
+    args: &CtlArgs,
+    spec: &CommandSpec,
+    body: &Body,
+    access: &Access,
+    replace: bool,
+) -> Result<&'static str, String> {
+    let request = pb::RegisterRequest {
+        spec: Some(pb::CommandSpec {
+            name: spec.name.to_string(),
+            description: spec.description.clone(),
+            argument_hint: spec.argument_hint.clone(),
+        }),
+        r#override: replace,
+        handler: match body {
+            Body::Handler { handler } => Some(handler.to_proto()),
+            _ => None,
+        },
+        allowed_roles: access
+            .roles
+            .iter()
+            .flatten()
+            .map(|r| r.to_proto().into())
+            .collect(),
+        hidden: access.hidden,
+    };
+    let answer = client
+        .register(authorized(args, request)?)
+        .await
+        .map_err(|s| format!("/{}: {}", spec.name, status_line(&s)))?
+        .into_inner();
+    Ok(match answer.outcome() {
+        pb::RegisterOutcome::Created => "created",
+        pb::RegisterOutcome::Replaced => "replaced",
+        _ => "unchanged",
+    })
+}
+
+async fn watch(client: &mut Client, json: bool) -> Result<(), String> {
+    let mut stream = client
+        .watch_specs(pb::WatchSpecsRequest::default())
+        .await
+        .map_err(|s| status_line(&s))?
+        .into_inner();
+    while let Some(update) = stream.next().await {
+        let update = update.map_err(|s| status_line(&s))?;
+        if json {
+            println!("{}", listing_json(&update));
+        } else {
+            let names: Vec<String> = update
+                .commands
+                .iter()
+                .map(|c| format!("/{}", c.spec.as_ref().map_or("", |s| s.name.as_str())))
+                .collect();
+            println!("revision {}: {}", update.revision, names.join(" "));
+        }
+    }
+    Ok(())
+}

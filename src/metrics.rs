@@ -1,0 +1,243 @@
+//! The service's Prometheus metrics (OpenMetrics text, with `prometheus-client`), kept
+//! in one process-wide set that every layer records into and `--metrics-listen` serves.
+//!
+//! Label sets stay bounded: methods and gRPC codes are fixed sets, and a command name
+//! is a label only where it is registered (Execute's outcomes of commands, handler
+//! calls), so the registry's capacity bounds it. Nothing a user typed that is not
+//! registered becomes a label.
+
+use std::sync::atomic::AtomicU64;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+
+/// A gRPC call's method and status code.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct CallLabels {
+    /// The method, e.g. `Execute`.
+    pub method: &'static str,
+    /// The status code, e.g. `OK`.
+    pub code: &'static str,
+}
+
+/// A method alone.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct MethodLabels {
+    /// The method.
+    pub method: &'static str,
+}
+
+/// A command's outcome.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct OutcomeLabels {
+    /// The registered command.
+    pub command: String,
+    /// `ok`, `refused`, `failed` or `no_handler`.
+    pub outcome: &'static str,
+}
+
+/// A handler call's command, transport and result.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct HandlerLabels {
+    /// The registered command.
+    pub command: String,
+    /// `grpc`, `json_rpc` or `mcp`.
+    pub transport: &'static str,
+    /// `reply`, `abort`, `no_answer` or `failed`.
+    pub result: &'static str,
+}
+
+/// A handler call's transport.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct TransportLabels {
+    /// `grpc`, `json_rpc` or `mcp`.
+    pub transport: &'static str,
+}
+
+/// A commands-file reconcile's result.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReconcileLabels {
+    /// `ok` or `rejected`.
+    pub result: &'static str,
+}
+
+fn latency_histogram() -> Histogram {
+    // 25 µs to about 13 s.
+    Histogram::new(exponential_buckets(0.000_025, 2.0, 20))
+}
+
+/// Every metric the service records.
+pub struct Metrics {
+    registry: Registry,
+    /// gRPC calls by method and code.
+    pub calls: Family<CallLabels, Counter>,
+    /// gRPC call latency by method, in seconds.
+    pub call_seconds: Family<MethodLabels, Histogram, fn() -> Histogram>,
+    /// Execute's commands by command and outcome.
+    pub outcomes: Family<OutcomeLabels, Counter>,
+    /// Handler calls by command, transport and result.
+    pub handler_calls: Family<HandlerLabels, Counter>,
+    /// Handler call latency by transport, in seconds.
+    pub handler_seconds: Family<TransportLabels, Histogram, fn() -> Histogram>,
+    /// Commands in the registry.
+    pub registry_commands: Gauge,
+    /// The registry's revision.
+    pub registry_revision: Gauge,
+    /// Changes per group commit.
+    pub group_size: Histogram,
+    /// How long a group takes to reach the disk (record, batch, flush), in seconds.
+    pub flush_seconds: Histogram,
+    /// Commands-file reconciles by result.
+    pub file_reconciles: Family<ReconcileLabels, Counter>,
+    /// When the commands file was last applied, in seconds since the Unix epoch.
+    pub file_last_success: Gauge<f64, AtomicU64>,
+    /// Open WatchSpecs streams.
+    pub watch_subscribers: Gauge,
+}
+
+impl Metrics {
+    fn new() -> Self {
+        let mut registry = Registry::with_prefix("a2a_commands");
+        let calls = Family::default();
+        registry.register(
+            "calls",
+            "gRPC calls by method and status code",
+            calls.clone(),
+        );
+        let call_seconds: Family<MethodLabels, Histogram, fn() -> Histogram> =
+            Family::new_with_constructor(latency_histogram);
+        registry.register(
+            "call_duration_seconds",
+            "gRPC call latency by method",
+            call_seconds.clone(),
+        );
+        let outcomes = Family::default();
+        registry.register(
+            "execute_outcomes",
+            "Commands run by Execute, by command and outcome",
+            outcomes.clone(),
+        );
+        let handler_calls = Family::default();
+        registry.register(
+            "handler_calls",
+            "Handler calls by command, transport and result",
+            handler_calls.clone(),
+        );
+        let handler_seconds: Family<TransportLabels, Histogram, fn() -> Histogram> =
+            Family::new_with_constructor(latency_histogram);
+        registry.register(
+            "handler_call_duration_seconds",
+            "Handler call latency by transport",
+            handler_seconds.clone(),
+        );
+        let registry_commands = Gauge::default();
+        registry.register(
+            "registry_commands",
+            "Commands in the registry",
+            registry_commands.clone(),
+        );
+        let registry_revision = Gauge::default();
+        registry.register(
+            "registry_revision",
+            "The registry's revision",
+            registry_revision.clone(),
+        );
+        let group_size = Histogram::new(exponential_buckets(1.0, 2.0, 10));
+        registry.register(
+            "writer_group_size",
+            "Changes written per group commit",
+            group_size.clone(),
+        );
+        let flush_seconds = latency_histogram();
+        registry.register(
+            "writer_flush_duration_seconds",
+            "Time for a group to reach the disk (record, batch, flush)",
+            flush_seconds.clone(),
+        );
+        let file_reconciles = Family::default();
+        registry.register(
+            "commands_file_reconciles",
+            "Commands-file reconciles by result",
+            file_reconciles.clone(),
+        );
+        let file_last_success = Gauge::<f64, AtomicU64>::default();
+        registry.register(
+            "commands_file_last_success_timestamp_seconds",
+            "When the commands file was last applied (Unix time)",
+            file_last_success.clone(),
+        );
+        let watch_subscribers = Gauge::default();
+        registry.register(
+            "watch_subscribers",
+            "Open WatchSpecs streams",
+            watch_subscribers.clone(),
+        );
+        Self {
+            registry,
+            calls,
+            call_seconds,
+            outcomes,
+            handler_calls,
+            handler_seconds,
+            registry_commands,
+            registry_revision,
+            group_size,
+            flush_seconds,
+            file_reconciles,
+            file_last_success,
+            watch_subscribers,
+        }
+    }
+
+    /// Records one gRPC call.
+    pub fn call(&self, method: &'static str, code: &'static str, latency: Duration) {
+        self.calls.get_or_create(&CallLabels { method, code }).inc();
+        self.call_seconds
+            .get_or_create(&MethodLabels { method })
+            .observe(latency.as_secs_f64());
+    }
+
+    /// The metrics as OpenMetrics text.
+    pub fn encode(&self) -> String {
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &self.registry)
+            .expect("writing to a String cannot fail");
+        text
+    }
+}
+
+/// The process's metrics.
+pub fn metrics() -> &'static Metrics {
+    static METRICS: OnceLock<Metrics> = OnceLock::new();
+    METRICS.get_or_init(Metrics::new)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encodes_openmetrics() {
+        let m = metrics();
+        m.call("Classify", "OK", Duration::from_micros(30));
+        m.outcomes
+            .get_or_create(&OutcomeLabels {
+                command: "model".into(),
+                outcome: "ok",
+            })
+            .inc();
+        let text = m.encode();
+        assert!(
+            text.contains("a2a_commands_calls_total{method=\"Classify\",code=\"OK\"}"),
+            "{text}"
+        );
+        assert!(text.contains("# TYPE a2a_commands_call_duration_seconds histogram"));
+        assert!(text.ends_with("# EOF\n"));
+    }
+}
