@@ -230,6 +230,11 @@ pub struct ServeArgs {
     #[arg(long, env = "A2A_COMMANDS_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
 
+    /// Log one successful call in N (its per-call line at info); failed calls are always
+    /// logged, and metrics count every call. 1 logs every call.
+    #[arg(long, env = "A2A_COMMANDS_CALL_LOG_SAMPLE", default_value_t = 1)]
+    pub call_log_sample: u64,
+
     /// Log filter in RUST_LOG syntax, for example `info` or `a2a_commands=debug`.
     #[arg(long = "log", env = "RUST_LOG", default_value = "info")]
     pub log_filter: String,

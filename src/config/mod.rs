@@ -70,6 +70,8 @@ pub struct Settings {
     pub drain_timeout: Duration,
     /// Limits on connections and on what one request may cost.
     pub limits: Limits,
+    /// One successful call in how many gets its log line.
+    pub call_log_sample: u64,
     /// Limits on command handlers.
     pub handlers: HandlerPolicy,
 }
@@ -135,6 +137,7 @@ impl Settings {
             max_message_bytes: 4 << 20,
             drain_timeout: Duration::from_secs(10),
             limits: Limits::default(),
+            call_log_sample: 1,
             handlers: HandlerPolicy::default(),
         }
     }
@@ -243,6 +246,7 @@ impl Settings {
             max_message_bytes: args.max_message_bytes,
             drain_timeout: Duration::from_secs(args.drain_seconds),
             limits,
+            call_log_sample: args.call_log_sample,
             handlers,
         })
     }

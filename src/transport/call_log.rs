@@ -2,6 +2,7 @@
 //! Execute, the outcome and the caller's trace id. Message text and arguments are never
 //! logged, since they may carry secrets.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use tonic::{Code, Response, Status};
@@ -9,6 +10,16 @@ use tonic::{Code, Response, Status};
 use crate::error::Error;
 use crate::metrics::metrics;
 use crate::transport::status::code;
+
+/// One in how many successful calls is logged (1: every call); set at start.
+static SAMPLE: AtomicU64 = AtomicU64::new(1);
+/// Successful calls so far, for sampling.
+static CALLS: AtomicU64 = AtomicU64::new(0);
+
+/// Logs one successful call in `every` (0 and 1: every call); failures always.
+pub fn set_sample(every: u64) {
+    SAMPLE.store(every.max(1), Ordering::Relaxed);
+}
 
 /// Logs the call's one line: method, status code, latency and command name.
 pub(crate) fn log_call<T>(
@@ -22,6 +33,14 @@ pub(crate) fn log_call<T>(
     let code = result.as_ref().map_or_else(code, |_| Code::Ok);
     let elapsed = started.elapsed();
     metrics().call(method, code_name(code), elapsed);
+    // Successful calls may be sampled (--call-log-sample); a failure always has its line.
+    let sample = SAMPLE.load(Ordering::Relaxed);
+    if code == Code::Ok
+        && sample > 1
+        && !CALLS.fetch_add(1, Ordering::Relaxed).is_multiple_of(sample)
+    {
+        return;
+    }
     tracing::info!(
         method,
         code = ?code,

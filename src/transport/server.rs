@@ -271,6 +271,7 @@ pub async fn start(settings: Settings) -> Result<RunningServer, StartError> {
     let api = Routes::new(api, settings.max_message_bytes);
 
     wire::set_max_elements(settings.limits.max_request_elements);
+    crate::transport::call_log::set_sample(settings.call_log_sample);
     let guard = GuardLayer::new(
         settings.limits.max_request_memory,
         settings.max_message_bytes,

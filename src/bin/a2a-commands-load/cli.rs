@@ -51,4 +51,9 @@ pub(crate) struct Args {
     /// A quick run that checks every call works (CI): short measurements, no judging.
     #[arg(long)]
     pub(crate) smoke: bool,
+    /// Write each measured RPC's request as a framed gRPC body (`<row>.bin`, with
+    /// `bodies.tsv` naming each one's path) into this directory after registering,
+    /// then exit: for an outside client such as h2load (`scripts/h2load.sh`).
+    #[arg(long)]
+    pub(crate) write_bodies: Option<PathBuf>,
 }

@@ -13,7 +13,9 @@ use crate::measure::{against_floor, measure, MakeCall, SERVER_PID};
 use crate::report::{ms, print_table};
 use crate::server::{connect, start_server};
 use crate::startup::startup;
-use crate::workload::{execute_request, message, prepare, spec, start_echo_handler};
+use crate::workload::{
+    complete_request, execute_request, message, prepare, spec, start_echo_handler, write_bodies,
+};
 
 pub(crate) async fn run(args: Args) -> ExitCode {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -40,6 +42,17 @@ pub(crate) async fn run(args: Args) -> ExitCode {
         args.commands
     };
     prepare(&channels[0], commands, &handler_url).await;
+    if let Some(dir) = &args.write_bodies {
+        let revision = CommandServiceClient::new(channels[0].clone())
+            .list_specs(pb::ListSpecsRequest::default())
+            .await
+            .expect("list")
+            .into_inner()
+            .revision;
+        write_bodies(dir, revision).expect("write the bodies");
+        println!("request bodies written to {}", dir.display());
+        return ExitCode::SUCCESS;
+    }
     println!(
         "a2a-commands load: {} commands registered, {} calls in flight over {} connections, {} s per RPC",
         commands,
@@ -197,6 +210,75 @@ pub(crate) async fn run(args: Args) -> ExitCode {
             &args,
             &health,
             list,
+        )
+        .await,
+    );
+
+    let current: MakeCall = Arc::new(move |ch, _, _| {
+        Box::pin(async move {
+            let mut client = CommandServiceClient::new(ch);
+            // One full answer to learn the revision, then polls that cost a few bytes.
+            static KNOWN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+            let known = KNOWN.load(std::sync::atomic::Ordering::Relaxed);
+            let listed = client
+                .list_specs(pb::ListSpecsRequest {
+                    known_revision: Some(known),
+                    ..Default::default()
+                })
+                .await?
+                .into_inner();
+            if !listed.unchanged {
+                KNOWN.store(listed.revision, std::sync::atomic::Ordering::Relaxed);
+            }
+            Ok(())
+        })
+    });
+    rows.push(
+        against_floor(
+            "ListSpecs, current revision",
+            &channels,
+            c,
+            &args,
+            &health,
+            current,
+        )
+        .await,
+    );
+
+    let complete = |text: &'static str, want: usize| -> MakeCall {
+        Arc::new(move |ch, _, _| {
+            Box::pin(async move {
+                let answer = CommandServiceClient::new(ch)
+                    .complete(complete_request(text))
+                    .await?
+                    .into_inner();
+                if answer.values.len() == want {
+                    Ok(())
+                } else {
+                    Err(tonic::Status::internal("wrong suggestions"))
+                }
+            })
+        })
+    };
+    rows.push(
+        against_floor(
+            "Complete, names (/cmd-0004)",
+            &channels,
+            c,
+            &args,
+            &health,
+            complete("/cmd-0004", 10),
+        )
+        .await,
+    );
+    rows.push(
+        against_floor(
+            "Complete, /model values",
+            &channels,
+            c,
+            &args,
+            &health,
+            complete("/model g", 2),
         )
         .await,
     );

@@ -42,6 +42,92 @@ pub(crate) fn execute_request(text: &str, i: usize) -> pb::ExecuteRequest {
     }
 }
 
+pub(crate) fn complete_request(text: &str) -> pb::CompleteRequest {
+    pb::CompleteRequest {
+        text: text.into(),
+        sender: Some(pb::Sender {
+            id: "load".into(),
+            role: pb::ParticipantRole::Assignee.into(),
+        }),
+        ..Default::default()
+    }
+}
+
+/// Writes each measured request as a framed gRPC body (the 5-byte prefix, then the
+/// protobuf), with `bodies.tsv` listing `name<TAB>path<TAB>file`, for an outside client.
+pub(crate) fn write_bodies(dir: &std::path::Path, revision: u64) -> std::io::Result<()> {
+    fn framed(message: &impl prost::Message) -> Vec<u8> {
+        let body = message.encode_to_vec();
+        let mut out = Vec::with_capacity(body.len() + 5);
+        out.push(0);
+        out.extend_from_slice(&u32::try_from(body.len()).expect("small").to_be_bytes());
+        out.extend_from_slice(&body);
+        out
+    }
+    const SERVICE: &str = "/a2a.commands.v1.CommandService";
+    let classify = |text: &str| pb::ClassifyRequest {
+        message: Some(message("m-1".into(), text)),
+    };
+    let bodies: Vec<(&str, String, Vec<u8>)> = vec![
+        (
+            "floor",
+            "/grpc.health.v1.Health/Check".into(),
+            framed(&tonic_health::pb::HealthCheckRequest::default()),
+        ),
+        (
+            "classify-command",
+            format!("{SERVICE}/Classify"),
+            framed(&classify("/cmd-00042 some arguments")),
+        ),
+        (
+            "classify-ordinary",
+            format!("{SERVICE}/Classify"),
+            framed(&classify("Please summarise the thread so far.")),
+        ),
+        (
+            "execute-status",
+            format!("{SERVICE}/Execute"),
+            framed(&execute_request("/status", 1)),
+        ),
+        (
+            "execute-ordinary",
+            format!("{SERVICE}/Execute"),
+            framed(&execute_request("hello there", 1)),
+        ),
+        (
+            "listspecs-full",
+            format!("{SERVICE}/ListSpecs"),
+            framed(&pb::ListSpecsRequest::default()),
+        ),
+        (
+            "listspecs-current",
+            format!("{SERVICE}/ListSpecs"),
+            framed(&pb::ListSpecsRequest {
+                known_revision: Some(revision),
+                ..Default::default()
+            }),
+        ),
+        (
+            "complete-names",
+            format!("{SERVICE}/Complete"),
+            framed(&complete_request("/cmd-0004")),
+        ),
+        (
+            "complete-model",
+            format!("{SERVICE}/Complete"),
+            framed(&complete_request("/model g")),
+        ),
+    ];
+    std::fs::create_dir_all(dir)?;
+    let mut index = String::new();
+    for (name, path, body) in bodies {
+        let file = dir.join(format!("{name}.bin"));
+        std::fs::write(&file, body)?;
+        index.push_str(&format!("{name}\t{path}\t{}\n", file.display()));
+    }
+    std::fs::write(dir.join("bodies.tsv"), index)
+}
+
 pub(crate) fn spec(name: String) -> pb::CommandSpec {
     pb::CommandSpec {
         name,
