@@ -90,16 +90,7 @@ impl Handlers {
     ) -> HandlerAnswer {
         let max_answer_bytes = self.policy.max_answer_bytes;
         let call = async {
-            let host_allowed = url::Url::parse(&binding.url)
-                .ok()
-                .and_then(|u| u.host_str().map(|h| self.policy.allows_host(h)))
-                .unwrap_or(false);
-            if !host_allowed {
-                return Err(Failure::new("handler host not allowed", &binding.url));
-            }
-            let headers =
-                CallHeaders::read(self.policy.secrets_dir.as_deref(), &binding.headers, trace)?;
-            let endpoint = self.endpoint(&binding.url);
+            let (headers, endpoint) = self.prepare(binding, trace)?;
             let _slot = endpoint
                 .slots
                 .acquire()
@@ -169,16 +160,7 @@ impl Handlers {
         timeout: std::time::Duration,
     ) -> (Vec<(String, String)>, usize) {
         let call = async {
-            let host_allowed = url::Url::parse(&binding.url)
-                .ok()
-                .and_then(|u| u.host_str().map(|h| self.policy.allows_host(h)))
-                .unwrap_or(false);
-            if !host_allowed {
-                return Err(Failure::new("handler host not allowed", &binding.url));
-            }
-            let headers =
-                CallHeaders::read(self.policy.secrets_dir.as_deref(), &binding.headers, trace)?;
-            let endpoint = self.endpoint(&binding.url);
+            let (headers, endpoint) = self.prepare(binding, trace)?;
             let _slot = endpoint
                 .slots
                 .try_acquire()
@@ -210,6 +192,25 @@ impl Handlers {
             );
             (Vec::new(), 0)
         })
+    }
+
+    /// What every call to `binding` needs first: its host allowed now (the list may
+    /// have changed since registration), its headers read, its endpoint's state.
+    fn prepare(
+        &self,
+        binding: &HandlerBinding,
+        trace: &Trace,
+    ) -> Result<(CallHeaders, Arc<Endpoint>), Failure> {
+        let host_allowed = url::Url::parse(&binding.url)
+            .ok()
+            .and_then(|u| u.host_str().map(|h| self.policy.allows_host(h)))
+            .unwrap_or(false);
+        if !host_allowed {
+            return Err(Failure::new("handler host not allowed", &binding.url));
+        }
+        let headers =
+            CallHeaders::read(self.policy.secrets_dir.as_deref(), &binding.headers, trace)?;
+        Ok((headers, self.endpoint(&binding.url)))
     }
 
     fn endpoint(&self, url: &str) -> Arc<Endpoint> {

@@ -331,6 +331,12 @@ impl Api {
     }
 }
 
+/// The W3C trace context of an incoming call, to pass on to handlers.
+fn trace_of(metadata: &tonic::metadata::MetadataMap) -> Trace {
+    let header = |name| metadata.get(name).and_then(|v| v.to_str().ok());
+    Trace::from_headers(header("traceparent"), header("tracestate"))
+}
+
 /// A Complete answer.
 fn completion_response(
     completions: Completions,
@@ -444,9 +450,7 @@ impl CommandService for Api {
         request: Request<pb::CompleteRequest>,
     ) -> Result<Response<pb::CompleteResponse>, Status> {
         let started = Instant::now();
-        let metadata = request.metadata();
-        let header = |name| metadata.get(name).and_then(|v| v.to_str().ok());
-        let trace = Trace::from_headers(header("traceparent"), header("tracestate"));
+        let trace = trace_of(request.metadata());
         let result = Api::complete(self, request.get_ref(), &trace).await;
         let command = result.as_ref().map_or("", |r| r.command.as_str());
         log_call("Complete", started, &result, command, "", trace.trace_id());
@@ -476,9 +480,7 @@ impl CommandService for Api {
         request: Request<pb::ExecuteRequest>,
     ) -> Result<Response<pb::ExecuteResponse>, Status> {
         let started = Instant::now();
-        let metadata = request.metadata();
-        let header = |name| metadata.get(name).and_then(|v| v.to_str().ok());
-        let trace = Trace::from_headers(header("traceparent"), header("tracestate"));
+        let trace = trace_of(request.metadata());
         let result = Api::execute(self, request.get_ref(), &trace).await;
         let (command, outcome) = command_of_execute(&result);
         if !command.is_empty() {
