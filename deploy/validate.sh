@@ -14,7 +14,8 @@
 #     `kubernetes-validate --strict -k 1.33.0`: unknown fields are errors, and so is a
 #     document whose kind has no 1.33 schema (the tool itself only warns about those);
 #  4. the commands.json in the ConfigMap is valid JSON of the expected shape;
-#  5. the a2a-commands sidecar is the same in the Deployment and the StatefulSet;
+#  5. the a2a-commands sidecar is the same in the Deployment and the StatefulSet, and its
+#     metrics listener, port named `metrics` and scrape annotations agree;
 #  6. if kubectl (or kustomize) is installed: each kustomization renders, and the
 #     rendered objects pass step 3 too. Set SKIP_KUSTOMIZE=1 to skip this step.
 #
@@ -186,7 +187,9 @@ for path in manifests:
             if not isinstance(c, dict):
                 errors.append(f"{where}: commands[{i}] is not an object")
                 continue
-            unknown = set(c) - {"name", "description", "argument_hint", "handler"}
+            # The commands file's schema (src/registry/commands_file.rs); `a2a-commands
+            # ctl check` checks the rest (lengths, characters, roles, URLs).
+            unknown = set(c) - {"name", "description", "argument_hint", "handler", "roles", "hidden"}
             if unknown:
                 errors.append(f"{where}: commands[{i}] has unknown keys {sorted(unknown)}")
             if not isinstance(c.get("name"), str) or not NAME.match(c["name"]) or len(c["name"]) > 64:
@@ -197,11 +200,17 @@ for path in manifests:
                 errors.append(f"{where}: commands[{i}].argument_hint must be a string")
             h = c.get("handler")
             if h is not None:
-                endpoints = [k for k in ("grpc", "json_rpc") if k in (h if isinstance(h, dict) else {})]
-                if not isinstance(h, dict) or len(endpoints) != 1 or set(h) - {"grpc", "json_rpc", "timeout_ms"}:
-                    errors.append(f"{where}: commands[{i}].handler needs exactly one of grpc or json_rpc (and optionally timeout_ms)")
+                endpoints = [k for k in ("grpc", "json_rpc", "mcp") if k in (h if isinstance(h, dict) else {})]
+                if not isinstance(h, dict) or len(endpoints) != 1 or set(h) - {"grpc", "json_rpc", "mcp", "timeout_ms", "headers"}:
+                    errors.append(f"{where}: commands[{i}].handler needs exactly one of grpc, json_rpc or mcp (and optionally timeout_ms, headers)")
                 elif not re.match(r"https?://", str(h[endpoints[0]])):
                     errors.append(f"{where}: commands[{i}].handler URL must be http:// or https://")
+            roles = c.get("roles")
+            if roles is not None and (not isinstance(roles, list) or not all(
+                    r in ("assignee", "reporter", "watcher", "admin") for r in roles)):
+                errors.append(f"{where}: commands[{i}].roles must list assignee, reporter, watcher or admin")
+            if not isinstance(c.get("hidden", False), bool):
+                errors.append(f"{where}: commands[{i}].hidden must be true or false")
             names.append(c.get("name"))
         if len(set(names)) != len(names):
             errors.append(f"{where}: a command name appears twice")
@@ -232,6 +241,21 @@ else:
     grace = a[2] if a[2] is not None else 30
     if drain >= grace:
         errors.append(f"A2A_COMMANDS_DRAIN_SECONDS ({drain}) must be below terminationGracePeriodSeconds ({grace})")
+    # Metrics: the listener, the port named `metrics` and the scrape annotations agree.
+    metrics = env.get("A2A_COMMANDS_METRICS_LISTEN", "off")
+    ports = {p.get("name"): p.get("containerPort") for p in c.get("ports", [])}
+    for path in ("deployment.yaml", os.path.join("statefulset", "statefulset.yaml")):
+        template = next(d for d in docs_by_file[path] if d.get("kind") in ("Deployment", "StatefulSet"))
+        annotations = template["spec"]["template"]["metadata"].get("annotations") or {}
+        if metrics == "off" or ":" not in metrics:
+            errors.append(f"{path}: A2A_COMMANDS_METRICS_LISTEN must be an address (metrics on)")
+            continue
+        port = int(metrics.rsplit(":", 1)[1])
+        if ports.get("metrics") != port:
+            errors.append(f"{path}: the container port named metrics must be {port}")
+        if annotations.get("prometheus.io/scrape") != "true" or annotations.get("prometheus.io/port") != str(port) \
+                or annotations.get("prometheus.io/path") != "/metrics":
+            errors.append(f"{path}: the pod template needs prometheus.io/scrape \"true\", /port \"{port}\", /path /metrics")
 
 for e in errors:
     print(f"FAIL: {e}")

@@ -9,6 +9,9 @@
 #
 #   apt-get install nghttp2-client      # h2load
 #   bash scripts/h2load.sh              # H2LOAD_REQUESTS (100000), H2LOAD_ROUNDS (3)
+#
+# H2LOAD_SERVER names another server binary to drive (an older build, for a before
+# row); H2LOAD_SERVER_FLAGS adds flags to its `serve`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v h2load >/dev/null || { echo "h2load is missing: apt-get install nghttp2-client" >&2; exit 1; }
@@ -17,7 +20,8 @@ rounds=${H2LOAD_ROUNDS:-3}
 
 cargo build --release --locked --bins
 dir=$(mktemp -d)
-./target/release/a2a-commands serve --listen 127.0.0.1:0 --health-listen off \
+server_bin=${H2LOAD_SERVER:-./target/release/a2a-commands}
+"$server_bin" serve --listen 127.0.0.1:0 --health-listen off \
   --data-dir "$dir/data" --log-format json ${H2LOAD_SERVER_FLAGS:-} 2> "$dir/server.log" &
 server=$!
 trap 'kill $server 2>/dev/null; wait $server 2>/dev/null; rm -rf "$dir"' EXIT

@@ -263,7 +263,8 @@ pub struct ServeArgs {
 
     /// Memory, in MiB, that the requests of all calls in flight may take together (each
     /// counts its bytes twice, as received and decoded, plus what its repeated elements
-    /// cost); a call that does not fit waits unread. At least one largest request.
+    /// cost); a call that does not fit is RESOURCE_EXHAUSTED at once, unread. Never
+    /// less than one largest request.
     #[arg(
         long,
         env = "A2A_COMMANDS_MAX_REQUEST_MEMORY_MIB",
