@@ -7,7 +7,7 @@ use tracing_subscriber::EnvFilter;
 
 use a2a_commands::config::{Cli, Command, LogFormat, SalvageArgs, ServeArgs, Settings};
 use a2a_commands::registry::{commands_file, salvage};
-use a2a_commands::transport::server;
+use a2a_commands::transport::{call_log, server};
 
 /// Sets up logging; the returned guard flushes the log when dropped.
 fn init_logging(args: &ServeArgs) -> tracing_appender::non_blocking::WorkerGuard {
@@ -38,6 +38,10 @@ fn init_logging(args: &ServeArgs) -> tracing_appender::non_blocking::WorkerGuard
         LogFormat::Text => builder.init(),
         LogFormat::Json => builder.json().flatten_event(true).init(),
     }
+    call_log::start(match args.log_format {
+        LogFormat::Text => call_log::Format::Text,
+        LogFormat::Json => call_log::Format::Json,
+    });
     guard
 }
 
@@ -62,10 +66,10 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
     let stop = termination();
     let running = server::start(settings).await.map_err(|e| e.to_string())?;
     stop.await;
-    running
-        .shutdown()
-        .await
-        .map_err(|e| format!("server error: {e}"))?;
+    let stopped = running.shutdown().await;
+    // Every call has ended: their lines go out before the last ones.
+    call_log::stop();
+    stopped.map_err(|e| format!("server error: {e}"))?;
     tracing::info!("stopped cleanly");
     Ok(())
 }

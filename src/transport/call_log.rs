@@ -1,9 +1,20 @@
 //! The one log line per call: method, status code, latency, command name and, for
 //! Execute, the outcome and the caller's trace id. Message text and arguments are never
 //! logged, since they may carry secrets.
+//!
+//! A call's line is most of what a cheap call costs if it goes through `tracing` (about
+//! 3 µs of formatting, an allocation and a wake-up of the log thread per line). So when
+//! the binary has called [`start`], a call only copies its fields into a queue (no
+//! allocation, no formatting, no system call); a writer thread wakes at most every
+//! [`BATCH_INTERVAL`], formats the queued lines exactly as `tracing`'s text or JSON
+//! formatter would, and writes them with one `write` to stderr. Without [`start`] (the
+//! library embedded, tests), lines go through `tracing` as every other line does.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Instant;
+use std::io::Write as _;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::thread::{JoinHandle, Thread};
+use std::time::{Duration, Instant, SystemTime};
 
 use tonic::{Code, Response, Status};
 
@@ -21,13 +32,182 @@ pub fn set_sample(every: u64) {
     SAMPLE.store(every.max(1), Ordering::Relaxed);
 }
 
+/// How long queued lines may wait before they are written: long enough that a busy
+/// server writes many lines per wake-up, short enough for someone tailing the log.
+pub const BATCH_INTERVAL: Duration = Duration::from_millis(20);
+
+/// Lines queued at most; beyond that, lines are dropped (and counted) rather than
+/// letting a stalled stderr grow memory or slow calls.
+const MAX_QUEUED: usize = 1 << 16;
+
+/// The longest command name copied into a line, in bytes. Registered names are at
+/// most 64; longer ones are what a refused Register sent, cut at a character boundary.
+const MAX_COMMAND: usize = 128;
+
+/// The call log's output format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// `tracing-subscriber`'s default text line.
+    Text,
+    /// `tracing-subscriber`'s JSON line with the event's fields flattened.
+    Json,
+}
+
+/// Bytes copied inline, so that queuing a line allocates nothing.
+#[derive(Clone, Copy)]
+struct Inline<const N: usize> {
+    len: u8,
+    bytes: [u8; N],
+}
+
+impl<const N: usize> Inline<N> {
+    fn new(text: &str) -> Self {
+        let mut len = text.len().min(N);
+        while !text.is_char_boundary(len) {
+            len -= 1;
+        }
+        let mut bytes = [0; N];
+        bytes[..len].copy_from_slice(&text.as_bytes()[..len]);
+        Self {
+            len: u8::try_from(len).expect("N fits in a u8"),
+            bytes,
+        }
+    }
+
+    fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.bytes[..usize::from(self.len)]).expect("cut at a boundary")
+    }
+}
+
+/// One call's line, as queued.
+struct Line {
+    at: SystemTime,
+    method: &'static str,
+    code: Code,
+    latency_us: u64,
+    command: Inline<MAX_COMMAND>,
+    outcome: &'static str,
+    trace_id: Inline<32>,
+}
+
+/// The queue and the writer thread that empties it.
+struct Writer {
+    format: Format,
+    queue: Mutex<Vec<Line>>,
+    /// Set by the writer before it parks; the call that finds it set wakes the writer.
+    idle: AtomicBool,
+    stopping: AtomicBool,
+    dropped: AtomicU64,
+    thread: Thread,
+    handle: Mutex<Option<JoinHandle<()>>>,
+}
+
+static WRITER: OnceLock<Writer> = OnceLock::new();
+
+/// Starts the writer thread: from now on, call lines are queued and written in batches
+/// in `format`. Call it once the `tracing` subscriber is installed: lines are written
+/// only if it enables `info` for this module. Later calls change nothing.
+pub fn start(format: Format) {
+    if !tracing::enabled!(tracing::Level::INFO) {
+        return;
+    }
+    // The thread waits until the writer it runs is in place.
+    let handle = std::thread::Builder::new()
+        .name("call-log".to_owned())
+        .spawn(|| loop {
+            if let Some(writer) = WRITER.get() {
+                return writer.run();
+            }
+            std::thread::park();
+        })
+        .expect("spawn the call-log thread");
+    let thread = handle.thread().clone();
+    let writer = Writer {
+        format,
+        queue: Mutex::new(Vec::with_capacity(1024)),
+        idle: AtomicBool::new(false),
+        stopping: AtomicBool::new(false),
+        dropped: AtomicU64::new(0),
+        thread: thread.clone(),
+        handle: Mutex::new(Some(handle)),
+    };
+    let _ = WRITER.set(writer);
+    thread.unpark();
+}
+
+/// Writes every queued line and stops the writer thread; later lines go through
+/// `tracing`. Call it before the process exits.
+pub fn stop() {
+    let Some(writer) = WRITER.get() else {
+        return;
+    };
+    writer.stopping.store(true, Ordering::SeqCst);
+    writer.thread.unpark();
+    let handle = writer.handle.lock().expect("not poisoned").take();
+    if let Some(handle) = handle {
+        let _ = handle.join();
+    }
+}
+
+impl Writer {
+    fn push(&self, line: Line) {
+        {
+            let mut queue = self.queue.lock().expect("not poisoned");
+            if queue.len() >= MAX_QUEUED {
+                self.dropped.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+            queue.push(line);
+        }
+        if self.idle.swap(false, Ordering::SeqCst) {
+            self.thread.unpark();
+        }
+    }
+
+    fn run(&self) {
+        let mut batch = Vec::with_capacity(1024);
+        let mut out = Vec::with_capacity(64 * 1024);
+        loop {
+            std::mem::swap(&mut batch, &mut *self.queue.lock().expect("not poisoned"));
+            if batch.is_empty() {
+                if self.stopping.load(Ordering::SeqCst) {
+                    return;
+                }
+                self.idle.store(true, Ordering::SeqCst);
+                // A line queued before `idle` was set would not wake us: look again.
+                if self.queue.lock().expect("not poisoned").is_empty() {
+                    std::thread::park();
+                }
+                self.idle.store(false, Ordering::SeqCst);
+                if !self.stopping.load(Ordering::SeqCst) {
+                    std::thread::sleep(BATCH_INTERVAL);
+                }
+                continue;
+            }
+            out.clear();
+            for line in batch.drain(..) {
+                format_line(&mut out, self.format, &line);
+            }
+            let dropped = self.dropped.swap(0, Ordering::Relaxed);
+            if dropped > 0 {
+                format_dropped(&mut out, self.format, dropped);
+            }
+            // One write for the batch; a failing stderr loses the lines, not the calls.
+            let _ = std::io::stderr().lock().write_all(&out);
+            if !self.stopping.load(Ordering::SeqCst) {
+                std::thread::sleep(BATCH_INTERVAL);
+            }
+        }
+    }
+}
+
 /// Logs the call's one line: method, status code, latency and command name.
 pub(crate) fn log_call<T>(
     method: &'static str,
     started: Instant,
     result: &Result<T, Error>,
     command: &str,
-    outcome: &str,
+    outcome: &'static str,
     trace_id: &str,
 ) {
     let code = result.as_ref().map_or_else(code, |_| Code::Ok);
@@ -41,15 +221,136 @@ pub(crate) fn log_call<T>(
     {
         return;
     }
-    tracing::info!(
-        method,
-        code = ?code,
-        latency_us = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX),
-        command,
-        outcome,
-        trace_id,
-        "call"
-    );
+    let latency_us = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX);
+    match WRITER.get() {
+        Some(writer) if !writer.stopping.load(Ordering::Relaxed) => writer.push(Line {
+            at: SystemTime::now(),
+            method,
+            code,
+            latency_us,
+            command: Inline::new(command),
+            outcome,
+            trace_id: Inline::new(trace_id),
+        }),
+        _ => tracing::info!(
+            method,
+            code = ?code,
+            latency_us,
+            command,
+            outcome,
+            trace_id,
+            "call"
+        ),
+    }
+}
+
+/// This module's path: the `target` of its lines.
+const TARGET: &str = module_path!();
+
+/// Appends `line` as `tracing-subscriber` formats an `info` event of this module with
+/// the same fields, so that a log reader sees one format.
+fn format_line(out: &mut Vec<u8>, format: Format, line: &Line) {
+    let timestamp = Rfc3339(line.at);
+    let code = CodeName(line.code);
+    let (command, trace_id) = (line.command.as_str(), line.trace_id.as_str());
+    // Writing into a Vec cannot fail.
+    let _ = match format {
+        Format::Json => write!(
+            out,
+            "{{\"timestamp\":\"{timestamp}\",\"level\":\"INFO\",\"message\":\"call\",\
+             \"method\":\"{}\",\"code\":\"{code}\",\"latency_us\":{},\"command\":{},\
+             \"outcome\":\"{}\",\"trace_id\":{},\"target\":\"{TARGET}\"}}\n",
+            line.method,
+            line.latency_us,
+            Json(command),
+            line.outcome,
+            Json(trace_id),
+        ),
+        Format::Text => writeln!(
+            out,
+            "{timestamp}  INFO {TARGET}: call method={:?} code={code} latency_us={} \
+             command={command:?} outcome={:?} trace_id={trace_id:?}",
+            line.method, line.latency_us, line.outcome,
+        ),
+    };
+}
+
+/// Appends the line that says how many call lines were dropped.
+fn format_dropped(out: &mut Vec<u8>, format: Format, dropped: u64) {
+    let timestamp = Rfc3339(SystemTime::now());
+    let _ = match format {
+        Format::Json => writeln!(
+            out,
+            "{{\"timestamp\":\"{timestamp}\",\"level\":\"WARN\",\"message\":\"call log lines dropped\",\
+             \"dropped\":{dropped},\"target\":\"{TARGET}\"}}"
+        ),
+        Format::Text => writeln!(
+            out,
+            "{timestamp}  WARN {TARGET}: call log lines dropped dropped={dropped}"
+        ),
+    };
+}
+
+/// A string as a JSON string literal.
+struct Json<'a>(&'a str);
+
+impl std::fmt::Display for Json<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let quoted = serde_json::to_string(self.0).map_err(|_| std::fmt::Error)?;
+        f.write_str(&quoted)
+    }
+}
+
+/// A code as `tracing` shows it with `?`: its Debug name (`Ok`, `InvalidArgument`).
+struct CodeName(Code);
+
+impl std::fmt::Display for CodeName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}", self.0)
+    }
+}
+
+/// A time as RFC 3339 UTC with microseconds, as `tracing-subscriber` writes it.
+struct Rfc3339(SystemTime);
+
+impl std::fmt::Display for Rfc3339 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let since = self
+            .0
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap_or_default();
+        let seconds = since.as_secs();
+        let (year, month, day) = civil_date(seconds / 86_400);
+        let of_day = seconds % 86_400;
+        write!(
+            f,
+            "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:06}Z",
+            of_day / 3600,
+            of_day / 60 % 60,
+            of_day % 60,
+            since.subsec_micros()
+        )
+    }
+}
+
+/// The proleptic Gregorian date `days` after 1970-01-01 (Hinnant's days-to-civil).
+fn civil_date(days: u64) -> (u64, u64, u64) {
+    // Shift the epoch to 0000-03-01, so that leap days end each 400-year era.
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let day_of_era = z % 146_097;
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_index = (5 * day_of_year + 2) / 153; // 0 = March
+    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
+    let month = if month_index < 10 {
+        month_index + 3
+    } else {
+        month_index - 9
+    };
+    let year = era * 400 + year_of_era + u64::from(month <= 2);
+    (year, month, day)
 }
 
 /// The canonical name of a gRPC code, as metrics label it.
@@ -84,4 +385,67 @@ pub(crate) fn logged<T>(
 ) -> Result<Response<T>, Status> {
     log_call(method, started, &result, command, "", "");
     result.map(Response::new).map_err(Status::from)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_follow_the_calendar() {
+        assert_eq!(civil_date(0), (1970, 1, 1));
+        assert_eq!(civil_date(59), (1970, 3, 1));
+        assert_eq!(civil_date(11_016), (2000, 2, 29));
+        assert_eq!(civil_date(20_790), (2026, 12, 3));
+        let at = SystemTime::UNIX_EPOCH + Duration::from_micros(1_796_281_323_004_005);
+        assert_eq!(Rfc3339(at).to_string(), "2026-12-03T07:02:03.004005Z");
+    }
+
+    fn line(command: &str) -> Line {
+        Line {
+            at: SystemTime::UNIX_EPOCH,
+            method: "Execute",
+            code: Code::InvalidArgument,
+            latency_us: 12,
+            command: Inline::new(command),
+            outcome: "OUTCOME_OK",
+            trace_id: Inline::new("4bf92f3577b34da6a3ce929d0e0e4736"),
+        }
+    }
+
+    #[test]
+    fn json_lines_have_tracing_s_keys_and_escape_names() {
+        let mut out = Vec::new();
+        format_line(&mut out, Format::Json, &line("a\"b"));
+        let event: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(event["message"], "call");
+        assert_eq!(event["level"], "INFO");
+        assert_eq!(event["method"], "Execute");
+        assert_eq!(event["code"], "InvalidArgument");
+        assert_eq!(event["latency_us"], 12);
+        assert_eq!(event["command"], "a\"b");
+        assert_eq!(event["outcome"], "OUTCOME_OK");
+        assert_eq!(event["trace_id"], "4bf92f3577b34da6a3ce929d0e0e4736");
+        assert_eq!(event["timestamp"], "1970-01-01T00:00:00.000000Z");
+        assert!(out.ends_with(b"}\n"));
+    }
+
+    #[test]
+    fn text_lines_quote_like_tracing() {
+        let mut out = Vec::new();
+        format_line(&mut out, Format::Text, &line("deploy"));
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "1970-01-01T00:00:00.000000Z  INFO a2a_commands::transport::call_log: call \
+             method=\"Execute\" code=InvalidArgument latency_us=12 command=\"deploy\" \
+             outcome=\"OUTCOME_OK\" trace_id=\"4bf92f3577b34da6a3ce929d0e0e4736\"\n"
+        );
+    }
+
+    #[test]
+    fn long_names_are_cut_at_a_character_boundary() {
+        let name = "é".repeat(100);
+        let cut = Inline::<MAX_COMMAND>::new(&name);
+        assert_eq!(cut.as_str(), "é".repeat(64));
+    }
 }
