@@ -1,12 +1,17 @@
 //! The service's Prometheus metrics (OpenMetrics text, with `prometheus-client`), kept
 //! in one process-wide set that every layer records into and `--metrics-listen` serves.
 //!
+//! Per-call metrics (calls, their latency, Execute's outcomes) are recorded only once
+//! [`record_calls`] turns them on, which the server does when `--metrics-listen` is set:
+//! without a scraper they would be work on every call for nobody. The rest (registry,
+//! writer, handlers, commands file, WatchSpecs) changes rarely and is always kept.
+//!
 //! Label sets stay bounded: methods and gRPC codes are fixed sets, and a command name
 //! is a label only where it is registered (Execute's outcomes of commands, handler
 //! calls), so the registry's capacity bounds it. Nothing a user typed that is not
 //! registered becomes a label.
 
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -195,8 +200,11 @@ impl Metrics {
         }
     }
 
-    /// Records one gRPC call.
+    /// Records one gRPC call, if per-call metrics are on.
     pub fn call(&self, method: &'static str, code: &'static str, latency: Duration) {
+        if !calls_recorded() {
+            return;
+        }
         self.calls.get_or_create(&CallLabels { method, code }).inc();
         self.call_seconds
             .get_or_create(&MethodLabels { method })
@@ -212,6 +220,19 @@ impl Metrics {
     }
 }
 
+/// Whether per-call metrics are recorded.
+static PER_CALL: AtomicBool = AtomicBool::new(false);
+
+/// Turns per-call metrics on (the server does when it serves them).
+pub fn record_calls() {
+    PER_CALL.store(true, Ordering::Relaxed);
+}
+
+/// Whether per-call metrics are recorded (see [`record_calls`]).
+pub fn calls_recorded() -> bool {
+    PER_CALL.load(Ordering::Relaxed)
+}
+
 /// The process's metrics.
 pub fn metrics() -> &'static Metrics {
     static METRICS: OnceLock<Metrics> = OnceLock::new();
@@ -224,6 +245,7 @@ mod tests {
 
     #[test]
     fn encodes_openmetrics() {
+        record_calls();
         let m = metrics();
         m.call("Classify", "OK", Duration::from_micros(30));
         m.outcomes

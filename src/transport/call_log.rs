@@ -255,11 +255,11 @@ fn format_line(out: &mut Vec<u8>, format: Format, line: &Line) {
     let (command, trace_id) = (line.command.as_str(), line.trace_id.as_str());
     // Writing into a Vec cannot fail.
     let _ = match format {
-        Format::Json => write!(
+        Format::Json => writeln!(
             out,
             "{{\"timestamp\":\"{timestamp}\",\"level\":\"INFO\",\"message\":\"call\",\
              \"method\":\"{}\",\"code\":\"{code}\",\"latency_us\":{},\"command\":{},\
-             \"outcome\":\"{}\",\"trace_id\":{},\"target\":\"{TARGET}\"}}\n",
+             \"outcome\":\"{}\",\"trace_id\":{},\"target\":\"{TARGET}\"}}",
             line.method,
             line.latency_us,
             Json(command),

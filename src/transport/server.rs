@@ -321,6 +321,7 @@ pub async fn start(settings: Settings) -> Result<RunningServer, StartError> {
     let (metrics_addr, metrics_task) = match settings.metrics_listen {
         Some(metrics_addr) => {
             let (listener, metrics_addr) = bind(metrics_addr).await?;
+            crate::metrics::record_calls();
             (
                 Some(metrics_addr),
                 Some(tokio::spawn(serve_metrics(listener))),

@@ -37,6 +37,10 @@ pub(crate) struct Args {
     /// The started server's log filter (its per-call lines are at info).
     #[arg(long, default_value = "info")]
     pub(crate) server_log: String,
+    /// A flag for the started server's `serve`, e.g. `--server-arg=--metrics-listen=127.0.0.1:0`
+    /// (repeat for more).
+    #[arg(long = "server-arg", allow_hyphen_values = true)]
+    pub(crate) server_args: Vec<String>,
     /// Also measure start-up time and memory with 10,000 commands (starts the server
     /// several times).
     #[arg(long)]

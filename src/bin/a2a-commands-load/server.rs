@@ -62,6 +62,7 @@ pub(crate) fn start_server(
             "--data-dir",
         ])
         .arg(data_dir)
+        .args(&args.server_args)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
