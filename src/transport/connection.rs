@@ -20,11 +20,15 @@
 //! counts the calls in flight on it, each until its response body ends; when none is
 //! left for the timeout, the connection's next read reports the end of the stream and
 //! hyper closes it. A connection whose requests were never counted is never closed.
+//!
+//! Writes: h2 writes an answer's frames as they are framed; [`IdleIo`] holds writes up
+//! to 4 KiB until the next larger write or flush, so a small answer (headers, data,
+//! trailers) leaves in one system call instead of two or three.
 
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll, Waker};
+use std::task::{ready, Context, Poll, Waker};
 use std::time::Duration;
 
 use http_body::Body as _;
@@ -77,13 +81,19 @@ pub struct ConnectionInfo {
     activity: Arc<Activity>,
 }
 
-/// An accepted TCP connection that ends itself after `idle` with no call in flight.
+/// An accepted TCP connection that ends itself after `idle` with no call in flight, and
+/// joins small writes to the next write (see `is_write_vectored`).
 pub struct IdleIo {
     inner: TcpStream,
     activity: Arc<Activity>,
     idle: Option<Duration>,
     timer: Option<Pin<Box<Sleep>>>,
+    /// Small writes not sent yet: they go out with the next write or flush.
+    pending: Vec<u8>,
 }
+
+/// Writes up to this size wait for the next write or flush.
+const JOIN_UP_TO: usize = 4096;
 
 impl IdleIo {
     /// Wraps `inner`; `idle` of `None` never closes it.
@@ -93,6 +103,7 @@ impl IdleIo {
             activity: Arc::default(),
             idle,
             timer: None,
+            pending: Vec::new(),
         }
     }
 
@@ -145,32 +156,68 @@ impl AsyncRead for IdleIo {
 }
 
 impl AsyncWrite for IdleIo {
+    /// A write that fits in the pending bytes joins them and is reported written; a
+    /// larger one goes out with them in one vectored write.
     fn poll_write(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write(cx, buf)
+        let this = &mut *self;
+        if this.pending.len() + buf.len() <= JOIN_UP_TO {
+            this.pending.extend_from_slice(buf);
+            return Poll::Ready(Ok(buf.len()));
+        }
+        while !this.pending.is_empty() {
+            let slices = [
+                std::io::IoSlice::new(&this.pending),
+                std::io::IoSlice::new(buf),
+            ];
+            let written = ready!(Pin::new(&mut this.inner).poll_write_vectored(cx, &slices))?;
+            if written == 0 {
+                return Poll::Ready(Err(std::io::ErrorKind::WriteZero.into()));
+            }
+            let from_pending = written.min(this.pending.len());
+            this.pending.drain(..from_pending);
+            if written > from_pending {
+                return Poll::Ready(Ok(written - from_pending));
+            }
+        }
+        Pin::new(&mut this.inner).poll_write(cx, buf)
     }
 
-    fn poll_write_vectored(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[std::io::IoSlice<'_>],
-    ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
-    }
-
+    /// Reported as not vectored, on purpose: h2 then copies a data frame of up to
+    /// 1 KiB into its write buffer (256 bytes when vectored), so an answer's headers,
+    /// data and trailers are one write, which `poll_write` joins with the next. Execute,
+    /// Classify and Complete answers are under 1 KiB, and a second system call per call
+    /// costs Execute a tenth of its throughput (measured in BENCHMARKS.md).
     fn is_write_vectored(&self) -> bool {
-        self.inner.is_write_vectored()
+        false
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        ready!(self.as_mut().send_pending(cx))?;
         Pin::new(&mut self.inner).poll_flush(cx)
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        ready!(self.as_mut().send_pending(cx))?;
         Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+impl IdleIo {
+    /// Writes the pending bytes.
+    fn send_pending(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        let this = &mut *self;
+        while !this.pending.is_empty() {
+            let written = ready!(Pin::new(&mut this.inner).poll_write(cx, &this.pending))?;
+            if written == 0 {
+                return Poll::Ready(Err(std::io::ErrorKind::WriteZero.into()));
+            }
+            this.pending.drain(..written);
+        }
+        Poll::Ready(Ok(()))
     }
 }
 
@@ -405,5 +452,57 @@ impl http_body::Body for Replay {
 
     fn is_end_stream(&self) -> bool {
         self.first.is_none() && self.rest.is_end_stream()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// A connected pair: our side wrapped in [`IdleIo`], and the peer.
+    async fn pair() -> (IdleIo, TcpStream) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let peer = TcpStream::connect(listener.local_addr().unwrap());
+        let (peer, accepted) = tokio::join!(peer, listener.accept());
+        (IdleIo::new(accepted.unwrap().0, None), peer.unwrap())
+    }
+
+    #[tokio::test]
+    async fn small_writes_wait_for_the_next_write_or_flush_and_keep_their_order() {
+        let (mut io, mut peer) = pair().await;
+        io.write_all(b"head").await.unwrap();
+        io.write_all(b"ers").await.unwrap();
+        assert_eq!(io.pending, b"headers", "small writes are held, not sent");
+
+        let large = vec![7u8; 3 * JOIN_UP_TO];
+        io.write_all(&large).await.unwrap();
+        assert!(
+            io.pending.is_empty(),
+            "a large write takes the held bytes along"
+        );
+
+        io.write_all(b"trailers").await.unwrap();
+        io.flush().await.unwrap();
+        assert!(io.pending.is_empty(), "flush sends what is held");
+        io.shutdown().await.unwrap();
+        drop(io);
+
+        let mut received = Vec::new();
+        peer.read_to_end(&mut received).await.unwrap();
+        let mut expected = b"headers".to_vec();
+        expected.extend_from_slice(&large);
+        expected.extend_from_slice(b"trailers");
+        assert_eq!(received, expected);
+    }
+
+    #[tokio::test]
+    async fn shutdown_sends_held_bytes_first() {
+        let (mut io, mut peer) = pair().await;
+        io.write_all(b"last words").await.unwrap();
+        io.shutdown().await.unwrap();
+        let mut received = Vec::new();
+        peer.read_to_end(&mut received).await.unwrap();
+        assert_eq!(received, b"last words");
     }
 }
