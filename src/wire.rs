@@ -218,18 +218,34 @@ where
     fn decode(&mut self, buf: &mut DecodeBuf<'_>) -> Result<Option<U>, Status> {
         use bytes::Buf as _;
         let max = MAX_ELEMENTS.load(Ordering::Relaxed);
-        match count_elements(U::SHAPE, buf.chunk(), max) {
-            Err(ScanError::TooMany { max }) => {
-                return Err(Status::resource_exhausted(format!(
-                    "the request holds more than {max} repeated elements (message parts, \
-                     metadata entries, list values, extensions, sub-tasks, ...); the limit \
-                     is --max-request-elements"
-                )))
+        let bytes = buf.chunk();
+        // Every element counted takes at least one byte on the wire, so a message no
+        // longer than the limit cannot pass it: most requests need no walk.
+        if bytes.len() > max {
+            match count_elements(U::SHAPE, bytes, max) {
+                Err(ScanError::TooMany { max }) => {
+                    return Err(Status::resource_exhausted(format!(
+                        "the request holds more than {max} repeated elements (message \
+                         parts, metadata entries, list values, extensions, sub-tasks, ...); \
+                         the limit is --max-request-elements"
+                    )))
+                }
+                // prost decodes it next and says what is wrong in detail.
+                Err(ScanError::Malformed) | Ok(_) => {}
             }
-            // prost decodes it next and says what is wrong in detail.
-            Err(ScanError::Malformed) | Ok(_) => {}
         }
-        U::decode(buf).map(Some).map_err(|e| {
+        // Decoded from the contiguous slice when the message is one (it always is in
+        // tonic's buffer): prost reads a slice several times faster than a `Buf` that
+        // must update its cursor on every varint.
+        let decoded = if bytes.len() == buf.remaining() {
+            let length = bytes.len();
+            let decoded = U::decode(bytes);
+            buf.advance(length);
+            decoded
+        } else {
+            U::decode(buf)
+        };
+        decoded.map(Some).map_err(|e| {
             Status::invalid_argument(format!("the request is not a valid protobuf message: {e}"))
         })
     }

@@ -71,3 +71,91 @@ proptest! {
         prop_assert_eq!(CommandSpec::new("spec", "m", &description, "").is_ok(), n <= 1024);
     }
 }
+
+/// The element count never exceeds the message's length in bytes, which is what lets
+/// the decoder skip the walk for a message no longer than the limit.
+mod element_counts {
+    use a2a_commands::pb;
+    use a2a_commands::wire::{count_elements, Shape};
+    use proptest::prelude::*;
+    use prost::Message as _;
+
+    fn value(kind: u8) -> prost_types::Value {
+        use prost_types::value::Kind;
+        let kind = match kind % 4 {
+            0 => Kind::NullValue(0),
+            1 => Kind::StringValue(String::new()),
+            2 => Kind::ListValue(prost_types::ListValue {
+                values: vec![prost_types::Value { kind: None }; usize::from(kind % 5)],
+            }),
+            _ => Kind::StructValue(prost_types::Struct::default()),
+        };
+        prost_types::Value { kind: Some(kind) }
+    }
+
+    fn metadata(entries: &[u8]) -> Option<prost_types::Struct> {
+        Some(prost_types::Struct {
+            fields: entries
+                .iter()
+                .enumerate()
+                .map(|(i, kind)| (i.to_string(), value(*kind)))
+                .collect(),
+        })
+    }
+
+    fn message(parts: &[u8], entries: &[u8]) -> pb::Message {
+        pb::Message {
+            parts: parts
+                .iter()
+                .map(|kind| pb::Part {
+                    content: match kind % 3 {
+                        0 => None,
+                        1 => Some(pb::part::Content::Text(String::new())),
+                        _ => Some(pb::part::Content::Data(value(*kind))),
+                    },
+                    metadata: if kind % 2 == 0 {
+                        metadata(entries)
+                    } else {
+                        None
+                    },
+                    ..Default::default()
+                })
+                .collect(),
+            metadata: metadata(entries),
+            ..Default::default()
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2_000))]
+
+        #[test]
+        fn never_more_elements_than_bytes(
+            parts in prop::collection::vec(any::<u8>(), 0..40),
+            entries in prop::collection::vec(any::<u8>(), 0..12),
+            forms in prop::collection::vec(0i32..4, 0..40),
+        ) {
+            let execute = pb::ExecuteRequest {
+                message: Some(message(&parts, &entries)),
+                event_forms: forms,
+                ..Default::default()
+            }
+            .encode_to_vec();
+            let classify = pb::ClassifyRequest { message: Some(message(&parts, &entries)) }
+                .encode_to_vec();
+            for (shape, bytes) in [(Shape::Execute, execute), (Shape::Classify, classify)] {
+                let count = count_elements(shape, &bytes, usize::MAX).unwrap();
+                prop_assert!(count <= bytes.len(), "{count} elements in {} bytes", bytes.len());
+            }
+        }
+
+        #[test]
+        fn never_more_elements_than_bytes_in_any_bytes(bytes in prop::collection::vec(any::<u8>(), 0..200)) {
+            for shape in [Shape::Execute, Shape::Classify, Shape::Complete] {
+                if let Ok(count) = count_elements(shape, &bytes, usize::MAX) {
+                    prop_assert!(count <= bytes.len());
+                }
+            }
+        }
+    }
+}

@@ -109,7 +109,10 @@ impl Handlers {
             }
         };
         let started = std::time::Instant::now();
-        let result = match tokio::time::timeout(binding.timeout(), call).await {
+        // Boxed: the transports' futures take kilobytes, and unboxed they would make
+        // every Execute's future (which tonic moves into a box per call) that large,
+        // commands that call no handler included.
+        let result = match tokio::time::timeout(binding.timeout(), Box::pin(call)).await {
             Ok(result) => result,
             Err(_) => Err(Failure::timed_out(binding, "deadline passed")),
         };
@@ -178,6 +181,8 @@ impl Handlers {
                 HandlerKind::Mcp => Ok((Vec::new(), 0)),
             }
         };
+        // Boxed, as in `invoke`: Complete's future stays small when no handler is asked.
+        let call = Box::pin(call);
         let result = match tokio::time::timeout(timeout.min(binding.timeout()), call).await {
             Ok(result) => result,
             Err(_) => Err(Failure::new("timed out", "completion deadline passed")),

@@ -167,6 +167,7 @@ impl Writer {
     fn run(&self) {
         let mut batch = Vec::with_capacity(1024);
         let mut out = Vec::with_capacity(64 * 1024);
+        let mut clock = Clock::default();
         loop {
             std::mem::swap(&mut batch, &mut *self.queue.lock().expect("not poisoned"));
             if batch.is_empty() {
@@ -186,7 +187,7 @@ impl Writer {
             }
             out.clear();
             for line in batch.drain(..) {
-                format_line(&mut out, self.format, &line);
+                format_line(&mut out, self.format, &line, &mut clock);
             }
             let dropped = self.dropped.swap(0, Ordering::Relaxed);
             if dropped > 0 {
@@ -248,31 +249,50 @@ pub(crate) fn log_call<T>(
 const TARGET: &str = module_path!();
 
 /// Appends `line` as `tracing-subscriber` formats an `info` event of this module with
-/// the same fields, so that a log reader sees one format.
-fn format_line(out: &mut Vec<u8>, format: Format, line: &Line) {
-    let timestamp = Rfc3339(line.at);
-    let code = CodeName(line.code);
+/// the same fields, so that a log reader sees one format. Written byte by byte rather
+/// than through `fmt`: the writer thread shares the cores with the calls, and this is
+/// most of its work.
+fn format_line(out: &mut Vec<u8>, format: Format, line: &Line, clock: &mut Clock) {
     let (command, trace_id) = (line.command.as_str(), line.trace_id.as_str());
-    // Writing into a Vec cannot fail.
-    let _ = match format {
-        Format::Json => writeln!(
-            out,
-            "{{\"timestamp\":\"{timestamp}\",\"level\":\"INFO\",\"message\":\"call\",\
-             \"method\":\"{}\",\"code\":\"{code}\",\"latency_us\":{},\"command\":{},\
-             \"outcome\":\"{}\",\"trace_id\":{},\"target\":\"{TARGET}\"}}",
-            line.method,
-            line.latency_us,
-            Json(command),
-            line.outcome,
-            Json(trace_id),
-        ),
-        Format::Text => writeln!(
-            out,
-            "{timestamp}  INFO {TARGET}: call method={:?} code={code} latency_us={} \
-             command={command:?} outcome={:?} trace_id={trace_id:?}",
-            line.method, line.latency_us, line.outcome,
-        ),
-    };
+    match format {
+        Format::Json => {
+            out.extend_from_slice(b"{\"timestamp\":\"");
+            clock.push(out, line.at);
+            out.extend_from_slice(b"\",\"level\":\"INFO\",\"message\":\"call\",\"method\":\"");
+            out.extend_from_slice(line.method.as_bytes());
+            out.extend_from_slice(b"\",\"code\":\"");
+            out.extend_from_slice(code_debug_name(line.code).as_bytes());
+            out.extend_from_slice(b"\",\"latency_us\":");
+            out.extend_from_slice(itoa::Buffer::new().format(line.latency_us).as_bytes());
+            out.extend_from_slice(b",\"command\":");
+            push_quoted(out, command, Quoting::Json);
+            out.extend_from_slice(b",\"outcome\":\"");
+            out.extend_from_slice(line.outcome.as_bytes());
+            out.extend_from_slice(b"\",\"trace_id\":");
+            push_quoted(out, trace_id, Quoting::Json);
+            out.extend_from_slice(b",\"target\":\"");
+            out.extend_from_slice(TARGET.as_bytes());
+            out.extend_from_slice(b"\"}\n");
+        }
+        Format::Text => {
+            clock.push(out, line.at);
+            out.extend_from_slice(b"  INFO ");
+            out.extend_from_slice(TARGET.as_bytes());
+            out.extend_from_slice(b": call method=");
+            push_quoted(out, line.method, Quoting::Debug);
+            out.extend_from_slice(b" code=");
+            out.extend_from_slice(code_debug_name(line.code).as_bytes());
+            out.extend_from_slice(b" latency_us=");
+            out.extend_from_slice(itoa::Buffer::new().format(line.latency_us).as_bytes());
+            out.extend_from_slice(b" command=");
+            push_quoted(out, command, Quoting::Debug);
+            out.extend_from_slice(b" outcome=");
+            push_quoted(out, line.outcome, Quoting::Debug);
+            out.extend_from_slice(b" trace_id=");
+            push_quoted(out, trace_id, Quoting::Debug);
+            out.push(b'\n');
+        }
+    }
 }
 
 /// Appends the line that says how many call lines were dropped.
@@ -291,22 +311,87 @@ fn format_dropped(out: &mut Vec<u8>, format: Format, dropped: u64) {
     };
 }
 
-/// A string as a JSON string literal.
-struct Json<'a>(&'a str);
+/// How a string is quoted: as a JSON string, or as Rust's `Debug` shows it (which is
+/// how `tracing`'s text format shows a `&str` field).
+#[derive(Clone, Copy)]
+enum Quoting {
+    Json,
+    Debug,
+}
 
-impl std::fmt::Display for Json<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let quoted = serde_json::to_string(self.0).map_err(|_| std::fmt::Error)?;
-        f.write_str(&quoted)
+/// Appends `text` quoted. Printable ASCII without quotes or backslashes reads the same
+/// in both forms, and is nearly every name; anything else goes through the full
+/// escaper.
+fn push_quoted(out: &mut Vec<u8>, text: &str, quoting: Quoting) {
+    let plain = text
+        .bytes()
+        .all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\');
+    if plain {
+        out.push(b'"');
+        out.extend_from_slice(text.as_bytes());
+        out.push(b'"');
+        return;
     }
+    // Writing into a Vec cannot fail.
+    let _ = match quoting {
+        Quoting::Json => serde_json::to_writer(&mut *out, text).map_err(|_| ()),
+        Quoting::Debug => write!(out, "{text:?}").map_err(|_| ()),
+    };
 }
 
 /// A code as `tracing` shows it with `?`: its Debug name (`Ok`, `InvalidArgument`).
-struct CodeName(Code);
+fn code_debug_name(code: Code) -> &'static str {
+    match code {
+        Code::Ok => "Ok",
+        Code::Cancelled => "Cancelled",
+        Code::Unknown => "Unknown",
+        Code::InvalidArgument => "InvalidArgument",
+        Code::DeadlineExceeded => "DeadlineExceeded",
+        Code::NotFound => "NotFound",
+        Code::AlreadyExists => "AlreadyExists",
+        Code::PermissionDenied => "PermissionDenied",
+        Code::ResourceExhausted => "ResourceExhausted",
+        Code::FailedPrecondition => "FailedPrecondition",
+        Code::Aborted => "Aborted",
+        Code::OutOfRange => "OutOfRange",
+        Code::Unimplemented => "Unimplemented",
+        Code::Internal => "Internal",
+        Code::Unavailable => "Unavailable",
+        Code::DataLoss => "DataLoss",
+        Code::Unauthenticated => "Unauthenticated",
+    }
+}
 
-impl std::fmt::Display for CodeName {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{:?}", self.0)
+/// Writes RFC 3339 timestamps, keeping the date and time of the last second seen: a
+/// batch's lines share their second, so only the microseconds change.
+#[derive(Default)]
+struct Clock {
+    second: Option<u64>,
+    /// `YYYY-MM-DDTHH:MM:SS` of `second`.
+    prefix: Vec<u8>,
+}
+
+impl Clock {
+    /// Appends `at` as RFC 3339 UTC with microseconds.
+    fn push(&mut self, out: &mut Vec<u8>, at: SystemTime) {
+        let since = at
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap_or_default();
+        let second = since.as_secs();
+        if self.second != Some(second) {
+            self.prefix.clear();
+            let _ = write!(self.prefix, "{}", Rfc3339(at));
+            self.prefix.truncate("YYYY-MM-DDTHH:MM:SS".len());
+            self.second = Some(second);
+        }
+        out.extend_from_slice(&self.prefix);
+        let micros = since.subsec_micros();
+        out.push(b'.');
+        for place in [100_000, 10_000, 1_000, 100, 10, 1] {
+            // A digit: always below 10, so the cast cannot truncate.
+            out.push(b'0' + (micros / place % 10) as u8);
+        }
+        out.push(b'Z');
     }
 }
 
@@ -416,7 +501,7 @@ mod tests {
     #[test]
     fn json_lines_have_tracing_s_keys_and_escape_names() {
         let mut out = Vec::new();
-        format_line(&mut out, Format::Json, &line("a\"b"));
+        format_line(&mut out, Format::Json, &line("a\"b"), &mut Clock::default());
         let event: serde_json::Value = serde_json::from_slice(&out).unwrap();
         assert_eq!(event["message"], "call");
         assert_eq!(event["level"], "INFO");
@@ -433,13 +518,53 @@ mod tests {
     #[test]
     fn text_lines_quote_like_tracing() {
         let mut out = Vec::new();
-        format_line(&mut out, Format::Text, &line("deploy"));
+        format_line(
+            &mut out,
+            Format::Text,
+            &line("deploy"),
+            &mut Clock::default(),
+        );
         assert_eq!(
             String::from_utf8(out).unwrap(),
             "1970-01-01T00:00:00.000000Z  INFO a2a_commands::transport::call_log: call \
              method=\"Execute\" code=InvalidArgument latency_us=12 command=\"deploy\" \
              outcome=\"OUTCOME_OK\" trace_id=\"4bf92f3577b34da6a3ce929d0e0e4736\"\n"
         );
+    }
+
+    #[test]
+    fn code_names_are_tonic_s_debug_names() {
+        for number in 0..=16 {
+            let code = Code::from_i32(number);
+            assert_eq!(code_debug_name(code), format!("{code:?}"));
+        }
+    }
+
+    #[test]
+    fn the_clock_writes_what_rfc3339_writes_across_seconds() {
+        let mut clock = Clock::default();
+        let start = SystemTime::UNIX_EPOCH + Duration::from_micros(1_796_281_323_999_998);
+        for step in [0, 1, 2, 3, 1_000_000, 86_400_000_000] {
+            let at = start + Duration::from_micros(step);
+            let mut out = Vec::new();
+            clock.push(&mut out, at);
+            assert_eq!(String::from_utf8(out).unwrap(), Rfc3339(at).to_string());
+        }
+    }
+
+    #[test]
+    fn names_that_need_escaping_are_escaped_as_json_and_as_debug() {
+        for name in ["plain-name", "é", "a\\b", "tab\there", "quote\"d", "\u{7f}"] {
+            let mut json = Vec::new();
+            push_quoted(&mut json, name, Quoting::Json);
+            assert_eq!(
+                String::from_utf8(json).unwrap(),
+                serde_json::to_string(name).unwrap()
+            );
+            let mut debug = Vec::new();
+            push_quoted(&mut debug, name, Quoting::Debug);
+            assert_eq!(String::from_utf8(debug).unwrap(), format!("{name:?}"));
+        }
     }
 
     #[test]
