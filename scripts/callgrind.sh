@@ -22,14 +22,8 @@ valgrind --tool=callgrind --callgrind-out-file="$dir/cg.out" \
   --data-dir "$dir/data" --log-format json ${CALLGRIND_SERVER_FLAGS:-} 2> "$dir/server.log" &
 server=$!
 trap 'kill $server 2>/dev/null; wait $server 2>/dev/null; rm -rf "$dir"' EXIT
-addr=""
-for _ in $(seq 1 600); do  # readiness is the "serving" line; valgrind starts slowly
-  addr=$(grep -o '"message":"serving".*' "$dir/server.log" | grep -o '"addr":"[^"]*"' | head -1 | cut -d'"' -f4 || true)
-  [ -n "$addr" ] && break
-  kill -0 "$server" 2>/dev/null || { cat "$dir/server.log" >&2; exit 1; }
-  sleep 0.2
-done
-[ -n "$addr" ] || { echo "the server did not start" >&2; exit 1; }
+. scripts/serving.sh
+addr=$(serving_addr "$dir/server.log" "$server" 600) # valgrind starts slowly
 ./target/release/a2a-commands-load --addr "$addr" --commands 100 --write-bodies "$dir/bodies" >/dev/null
 
 body() { awk -F'\t' -v r="$1" -v c="$2" '$1 == r {print $c}' "$dir/bodies/bodies.tsv"; }

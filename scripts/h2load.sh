@@ -25,14 +25,8 @@ server_bin=${H2LOAD_SERVER:-./target/release/a2a-commands}
   --data-dir "$dir/data" --log-format json ${H2LOAD_SERVER_FLAGS:-} 2> "$dir/server.log" &
 server=$!
 trap 'kill $server 2>/dev/null; wait $server 2>/dev/null; rm -rf "$dir"' EXIT
-addr=""
-for _ in $(seq 1 300); do  # readiness is the "serving" line; this only bounds the wait
-  addr=$(grep -o '"message":"serving".*' "$dir/server.log" | grep -o '"addr":"[^"]*"' | head -1 | cut -d'"' -f4 || true)
-  [ -n "$addr" ] && break
-  kill -0 "$server" 2>/dev/null || { cat "$dir/server.log" >&2; exit 1; }
-  sleep 0.1
-done
-[ -n "$addr" ] || { echo "the server did not start" >&2; exit 1; }
+. scripts/serving.sh
+addr=$(serving_addr "$dir/server.log" "$server" 150)
 ./target/release/a2a-commands-load --addr "$addr" --commands 100 --write-bodies "$dir/bodies" >/dev/null
 
 # calls/s of `requests` calls of one body.

@@ -341,25 +341,7 @@ fn push_quoted(out: &mut Vec<u8>, text: &str, quoting: Quoting) {
 
 /// A code as `tracing` shows it with `?`: its Debug name (`Ok`, `InvalidArgument`).
 fn code_debug_name(code: Code) -> &'static str {
-    match code {
-        Code::Ok => "Ok",
-        Code::Cancelled => "Cancelled",
-        Code::Unknown => "Unknown",
-        Code::InvalidArgument => "InvalidArgument",
-        Code::DeadlineExceeded => "DeadlineExceeded",
-        Code::NotFound => "NotFound",
-        Code::AlreadyExists => "AlreadyExists",
-        Code::PermissionDenied => "PermissionDenied",
-        Code::ResourceExhausted => "ResourceExhausted",
-        Code::FailedPrecondition => "FailedPrecondition",
-        Code::Aborted => "Aborted",
-        Code::OutOfRange => "OutOfRange",
-        Code::Unimplemented => "Unimplemented",
-        Code::Internal => "Internal",
-        Code::Unavailable => "Unavailable",
-        Code::DataLoss => "DataLoss",
-        Code::Unauthenticated => "Unauthenticated",
-    }
+    CODE_NAMES[code as usize].1
 }
 
 /// Writes RFC 3339 timestamps, keeping the date and time of the last second seen: a
@@ -438,27 +420,31 @@ fn civil_date(days: u64) -> (u64, u64, u64) {
     (year, month, day)
 }
 
+/// Each gRPC code's canonical name (as metrics label it) and its Debug name (as
+/// `tracing` shows it), indexed by the code's number.
+const CODE_NAMES: [(&str, &str); 17] = [
+    ("OK", "Ok"),
+    ("CANCELLED", "Cancelled"),
+    ("UNKNOWN", "Unknown"),
+    ("INVALID_ARGUMENT", "InvalidArgument"),
+    ("DEADLINE_EXCEEDED", "DeadlineExceeded"),
+    ("NOT_FOUND", "NotFound"),
+    ("ALREADY_EXISTS", "AlreadyExists"),
+    ("PERMISSION_DENIED", "PermissionDenied"),
+    ("RESOURCE_EXHAUSTED", "ResourceExhausted"),
+    ("FAILED_PRECONDITION", "FailedPrecondition"),
+    ("ABORTED", "Aborted"),
+    ("OUT_OF_RANGE", "OutOfRange"),
+    ("UNIMPLEMENTED", "Unimplemented"),
+    ("INTERNAL", "Internal"),
+    ("UNAVAILABLE", "Unavailable"),
+    ("DATA_LOSS", "DataLoss"),
+    ("UNAUTHENTICATED", "Unauthenticated"),
+];
+
 /// The canonical name of a gRPC code, as metrics label it.
 pub(crate) fn code_name(code: Code) -> &'static str {
-    match code {
-        Code::Ok => "OK",
-        Code::Cancelled => "CANCELLED",
-        Code::Unknown => "UNKNOWN",
-        Code::InvalidArgument => "INVALID_ARGUMENT",
-        Code::DeadlineExceeded => "DEADLINE_EXCEEDED",
-        Code::NotFound => "NOT_FOUND",
-        Code::AlreadyExists => "ALREADY_EXISTS",
-        Code::PermissionDenied => "PERMISSION_DENIED",
-        Code::ResourceExhausted => "RESOURCE_EXHAUSTED",
-        Code::FailedPrecondition => "FAILED_PRECONDITION",
-        Code::Aborted => "ABORTED",
-        Code::OutOfRange => "OUT_OF_RANGE",
-        Code::Unimplemented => "UNIMPLEMENTED",
-        Code::Internal => "INTERNAL",
-        Code::Unavailable => "UNAVAILABLE",
-        Code::DataLoss => "DATA_LOSS",
-        Code::Unauthenticated => "UNAUTHENTICATED",
-    }
+    CODE_NAMES[code as usize].0
 }
 
 /// Logs the call's one line and wraps the answer.
@@ -533,10 +519,20 @@ mod tests {
     }
 
     #[test]
-    fn code_names_are_tonic_s_debug_names() {
+    fn code_names_are_tonic_s_debug_names_and_the_canonical_names() {
         for number in 0..=16 {
             let code = Code::from_i32(number);
+            assert_eq!(code as i32, number);
             assert_eq!(code_debug_name(code), format!("{code:?}"));
+            // The canonical name is the Debug name in upper snake case.
+            let mut upper_snake = String::new();
+            for (i, c) in format!("{code:?}").char_indices() {
+                if c.is_uppercase() && i > 0 {
+                    upper_snake.push('_');
+                }
+                upper_snake.push(c.to_ascii_uppercase());
+            }
+            assert_eq!(code_name(code), upper_snake);
         }
     }
 
