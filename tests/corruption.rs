@@ -245,12 +245,65 @@ async fn a_store_older_than_acknowledged_stops_the_binary_with_one_line() {
     assert_eq!(files(&dir), before, "left as found");
 }
 
+/// A store that lost only the last group it acknowledged (one Register) is refused: the
+/// record was confirmed with the new state alone once sled had it.
+#[tokio::test]
+async fn a_store_that_lost_only_its_last_acknowledged_change_is_refused() {
+    let (pristine, _) = build_store().await;
+    let scratch = tempfile::tempdir().unwrap();
+    let went_on = scratch.path().join("went-on");
+    lay(&went_on, &pristine);
+    let start = || TestServer::start_with(|s| s.registry.data_dir = went_on.clone());
+    // A start and a clean stop (a start applies its built-ins), then one Register.
+    let mut server = start().await;
+    server.server.take().unwrap().shutdown().await.unwrap();
+    let older = files(&went_on);
+    let registry = Registry::open(&options(&went_on)).expect("the clean store opens");
+    let (revision, _) = seen_in(&registry);
+    registry.close().await;
+    let mut server = start().await;
+    let mut client = server.client().await;
+    register(&mut client, spec("one-more", "x", ""), false)
+        .await
+        .unwrap();
+    server.server.take().unwrap().shutdown().await.unwrap();
+
+    // The older store's files with the newer record: sled lost exactly that Register.
+    let dir = scratch.path().join("data");
+    let mut laid = older.clone();
+    let record = Path::new("acknowledged");
+    laid.insert(record.into(), files(&went_on)[record].clone());
+    lay(&dir, &laid);
+    let before = files(&dir);
+    let err = Registry::open(&options(&dir)).err().expect("refused");
+    let line = err.to_string();
+    assert!(
+        line.contains(&format!(
+            "revision {} acknowledged, the store holds revision {revision}",
+            revision + 1
+        )),
+        "{line}"
+    );
+    assert!(line.contains("it was left untouched"), "{line}");
+    assert_eq!(files(&dir), before, "left as found");
+}
+
 /// A store with no record (deleted, or written by a version without one) is refused; a
 /// record whose store lost its files (sled's `db`, or all of them) is refused too.
 #[tokio::test]
 async fn a_missing_record_or_a_missing_store_is_refused() {
     let (pristine, _) = build_store().await;
-    for missing in [vec!["acknowledged"], vec!["db", "conf"], vec!["db"]] {
+    let all_of_sled: Vec<&str> = pristine
+        .keys()
+        .filter_map(|path| path.to_str())
+        .filter(|name| *name != "acknowledged")
+        .collect();
+    for missing in [
+        vec!["acknowledged"],
+        vec!["db", "conf"],
+        vec!["db"],
+        all_of_sled,
+    ] {
         let scratch = tempfile::tempdir().unwrap();
         let dir = scratch.path().join("data");
         let mut laid = pristine.clone();
@@ -266,7 +319,23 @@ async fn a_missing_record_or_a_missing_store_is_refused() {
         if missing == ["acknowledged"] {
             assert!(line.contains("no acknowledged-state record"), "{line}");
         }
+        if missing.len() > 2 {
+            assert!(line.contains("it holds no store"), "{line}");
+        }
     }
+}
+
+/// A first start that stopped after writing its record and before sled wrote anything
+/// (nothing was acknowledged) starts again.
+#[tokio::test]
+async fn a_record_of_nothing_acknowledged_without_a_store_opens() {
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path().join("data");
+    std::fs::create_dir_all(&dir).unwrap();
+    a2a_commands::registry::seal::create(&dir).unwrap();
+    let registry = Registry::open(&options(&dir)).expect("opens");
+    assert_eq!(registry.snapshot().revision(), 0);
+    registry.close().await;
 }
 
 /// A snapshot sled began and never finished (left by a start on a full disk, or a kill)

@@ -8,9 +8,12 @@
 //! written to sled, the next slot is written and synced with the fingerprint of the
 //! state before the group and after it. Whatever happens next (a crash, a full disk, a
 //! kill), sled holds one of those two states, so at open the store must match one of
-//! them. A torn slot fails its checksum and the other slot, one group older, is used:
-//! the group it describes never reached sled, because sled is written only after the
-//! slot is synced.
+//! them. Once sled has flushed the group, and before it is acknowledged, the other slot
+//! is written with the new state alone: from then on a store holding the older state
+//! lost an acknowledged group, and is refused. A torn slot fails its checksum and the
+//! other one is used: either the last confirmation (the torn slot's group never reached
+//! sled, which is written only after the slot is synced) or the group's own record
+//! (sled holds one of its two states).
 
 use std::fmt;
 use std::fs::{File, OpenOptions};
@@ -207,8 +210,9 @@ impl Seal {
         self.last
     }
 
-    /// Records that the store is about to go from `before` to `after`; durable when it
-    /// returns. Writes in place over the older slot, so a torn write leaves the newer.
+    /// Records that the store is about to go from `before` to `after` (or, with both the
+    /// same, that it holds that state); durable when it returns. Writes in place over
+    /// the older slot, so a torn write leaves the newer.
     pub fn write(&mut self, before: Fingerprint, after: Fingerprint) -> std::io::Result<()> {
         let next = Sealed {
             counter: self.last.counter + 1,

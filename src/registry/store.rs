@@ -68,6 +68,15 @@ pub(super) fn open_verified(
             ))
         }
     };
+    if !has_store && sealed.after != Fingerprint::of(&State::default()) {
+        // sled would create an empty store here, which is not what was acknowledged.
+        return Err(format!(
+            "it holds no store, but its record ({}) says {} was acknowledged; it was left \
+             untouched (see README, \"Recovering a data directory\")",
+            seal::FILE_NAME,
+            sealed.after
+        ));
+    }
     if has_store {
         // sled's recovery may rewrite what it opens: open a copy first, and the original
         // only once the copy holds what was acknowledged.

@@ -124,6 +124,16 @@ impl Writer {
                         .map_err(store::error)
                 });
             let flushed = started.elapsed();
+            if written.is_ok() {
+                // Now only the new state is acknowledged: a store that later turns out to
+                // hold the one before it lost this group, and must be refused. If this
+                // write fails the group is still durable (the record allows both states);
+                // only that check is lost, until the next group's record.
+                let after = Fingerprint::of(&next);
+                if let Err(err) = self.seal.write(after, after) {
+                    tracing::warn!(error = %err, "the acknowledged-state record was not confirmed");
+                }
+            }
             match written {
                 Ok(_) => {
                     let m = metrics();
