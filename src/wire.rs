@@ -6,9 +6,10 @@
 //! A request's size is bounded (`--max-message-bytes`), but not what it costs once
 //! decoded: an empty `Part` is two bytes on the wire and over a hundred in memory, so a
 //! 4 MiB Classify of empty parts would take hundreds of MiB. The check walks the wire
-//! format of Classify, Execute and Complete requests (messages, parts, metadata `Struct`s and
-//! their values, sub-tasks) and counts every element of a repeated or map field; more
-//! than the limit is RESOURCE_EXHAUSTED, and nothing is allocated for it.
+//! format of Classify, Execute, Complete and Register requests (messages, parts, metadata
+//! `Struct`s and their values, sub-tasks, handler headers, roles) and counts every
+//! element of a repeated or map field; more than the limit is RESOURCE_EXHAUSTED, and
+//! nothing is allocated for it.
 
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -46,6 +47,10 @@ pub enum Shape {
     Execute,
     /// `CompleteRequest`.
     Complete,
+    /// `RegisterRequest`: decoded before its token is checked, so walked like the rest.
+    Register,
+    /// `HandlerBinding`.
+    Handler,
     /// A2A `Message`.
     Message,
     /// A2A `Part`.
@@ -80,7 +85,9 @@ fn field(shape: Shape, field: u32) -> (Option<Shape>, Count) {
     match (shape, field) {
         (Classify, 1) | (Execute, 1) => (Some(Message), Count::No),
         (Execute, 2) | (Complete, 2) => (Some(Task), Count::No),
-        (Execute, 6) => (None, Count::Packed),
+        (Execute, 6) | (Register, 4) => (None, Count::Packed),
+        (Register, 3) => (Some(Handler), Count::No),
+        (Handler, 5) => (None, Count::Each),
         (Message, 5) => (Some(Part), Count::Each),
         (Message, 6) | (Part, 5) | (Value, 5) => (Some(Struct), Count::No),
         (StructEntry, 2) | (Part, 4) => (Some(Value), Count::No),

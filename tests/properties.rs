@@ -151,7 +151,7 @@ mod element_counts {
 
         #[test]
         fn never_more_elements_than_bytes_in_any_bytes(bytes in prop::collection::vec(any::<u8>(), 0..200)) {
-            for shape in [Shape::Execute, Shape::Classify, Shape::Complete] {
+            for shape in [Shape::Execute, Shape::Classify, Shape::Complete, Shape::Register] {
                 if let Ok(count) = count_elements(shape, &bytes, usize::MAX) {
                     prop_assert!(count <= bytes.len());
                 }

@@ -1,6 +1,7 @@
 //! Which shape each generated type is walked as by the codec's element check
-//! ([`crate::wire`]): Classify, Execute and Complete requests are walked; everything else is
-//! bounded by other rules (specs and names) or is an answer the caller receives.
+//! ([`crate::wire`]): Classify, Execute, Complete and Register requests are walked;
+//! everything else has no repeated field a caller can fill, or is an answer the caller
+//! receives.
 
 use crate::pb;
 use crate::wire::{Scanned, Shape};
@@ -13,10 +14,11 @@ macro_rules! scanned {
 scanned!(Classify: pb::ClassifyRequest);
 scanned!(Execute: pb::ExecuteRequest);
 scanned!(Complete: pb::CompleteRequest);
-// Bounded by the rules on specs and names, or answers we receive from handlers and the
-// service (a client's own concern).
+scanned!(Register: pb::RegisterRequest);
+// No repeated field a caller fills, or answers we receive from handlers and the service
+// (a client's own concern).
 scanned!(Opaque:
-    pb::RegisterRequest, pb::UnregisterRequest, pb::ListSpecsRequest, pb::WatchSpecsRequest,
+    pb::UnregisterRequest, pb::ListSpecsRequest, pb::WatchSpecsRequest,
     pb::Invocation, pb::RegisterResponse, pb::UnregisterResponse, pb::ListSpecsResponse,
     pb::ClassifyResponse, pb::ExecuteResponse, pb::HandlerResult, pb::CompleteResponse,
 );
@@ -78,6 +80,25 @@ mod tests {
         };
         let bytes = request.encode_to_vec();
         assert_eq!(count_elements(Shape::Execute, &bytes, 100), Ok(7));
+    }
+
+    #[test]
+    fn counts_handler_headers_and_roles_of_register() {
+        let request = pb::RegisterRequest {
+            spec: Some(pb::CommandSpec::default()),
+            handler: Some(pb::HandlerBinding {
+                headers: vec![pb::HandlerHeader::default(); 6],
+                ..Default::default()
+            }),
+            allowed_roles: vec![1, 2],
+            ..Default::default()
+        };
+        let bytes = request.encode_to_vec();
+        assert_eq!(count_elements(Shape::Register, &bytes, 100), Ok(8));
+        assert_eq!(
+            count_elements(Shape::Register, &bytes, 7),
+            Err(ScanError::TooMany { max: 7 })
+        );
     }
 
     #[test]

@@ -18,6 +18,7 @@ from hyperframe.frame import HeadersFrame, SettingsFrame
 from conftest import ROOT, start_server
 
 CLASSIFY = "/a2a.commands.v1.CommandService/Classify"
+REGISTER = "/a2a.commands.v1.CommandService/Register"
 
 
 def _manifest_limit_bytes():
@@ -87,6 +88,15 @@ def test_requests_of_countless_parts_are_refused_and_memory_stays_bounded(server
         # Within the limit, the same shape is an ordinary message.
         answer = classify(_classify_bytes([b""] * 9_000), timeout=60)
         assert answer.startswith(b"\x12"), answer  # `ordinary` (field 2)
+        # Register is decoded before its token is checked: two million empty handler
+        # headers are refused the same way, by anyone.
+        register = channel.unary_unary(REGISTER)
+        headers = b"\x2a\x00" * 2_000_000
+        binding = b"\x1a" + _varint(len(headers)) + headers
+        with pytest.raises(grpc.RpcError) as refused:
+            register(binding, timeout=60)
+        assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED, refused.value
+        assert "--max-request-elements" in refused.value.details(), refused.value.details()
     peak = _peak_rss(proc.pid)
     print(f"peak RSS {peak / (1 << 20):.1f} MiB (limit {limit >> 20} MiB)")
     assert peak < limit, f"peak RSS {peak >> 20} MiB over the manifest's {limit >> 20} MiB"
