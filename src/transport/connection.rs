@@ -19,14 +19,15 @@
 //! tonic puts on every request) is the connection's [`Activity`]. The [`Guard`] layer
 //! counts the calls in flight on it, each until its response body ends; when none is
 //! left for the timeout, the connection's next read reports the end of the stream and
-//! hyper closes it. A connection whose requests were never counted is never closed.
+//! hyper closes it. A connection's first idle period starts when it is accepted, so one
+//! that never makes a call (or never finishes its HTTP/2 preface) is closed too.
 //!
 //! Writes: h2 writes an answer's frames as they are framed; [`IdleIo`] holds writes up
 //! to 4 KiB until the next larger write or flush, so a small answer (headers, data,
 //! trailers) leaves in one system call instead of two or three.
 
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{ready, Context, Poll, Waker};
 use std::time::Duration;
@@ -40,20 +41,25 @@ use tonic::codegen::{http, BoxFuture, Service};
 use tonic::transport::server::{Connected, TcpConnectInfo, TlsConnectInfo};
 
 /// The calls in flight on one connection.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Activity {
     in_flight: AtomicUsize,
-    /// Set by the first counted request: idle closing applies only then.
-    counted: AtomicBool,
-    /// When the last call ended (a new idle period began).
-    idle_since: Mutex<Option<Instant>>,
+    /// When the connection was accepted or its last call ended (an idle period began).
+    idle_since: Mutex<Instant>,
     /// The reader to wake when the connection becomes idle, to arm its timer.
     reader: Mutex<Option<Waker>>,
 }
 
 impl Activity {
+    fn new() -> Self {
+        Self {
+            in_flight: AtomicUsize::new(0),
+            idle_since: Mutex::new(Instant::now()),
+            reader: Mutex::new(None),
+        }
+    }
+
     fn begin(self: &Arc<Self>) -> CallEnd {
-        self.counted.store(true, Ordering::Relaxed);
         self.in_flight.fetch_add(1, Ordering::AcqRel);
         CallEnd(Arc::clone(self))
     }
@@ -65,7 +71,7 @@ struct CallEnd(Arc<Activity>);
 impl Drop for CallEnd {
     fn drop(&mut self) {
         if self.0.in_flight.fetch_sub(1, Ordering::AcqRel) == 1 {
-            *self.0.idle_since.lock().expect("not poisoned") = Some(Instant::now());
+            *self.0.idle_since.lock().expect("not poisoned") = Instant::now();
             if let Some(waker) = self.0.reader.lock().expect("not poisoned").take() {
                 waker.wake();
             }
@@ -100,7 +106,7 @@ impl IdleIo {
     pub fn new(inner: TcpStream, idle: Option<Duration>) -> Self {
         Self {
             inner,
-            activity: Arc::default(),
+            activity: Arc::new(Activity::new()),
             idle,
             timer: None,
             pending: Vec::new(),
@@ -113,19 +119,12 @@ impl IdleIo {
             return false;
         };
         let activity = &self.activity;
-        if !activity.counted.load(Ordering::Relaxed) {
-            return false;
-        }
         *activity.reader.lock().expect("not poisoned") = Some(cx.waker().clone());
         if activity.in_flight.load(Ordering::Acquire) > 0 {
             self.timer = None;
             return false;
         }
-        let since = activity
-            .idle_since
-            .lock()
-            .expect("not poisoned")
-            .unwrap_or_else(Instant::now);
+        let since = *activity.idle_since.lock().expect("not poisoned");
         let deadline = since + idle;
         let timer = self
             .timer
