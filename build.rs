@@ -26,15 +26,24 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .compile_protos(&protos, &[PathBuf::from("proto"), well_known])?;
     println!("cargo:rerun-if-changed=proto");
 
-    // `--version` names the commit built from, when there is a git checkout.
-    let commit = std::process::Command::new("git")
-        .args(["rev-parse", "--short=12", "HEAD"])
-        .output()
+    // `--version` names the commit built from: A2A_COMMANDS_COMMIT when set (an image
+    // build has no .git: its build-arg sets it), else the git checkout's HEAD.
+    println!("cargo:rerun-if-env-changed=A2A_COMMANDS_COMMIT");
+    let given = std::env::var("A2A_COMMANDS_COMMIT")
         .ok()
-        .filter(|o| o.status.success())
-        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .filter(|s| !s.trim().is_empty());
+    let commit = given
         .map(|s| s.trim().to_owned())
-        .filter(|s| !s.is_empty())
+        .or_else(|| {
+            std::process::Command::new("git")
+                .args(["rev-parse", "--short=12", "HEAD"])
+                .output()
+                .ok()
+                .filter(|o| o.status.success())
+                .and_then(|o| String::from_utf8(o.stdout).ok())
+                .map(|s| s.trim().to_owned())
+                .filter(|s| !s.is_empty())
+        })
         .unwrap_or_else(|| "unknown".to_owned());
     println!("cargo:rustc-env=A2A_COMMANDS_COMMIT={commit}");
     println!("cargo:rerun-if-changed=.git/HEAD");

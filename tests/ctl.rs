@@ -212,3 +212,20 @@ fn check_reports_every_problem_offline() {
         .unwrap();
     assert!(ok(&output).contains("valid"));
 }
+
+/// `--version` names the version and the commit the binary was built from (or says it
+/// is unknown, for a build without git and without A2A_COMMANDS_COMMIT).
+#[test]
+fn version_names_the_commit() {
+    let output = binary().arg("--version").output().unwrap();
+    assert!(output.status.success());
+    let line = String::from_utf8(output.stdout).unwrap();
+    let pattern = format!(
+        r"^a2a-commands {} \(commit ([0-9a-f]{{7,40}}|unknown)\)\n$",
+        regex::escape(env!("CARGO_PKG_VERSION"))
+    );
+    assert!(
+        regex::Regex::new(&pattern).unwrap().is_match(&line),
+        "{line:?}"
+    );
+}

@@ -251,9 +251,10 @@ pub struct ServeArgs {
     #[arg(long, env = "A2A_COMMANDS_MAX_MESSAGE_BYTES", default_value_t = 4 * 1024 * 1024)]
     pub max_message_bytes: usize,
 
-    /// Most repeated elements one Classify or Execute request may hold (message parts,
-    /// metadata entries, list values, extensions, sub-tasks); more is
-    /// RESOURCE_EXHAUSTED, checked before the request is decoded.
+    /// Most repeated elements one Classify, Execute, Complete or Register request may
+    /// hold (message parts, metadata entries, list values, extensions, sub-tasks,
+    /// handler headers, roles); more is RESOURCE_EXHAUSTED, checked before the request
+    /// is decoded.
     #[arg(
         long,
         env = "A2A_COMMANDS_MAX_REQUEST_ELEMENTS",
