@@ -303,6 +303,16 @@ pub struct ServeArgs {
     #[arg(long, env = "A2A_COMMANDS_IDLE_TIMEOUT_SECONDS", default_value_t = 300)]
     pub idle_timeout_seconds: u64,
 
+    /// Seconds a request's message may take to arrive once it has started (it holds its
+    /// share of --max-request-memory-mib until then); slower is DEADLINE_EXCEEDED. 0:
+    /// no limit.
+    #[arg(
+        long,
+        env = "A2A_COMMANDS_REQUEST_READ_TIMEOUT_SECONDS",
+        default_value_t = 30
+    )]
+    pub request_read_timeout_seconds: u64,
+
     /// Longest wait for calls in flight at shutdown, in seconds; connections still open
     /// then are closed. Keep it below Kubernetes' termination grace period.
     #[arg(long, env = "A2A_COMMANDS_DRAIN_SECONDS", default_value_t = 10)]

@@ -93,6 +93,9 @@ pub struct Limits {
     pub keepalive_timeout: Duration,
     /// How long a connection may be open with no call in flight; `None`: for ever.
     pub idle_timeout: Option<Duration>,
+    /// How long a request's message may take to arrive once it has started; `None`: for
+    /// ever. Until it has, it holds its share of the request memory budget.
+    pub request_read_timeout: Option<Duration>,
 }
 
 impl Default for Limits {
@@ -105,6 +108,7 @@ impl Default for Limits {
             keepalive: Duration::from_secs(30),
             keepalive_timeout: Duration::from_secs(20),
             idle_timeout: Some(Duration::from_secs(300)),
+            request_read_timeout: Some(Duration::from_secs(30)),
         }
     }
 }
@@ -219,6 +223,8 @@ impl Settings {
             keepalive_timeout: Duration::from_secs(args.keepalive_timeout_seconds.max(1)),
             idle_timeout: (args.idle_timeout_seconds > 0)
                 .then(|| Duration::from_secs(args.idle_timeout_seconds)),
+            request_read_timeout: (args.request_read_timeout_seconds > 0)
+                .then(|| Duration::from_secs(args.request_read_timeout_seconds)),
         };
         let tls = match (&args.tls_cert, &args.tls_key) {
             (Some(cert), Some(key)) => Some(Tls {

@@ -237,18 +237,26 @@ impl Connected for IdleIo {
 pub struct GuardLayer {
     budget: Arc<Semaphore>,
     max_message_bytes: usize,
+    read_timeout: Option<Duration>,
 }
 
 impl GuardLayer {
     /// A layer whose calls share `budget_bytes` of request memory; no message is larger
     /// than `max_message_bytes` (a larger one takes only that much before tonic refuses
-    /// it), and the budget always holds at least one largest request.
-    pub fn new(budget_bytes: usize, max_message_bytes: usize) -> Self {
+    /// it), and the budget always holds at least one largest request. A request whose
+    /// message has not arrived `read_timeout` after its call began fails, and gives its
+    /// share back.
+    pub fn new(
+        budget_bytes: usize,
+        max_message_bytes: usize,
+        read_timeout: Option<Duration>,
+    ) -> Self {
         let largest = request_cost(max_message_bytes, crate::wire::max_elements());
         let budget_bytes = budget_bytes.max(largest).min(Semaphore::MAX_PERMITS);
         Self {
             budget: Arc::new(Semaphore::new(budget_bytes)),
             max_message_bytes,
+            read_timeout,
         }
     }
 }
@@ -356,6 +364,7 @@ where
             })
             .map(|info| info.activity.begin());
         let layer = self.layer.clone();
+        let read_by = layer.read_timeout.map(|t| Instant::now() + t);
         // The service that is ready now serves this call; a clone takes its place.
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
@@ -375,7 +384,12 @@ where
                 Ok(permit) => permit,
                 Err(_) => return Ok(over_budget().into_http()),
             };
-            let body = tonic::body::Body::new(Replay { first, rest: body });
+            let body = tonic::body::Body::new(Replay {
+                first,
+                rest: body,
+                read_by,
+                timer: None,
+            });
             let answer = inner.call(http::Request::from_parts(parts, body)).await;
             // The answer starts: what the request took goes back to the budget.
             drop(held);
@@ -429,10 +443,13 @@ pub fn request_cost(length: usize, max_elements: usize) -> usize {
 }
 
 /// A request body whose first frame was read ahead (to learn the message's length), and
-/// is given back first.
+/// is given back first; the rest must arrive by `read_by`.
 struct Replay {
     first: Option<http_body::Frame<tonic::codegen::Bytes>>,
     rest: tonic::body::Body,
+    read_by: Option<Instant>,
+    /// Armed only when the rest is not there yet: most requests arrive whole.
+    timer: Option<Pin<Box<Sleep>>>,
 }
 
 impl http_body::Body for Replay {
@@ -443,10 +460,27 @@ impl http_body::Body for Replay {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
-        match self.first.take() {
-            Some(frame) => Poll::Ready(Some(Ok(frame))),
-            None => Pin::new(&mut self.rest).poll_frame(cx),
+        if let Some(frame) = self.first.take() {
+            return Poll::Ready(Some(Ok(frame)));
         }
+        let pending = Pin::new(&mut self.rest).poll_frame(cx);
+        if pending.is_ready() {
+            return pending;
+        }
+        let Some(read_by) = self.read_by else {
+            return Poll::Pending;
+        };
+        let timer = self
+            .timer
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(read_by)));
+        if timer.as_mut().poll(cx).is_ready() {
+            self.read_by = None;
+            return Poll::Ready(Some(Err(tonic::Status::deadline_exceeded(
+                "the request's message did not arrive in time \
+                 (--request-read-timeout-seconds)",
+            ))));
+        }
+        Poll::Pending
     }
 
     fn is_end_stream(&self) -> bool {

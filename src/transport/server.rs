@@ -275,6 +275,7 @@ pub async fn start(settings: Settings) -> Result<RunningServer, StartError> {
     let guard = GuardLayer::new(
         settings.limits.max_request_memory,
         settings.max_message_bytes,
+        settings.limits.request_read_timeout,
     );
     let mut builder = server_builder(&settings.limits, &guard);
     if let Some(tls) = tls {

@@ -170,15 +170,24 @@ class _Raw:
     def request(self, method="POST", content_type="application/grpc", data=None):
         """Sends a request (END_STREAM after `data`, or on the headers when None);
         returns (response headers, trailers) as dicts."""
+        return self.answer(self.send(method, content_type, data))
+
+    def send(self, method="POST", content_type="application/grpc", data=None, end=True):
+        """Starts a request, ended after `data` (or on the headers when None) unless
+        `end` is false; returns its stream id."""
         stream = self.conn.get_next_available_stream_id()
         headers = [
             (":method", method), (":scheme", "http"), (":path", CLASSIFY),
             (":authority", self.addr), ("content-type", content_type), ("te", "trailers"),
         ]
-        self.conn.send_headers(stream, headers, end_stream=data is None)
+        self.conn.send_headers(stream, headers, end_stream=data is None and end)
         if data is not None:
-            self.conn.send_data(stream, data, end_stream=True)
+            self.conn.send_data(stream, data, end_stream=end)
         self.sock.sendall(self.conn.data_to_send())
+        return stream
+
+    def answer(self, stream):
+        """Reads until `stream` ends; returns (response headers, trailers) as dicts."""
         response, trailers = {}, {}
         while True:
             chunk = self.sock.recv(65536)
@@ -227,3 +236,36 @@ def test_non_grpc_requests_get_http_answers(server):
     body = _classify_bytes([b"\x0a\x01a"])
     response, trailers = raw.request(data=b"\x00" + len(body).to_bytes(4, "big") + body)
     assert _status(response, trailers)[0] == 0
+
+
+def test_a_request_that_never_finishes_gives_its_memory_back(tmp_path):
+    # The budget holds exactly one largest request, and a message has 1 s to arrive.
+    proc, addr = start_server(tmp_path / "data", "--max-request-memory-mib", "1",
+                              "--request-read-timeout-seconds", "1")
+    try:
+        raw = _Raw(addr)
+        # A message announced as 4 MiB, of which a few bytes come, and never the rest.
+        stalled = raw.send(data=b"\x00" + (4 << 20).to_bytes(4, "big") + b"\x0a\x00", end=False)
+        with grpc.insecure_channel(addr) as channel:
+            classify = channel.unary_unary(CLASSIFY)
+            small = _classify_bytes([b"\x0a\x01a"])
+            # While it holds the budget, other calls are refused at once...
+            held = False
+            for _ in range(100):
+                try:
+                    classify(small, timeout=10)
+                except grpc.RpcError as e:
+                    assert e.code() == grpc.StatusCode.RESOURCE_EXHAUSTED, e
+                    held = True
+                    break
+            assert held, "the unfinished request never took the budget"
+            # ...until its time is up: it ends DEADLINE_EXCEEDED and gives the budget back.
+            response, trailers = raw.answer(stalled)
+            code, message = _status(response, trailers)
+            assert code == grpc.StatusCode.DEADLINE_EXCEEDED.value[0], (code, message)
+            assert "--request-read-timeout-seconds" in message.replace("%20", " "), message
+            assert classify(small, timeout=10).startswith(b"\x12")  # ordinary, served
+        raw.sock.close()  # so that the server's drain does not wait for it
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
