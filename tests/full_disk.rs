@@ -1,8 +1,10 @@
 //! Full disk: the data directory on a small tmpfs (mounted here, as root), filled up.
 //! Registration then fails with a clear error, reads keep working, nothing acknowledged
 //! is lost, and registration works again once space is freed, without a restart. Starts
-//! on a full disk, killed, never keep the store from opening once space is back.
-//! Skipped, with a message, where a tmpfs cannot be mounted.
+//! on a full disk, killed during start-up or once serving, never keep the store from
+//! opening once space is back. `A2A_COMMANDS_FULL_DISK_KILLS` (default 4) sets how many
+//! starts are killed: a soak runs hundreds. Skipped, with a message, where a tmpfs
+//! cannot be mounted.
 
 mod common;
 
@@ -150,20 +152,30 @@ async fn a_full_disk_fails_clearly_and_recovers_without_a_restart() {
     drop(client);
     drop(process);
     let filler = fill(&mount.0);
+    let kills: usize = std::env::var("A2A_COMMANDS_FULL_DISK_KILLS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(4);
     let mut served_while_full = 0;
-    for _ in 0..3 {
+    for round in 0..kills {
         let mut child = common::process::serve_command(&data, &["--builtins", ""])
             .spawn()
             .unwrap();
         let stderr = std::io::BufReader::new(child.stderr.take().unwrap());
         use std::io::BufRead as _;
+        // Every other start is killed at its first log line (during start-up, while
+        // it opens the store); the others once serving, or when they stop on their own.
+        let during_start_up = round % 2 == 1;
         for line in stderr.lines().map_while(Result::ok) {
+            if during_start_up {
+                break;
+            }
             if line.contains("\"serving\"") {
                 served_while_full += 1;
                 break;
             }
         }
-        // Killed whether it served or is stopping: a crash on a full disk.
+        // A crash on a full disk.
         let _ = child.kill();
         child.wait().unwrap();
     }
@@ -177,7 +189,7 @@ async fn a_full_disk_fails_clearly_and_recovers_without_a_restart() {
             "{name} lost after starts on a full disk"
         );
     }
-    println!("full disk: {served_while_full} of 3 starts on the full disk served");
+    println!("full disk: {served_while_full} of {kills} starts on the full disk served");
     println!(
         "full disk: {} acknowledged registrations kept; the full disk answered {:?}",
         acknowledged.len(),
