@@ -384,10 +384,17 @@ where
                 Ok(permit) => permit,
                 Err(_) => return Ok(over_budget().into_http()),
             };
+            // Bytes of the first message still to come; the deadline ends with them
+            // (later messages of a streaming call are not bounded by it).
+            let unread = first
+                .as_ref()
+                .and_then(|frame| frame.data_ref())
+                .map_or(PREFIX, |data| message_end(data).saturating_sub(data.len()));
             let body = tonic::body::Body::new(Replay {
                 first,
                 rest: body,
-                read_by,
+                read_by: read_by.filter(|_| unread > 0),
+                unread,
                 timer: None,
             });
             let answer = inner.call(http::Request::from_parts(parts, body)).await;
@@ -431,6 +438,14 @@ impl http_body::Body for Counted {
 /// The gRPC message prefix: a compressed flag and a 4-byte length.
 const PREFIX: usize = 5;
 
+/// Where the first message of a body starting with `data` ends (its prefix included);
+/// a prefix not yet whole counts as the smallest message.
+fn message_end(data: &[u8]) -> usize {
+    data.get(1..PREFIX).map_or(PREFIX, |len| {
+        PREFIX + u32::from_be_bytes(len.try_into().expect("4 bytes")) as usize
+    })
+}
+
 /// What one decoded element (an empty `Part`, a metadata entry, ...) costs in memory at
 /// most, measured: two million empty parts took about 240 MiB.
 const ELEMENT_BYTES: usize = 128;
@@ -448,6 +463,8 @@ struct Replay {
     first: Option<http_body::Frame<tonic::codegen::Bytes>>,
     rest: tonic::body::Body,
     read_by: Option<Instant>,
+    /// Bytes of the first message not received yet.
+    unread: usize,
     /// Armed only when the rest is not there yet: most requests arrive whole.
     timer: Option<Pin<Box<Sleep>>>,
 }
@@ -464,6 +481,14 @@ impl http_body::Body for Replay {
             return Poll::Ready(Some(Ok(frame)));
         }
         let pending = Pin::new(&mut self.rest).poll_frame(cx);
+        if let Poll::Ready(Some(Ok(frame))) = &pending {
+            if let Some(data) = frame.data_ref() {
+                self.unread = self.unread.saturating_sub(data.len());
+                if self.unread == 0 {
+                    self.read_by = None;
+                }
+            }
+        }
         if pending.is_ready() {
             return pending;
         }
