@@ -211,6 +211,20 @@ impl Metrics {
             .observe(latency.as_secs_f64());
     }
 
+    /// Records how an Execute of the registered `command` ended (`ok`, `refused`,
+    /// `failed`, `no_handler`), if per-call metrics are on.
+    pub fn outcome(&self, command: &str, outcome: &'static str) {
+        if !calls_recorded() {
+            return;
+        }
+        self.outcomes
+            .get_or_create(&OutcomeLabels {
+                command: command.to_owned(),
+                outcome,
+            })
+            .inc();
+    }
+
     /// The metrics as OpenMetrics text.
     pub fn encode(&self) -> String {
         let mut text = String::new();
@@ -248,12 +262,7 @@ mod tests {
         record_calls();
         let m = metrics();
         m.call("Classify", "OK", Duration::from_micros(30));
-        m.outcomes
-            .get_or_create(&OutcomeLabels {
-                command: "model".into(),
-                outcome: "ok",
-            })
-            .inc();
+        m.outcome("model", "ok");
         let text = m.encode();
         assert!(
             text.contains("a2a_commands_calls_total{method=\"Classify\",code=\"OK\"}"),

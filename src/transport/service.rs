@@ -15,7 +15,7 @@ use tonic::{Request, Response, Status};
 
 use crate::bodies::{Handlers, Trace};
 use crate::error::Error;
-use crate::metrics::{calls_recorded, metrics, OutcomeLabels};
+use crate::metrics::metrics;
 use crate::pb::command_service_server::CommandService;
 use crate::pb::{self, Outcome, ParticipantRole};
 use crate::registry::{Applied, Change, Registry};
@@ -483,7 +483,7 @@ impl CommandService for Api {
         let trace = trace_of(request.metadata());
         let result = Api::execute(self, request.get_ref(), &trace).await;
         let (command, outcome) = command_of_execute(&result);
-        if !command.is_empty() && calls_recorded() {
+        if !command.is_empty() {
             // Only commands: their names are registered, so the label set is bounded.
             let outcome = match outcome {
                 "OUTCOME_OK" => "ok",
@@ -491,13 +491,7 @@ impl CommandService for Api {
                 "OUTCOME_FAILED" => "failed",
                 _ => "no_handler",
             };
-            metrics()
-                .outcomes
-                .get_or_create(&OutcomeLabels {
-                    command: command.to_owned(),
-                    outcome,
-                })
-                .inc();
+            metrics().outcome(command, outcome);
         }
         log_call(
             "Execute",
