@@ -11,6 +11,7 @@
 //! imports this file's re-exports.
 
 pub mod commands_file;
+mod durable;
 pub mod handle;
 pub mod seal;
 pub mod snapshot;

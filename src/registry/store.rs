@@ -11,6 +11,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::error::Error;
+use crate::registry::durable::{self, Durable};
 use crate::registry::seal::{self, Fingerprint, Seal};
 use crate::registry::snapshot::{Commands, Registered};
 use crate::registry::state::{State, Write};
@@ -44,14 +45,52 @@ pub struct OpenError {
     pub cause: String,
 }
 
-/// Opens the store in `dir` for serving: the directory is created if missing; a store
-/// whose content is not what the record says was acknowledged (or with no record, or
-/// that sled cannot read) is refused with one line, and left byte for byte as it was.
-pub(super) fn open_verified(
-    dir: &Path,
-    cache_bytes: u64,
-) -> Result<(sled::Db, State, Seal), String> {
-    std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+/// The store open for serving: sled, and our handles to sync what sled leaves unsynced.
+#[derive(Debug)]
+pub(super) struct Served {
+    db: sled::Db,
+    durable: Durable,
+}
+
+impl Served {
+    /// Opens sled in `dir` and makes durable whatever opening it wrote.
+    pub(super) fn open(dir: &Path, cache_bytes: u64) -> Result<Self, String> {
+        let db = open(dir, cache_bytes)?;
+        let durable = Durable::after_open(dir)
+            .map_err(|e| format!("cannot sync what the store wrote at open: {e}"))?;
+        Ok(Self { db, durable })
+    }
+
+    /// Writes `batch` atomically and returns once it survives a power cut: sled's flush,
+    /// then the syncs sled does not do (see [`durable`]).
+    pub(super) fn commit(&mut self, batch: sled::Batch) -> Result<(), Error> {
+        self.db.apply_batch(batch).map_err(error)?;
+        self.db.flush().map_err(error)?;
+        self.durable.after_flush().map_err(|e| io_error(&e))
+    }
+
+    /// Reads the whole registry.
+    pub(super) fn load(&self) -> Result<State, String> {
+        load(&self.db)
+    }
+
+    /// Flushes before a clean stop (sled syncs on close too).
+    pub(super) fn flush(&self) -> Result<(), Error> {
+        self.db.flush().map(drop).map_err(error)
+    }
+}
+
+/// Opens the store in `dir` for serving: the directory is created if missing (and its
+/// entry synced); a store whose content is not what the record says was acknowledged
+/// (or with no record, or that sled cannot read) is refused with one line, and left
+/// byte for byte as it was.
+pub(super) fn open_verified(dir: &Path, cache_bytes: u64) -> Result<(Served, State, Seal), String> {
+    durable::create_dir_all(dir).map_err(|e| match e.kind() {
+        std::io::ErrorKind::AlreadyExists | std::io::ErrorKind::NotADirectory => {
+            format!("{e}: the path exists and is not a directory; give --data-dir a directory")
+        }
+        _ => e.to_string(),
+    })?;
     let check_dir = dir.join(CHECK_DIR);
     remove_if_present(&check_dir)?;
     refuse_if_locked(dir)?;
@@ -90,11 +129,11 @@ pub(super) fn open_verified(
         checked.map_err(|cause| format!("{cause}; it was left untouched"))?;
     }
     remove_stale_snapshots(dir)?;
-    let db = open(dir, cache_bytes)?;
-    let state = load(&db)?;
+    let served = Served::open(dir, cache_bytes)?;
+    let state = served.load()?;
     sealed.check(Fingerprint::of(&state))?;
     let seal = Seal::open(dir, sealed)?;
-    Ok((db, state, seal))
+    Ok((served, state, seal))
 }
 
 /// sled's files in `dir` (what is there besides the record and our copy).

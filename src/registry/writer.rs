@@ -1,7 +1,8 @@
 //! The one thread that writes to sled, and group commit: it takes every change waiting
 //! in its queue, applies them to a copy of the state, writes them as one atomic batch,
-//! flushes (fsync) once, and only then publishes the new snapshot and answers. Concurrent
-//! changes thus share a flush, and nothing is acknowledged before it is on disk.
+//! flushes and syncs once (see `durable`), and only then publishes the new snapshot and
+//! answers. Concurrent changes thus share one set of syncs, and nothing is acknowledged
+//! before it would survive a power cut.
 
 use std::sync::Arc;
 
@@ -13,7 +14,7 @@ use crate::metrics::metrics;
 use crate::registry::seal::{Fingerprint, Seal};
 use crate::registry::snapshot::Snapshot;
 use crate::registry::state::{Change, ChangeResult, State, Writes};
-use crate::registry::store::{self, Options};
+use crate::registry::store::{self, Options, Served};
 
 /// Most changes one flush covers; bounds the latency a change adds to its group.
 const MAX_GROUP: usize = 512;
@@ -30,7 +31,7 @@ pub(super) enum Op {
 pub(super) struct Writer {
     /// `None` after a write failed: sled stays failed once an I/O error hits it, so
     /// the next change reopens the store first.
-    pub(super) db: Option<sled::Db>,
+    pub(super) db: Option<Served>,
     /// The acknowledged-state record, written before every group reaches sled.
     pub(super) seal: Seal,
     pub(super) state: State,
@@ -79,7 +80,7 @@ impl Writer {
                 Op::Stop(reply) => stopping.push(reply),
             }
         }
-        if let Some(Err(e)) = self.db.as_ref().map(|db| db.flush()) {
+        if let Some(Err(e)) = self.db.as_ref().map(Served::flush) {
             tracing::error!(error = %e, "final flush of the registry failed");
         }
         // Closing sled releases the directory's lock; only then is the stop answered, so
@@ -95,7 +96,7 @@ impl Writer {
             return;
         }
         let db = match self.store() {
-            Ok(db) => db,
+            Ok(()) => self.db.as_mut().expect("the store is open"),
             Err(err) => {
                 for (_, reply) in changes {
                     let _ = reply.send(Err(err.clone()));
@@ -118,11 +119,7 @@ impl Writer {
                 .seal
                 .write(Fingerprint::of(&self.state), Fingerprint::of(&next))
                 .map_err(|e| store::io_error(&e))
-                .and_then(|()| {
-                    db.apply_batch(store::batch(&writes, &next))
-                        .and_then(|()| db.flush())
-                        .map_err(store::error)
-                });
+                .and_then(|()| db.commit(store::batch(&writes, &next)));
             let flushed = started.elapsed();
             if written.is_ok() {
                 // Now only the new state is acknowledged: a store that later turns out to
@@ -162,15 +159,14 @@ impl Writer {
         }
     }
 
-    /// The open store, reopening it (and re-reading the registry from it) after a
-    /// failed write.
-    fn store(&mut self) -> Result<sled::Db, Error> {
-        if let Some(db) = &self.db {
-            return Ok(db.clone());
+    /// Opens the store again (and re-reads the registry from it) if a write failed.
+    fn store(&mut self) -> Result<(), Error> {
+        if self.db.is_some() {
+            return Ok(());
         }
-        let db = store::open(&self.options.data_dir, self.options.cache_bytes)
+        let db = Served::open(&self.options.data_dir, self.options.cache_bytes)
             .map_err(|cause| Error::Storage(format!("reopening the store failed: {cause}")))?;
-        let state = store::load(&db).map_err(Error::Storage)?;
+        let state = db.load().map_err(Error::Storage)?;
         // What sled holds now must be a state the record allows, as at start.
         self.seal
             .last()
@@ -183,8 +179,8 @@ impl Writer {
         if state.revision != self.state.revision {
             self.publish(state);
         }
-        self.db = Some(db.clone());
-        Ok(db)
+        self.db = Some(db);
+        Ok(())
     }
 
     fn publish(&mut self, state: State) {
