@@ -338,6 +338,26 @@ async fn a_record_of_nothing_acknowledged_without_a_store_opens() {
     registry.close().await;
 }
 
+/// A first start cut by a power loss while it wrote its first record leaves only the
+/// record's temporary file (whole, torn or empty): that is no store, and it starts.
+#[tokio::test]
+async fn a_first_record_never_renamed_into_place_is_written_over() {
+    for leftover in [&b""[..], &b"A2ACACK1 torn"[..]] {
+        let scratch = tempfile::tempdir().unwrap();
+        let dir = scratch.path().join("data");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join(a2a_commands::registry::seal::TEMPORARY_NAME),
+            leftover,
+        )
+        .unwrap();
+        let registry = Registry::open(&options(&dir)).expect("opens");
+        assert_eq!(registry.snapshot().revision(), 0);
+        registry.close().await;
+        assert!(dir.join(a2a_commands::registry::seal::FILE_NAME).exists());
+    }
+}
+
 /// A snapshot sled began and never finished (left by a start on a full disk, or a kill)
 /// is removed at open instead of bricking the store.
 #[tokio::test]

@@ -128,7 +128,11 @@ mod tests {
         assert!(durable.synced_blobs.is_empty());
         std::fs::write(dir.path().join(BLOBS).join("42"), b"large").unwrap();
         durable.after_flush().unwrap();
-        let names: Vec<_> = durable.synced_blobs.iter().map(|(n, _)| n.clone()).collect();
+        let names: Vec<_> = durable
+            .synced_blobs
+            .iter()
+            .map(|(n, _)| n.clone())
+            .collect();
         assert_eq!(names, vec![OsString::from("42")]);
     }
 

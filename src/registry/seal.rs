@@ -26,6 +26,10 @@ use crate::registry::state::State;
 /// The record's file name inside the data directory.
 pub const FILE_NAME: &str = "acknowledged";
 
+/// Where the first record is written before it is renamed into place; one left by a
+/// power cut during a first start is not part of the store and is written over.
+pub const TEMPORARY_NAME: &str = "acknowledged.new";
+
 const MAGIC: &[u8; 8] = b"A2ACACK1";
 const SLOT: usize = 96;
 /// Bytes of a slot covered by its checksum; the CRC follows them.
@@ -178,7 +182,7 @@ pub fn create(dir: &Path) -> Result<Sealed, String> {
     let mut bytes = [0u8; 2 * SLOT];
     bytes[..SLOT].copy_from_slice(&sealed.encode());
     // The second slot stays invalid (zeros) until the first group writes it.
-    let temporary = dir.join(format!("{FILE_NAME}.new"));
+    let temporary = dir.join(TEMPORARY_NAME);
     let fail = |e: std::io::Error| format!("cannot create {FILE_NAME}: {e}");
     let mut file = File::create(&temporary).map_err(fail)?;
     file.write_all(&bytes).map_err(fail)?;

@@ -143,7 +143,8 @@ fn sled_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
         let entry = entry.map_err(|e| e.to_string())?;
         let name = entry.file_name();
         let name = name.to_string_lossy();
-        if name != seal::FILE_NAME && name != CHECK_DIR && !is_stale_snapshot(&name) {
+        let ours = [seal::FILE_NAME, seal::TEMPORARY_NAME, CHECK_DIR];
+        if !ours.contains(&name.as_ref()) && !is_stale_snapshot(&name) {
             out.push(entry.path());
         }
     }
