@@ -7,7 +7,7 @@
 //! [`store`] in one batch and flush, then publishes the new snapshot.
 //!
 //! The modules below import one another only downwards: `handle` → `writer` → `store` →
-//! `seal` → `state` → `snapshot`; `commands_file` sits beside `handle` and uses it. Nothing here
+//! `durable`, `seal` → `state` → `snapshot`; `commands_file` sits beside `handle` and uses it. Nothing here
 //! imports this file's re-exports.
 
 pub mod commands_file;
