@@ -39,8 +39,12 @@ from a2a_commands.completion import with_completion
 class EchoExecutor(AgentExecutor):
     """The gateway's own agent: answers ``echo: <text>`` and waits for the next message."""
 
+    def __init__(self) -> None:
+        self.seen: list[str] = []  # the texts that reached it
+
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         assert context.message is not None and context.task_id and context.context_id
+        self.seen.append(context.get_user_input())
         if context.current_task is None:
             await event_queue.enqueue_event(new_task_from_user_message(context.message))
         await event_queue.enqueue_event(new_text_status_update_event(
@@ -71,6 +75,7 @@ class Gateway:
     commands: CommandsClient
     card: CommandsCard
     store: InMemoryTaskStore
+    echo: EchoExecutor
     handler: DefaultRequestHandler
     server: uvicorn.Server
     serving: asyncio.Task[None]
@@ -99,7 +104,8 @@ async def start_gateway(sidecar_addr: str) -> Gateway:
     # The kit, as in README.md:
     commands = CommandsClient(sidecar_addr)
     card_modifier = CommandsCard(commands)
-    executor = CommandsExecutor(EchoExecutor(), commands, store)
+    echo = EchoExecutor()
+    executor = CommandsExecutor(echo, commands, store)
     handler = DefaultRequestHandler(agent_executor=executor, task_store=store, agent_card=card)
     app = Starlette(
         routes=[
@@ -110,4 +116,4 @@ async def start_gateway(sidecar_addr: str) -> Gateway:
     )
     server = uvicorn.Server(uvicorn.Config(app, lifespan="off", log_level="warning"))
     serving = asyncio.create_task(server.serve(sockets=[sock]))
-    return Gateway(url, commands, card_modifier, store, handler, server, serving)
+    return Gateway(url, commands, card_modifier, store, echo, handler, server, serving)

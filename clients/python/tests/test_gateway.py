@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import json
+from typing import Any
 
 import httpx
+import pytest
 from a2a.client import A2ACardResolver
+from a2a.types import a2a_pb2 as sdk
 from a2a.types.a2a_pb2 import TASK_STATE_INPUT_REQUIRED, TASK_STATE_SUBMITTED
-from conftest import Reply, User
+from conftest import ROOT, Reply, User
 from gateway import Gateway
 from google.protobuf import json_format
 
@@ -71,9 +75,11 @@ async def test_sub_task_is_created_in_the_sdk_store(alice: User) -> None:
     created = await alice.task(child)
     assert created.context_id == task.context_id
     assert created.status.state == TASK_STATE_SUBMITTED
-    assert _data(created) == {"name": "Draft the API section", "parent": task.task_id, "goal": "Draft the API section"}
+    assert _data(created) == {"name": "Draft the API section", "parentId": task.task_id, "goal": "Draft the API section"}
+    assert [m.parts[0].text for m in created.history] == ["Draft the API section"]
+    assert list(created.history[0].reference_task_ids) == [task.task_id]
     parent = await alice.task(task.task_id)
-    assert _data(parent) == {"sub_tasks": [child]}
+    assert _data(parent) == {"subTasks": [child]}
     assert parent.status.state == TASK_STATE_INPUT_REQUIRED
     assert "task_ref" not in parent.metadata
     second = await alice.send("/sub-task Write the tests", task)
@@ -102,18 +108,17 @@ async def test_unknown_commands_and_plain_text_reach_the_agent(alice: User) -> N
 
 
 async def test_a_command_as_the_first_message(alice: User) -> None:
+    """The reference's lifecycle: the task is parked input-required, awaiting the next message."""
     reply = await alice.send("/model gpt-x-mini")
     assert reply.text == "Model set to gpt-x-mini."
-    assert reply.state == TASK_STATE_SUBMITTED
+    assert reply.state == TASK_STATE_INPUT_REQUIRED
     assert reply.kinds == (["task", "status_update"] if alice.streaming else ["task"])
     stored = await alice.task(reply.task_id)
-    assert stored.status.state == TASK_STATE_SUBMITTED
+    assert stored.status.state == TASK_STATE_INPUT_REQUIRED
+    assert stored.status.message.parts[0].text == "Model set to gpt-x-mini."
     assert [m.parts[0].text for m in stored.history] == ["/model gpt-x-mini"]
-    assert _data(stored) == {"settings": {"model": "gpt-x-mini"}}
+    assert _data(stored) == {"settings": {"model": "gpt-x-mini"}, "subState": "awaiting-next-message"}
     assert "command" not in stored.metadata
-    status = await alice.send("/status", reply)
-    assert status.text.splitlines()[1:3] == ["State: SUBMITTED", "Model: gpt-x-mini"]
-    assert (await alice.send("now work", reply)).text == "echo: now work"
 
 
 async def test_the_card_lists_a_command_registered_while_running(gateway: Gateway, alice: User) -> None:
@@ -168,3 +173,31 @@ def _card_commands(card: object) -> list[str]:
     assert len(entries) == 1
     params = json_format.MessageToDict(entries[0].params)
     return [c["name"] for c in params["commands"]]
+
+
+LIFECYCLE = json.loads((ROOT / "docs" / "vectors" / "lifecycle.json").read_text())
+KINDS = {"task": "task", "status_update": "statusUpdate", "message": "message", "artifact_update": "artifactUpdate"}
+
+
+async def run_scenario(user: User, echo_seen: list[str], steps: list[dict[str, Any]]) -> None:
+    """Runs one scenario of docs/vectors/lifecycle.json with a2a-sdk's client."""
+    task: Reply | None = None
+    for step in steps:
+        seen = len(echo_seen)
+        reply = await user.send(step["send"], task if step["task"] == "same" else None)
+        if step["task"] == "same":
+            assert task is not None and reply.task_id == task.task_id
+        task = reply
+        assert reply.text == step["reply"].replace("{taskId}", reply.task_id), step
+        assert reply.state == sdk.TaskState.Value(step["state"]), step
+        if "events" in step:
+            wanted = step["events"]["streaming" if user.streaming else "nonStreaming"]
+            assert [KINDS[k] for k in reply.kinds] == wanted, step
+        assert (len(echo_seen) > seen) is step["reachesAgent"], step
+        if "taskData" in step:
+            assert _data(await user.task(reply.task_id)) == step["taskData"], step
+
+
+@pytest.mark.parametrize("scenario", LIFECYCLE["scenarios"], ids=lambda s: s["name"])
+async def test_lifecycle(gateway: Gateway, alice: User, scenario: dict[str, Any]) -> None:
+    await run_scenario(alice, gateway.echo.seen, scenario["steps"])

@@ -8,7 +8,7 @@ import pathlib
 import httpx
 import pytest
 from a2a.client import A2ACardResolver
-from a2a.types.a2a_pb2 import TASK_STATE_INPUT_REQUIRED, TASK_STATE_SUBMITTED
+from a2a.types.a2a_pb2 import TASK_STATE_INPUT_REQUIRED
 from conftest import Sidecar, connect_user
 from gateway import start_gateway
 from test_completion import _complete
@@ -41,10 +41,10 @@ async def test_sidecar_stopped_and_restarted(tmp_path: pathlib.Path, streaming: 
         assert (await alice.send("/unknown x", task)).text == f"/unknown {FAILED}"
         # An ordinary message still reaches the agent.
         assert (await alice.send("still there?", task)).text == "echo: still there?"
-        # A command as a task's first message too: the task is created, its state kept.
+        # A command as a task's first message too: the task is created, awaiting the next message.
         first = await alice.send("/status")
-        assert (first.text, first.state) == (f"/status {FAILED}", TASK_STATE_SUBMITTED)
-        assert (await alice.task(first.task_id)).status.state == TASK_STATE_SUBMITTED
+        assert (first.text, first.state) == (f"/status {FAILED}", TASK_STATE_INPUT_REQUIRED)
+        assert (await alice.task(first.task_id)).status.state == TASK_STATE_INPUT_REQUIRED
         # Completion is an internal error, said plainly.
         error = (await _complete(alice, gateway.url, {"text": "/mo"}))["error"]
         assert (error["code"], error["message"]) == (-32603, "commands are unavailable right now")

@@ -27,15 +27,30 @@ from .errors import (
     UnauthenticatedError,
     UnavailableError,
 )
-from .executor import CommandsExecutor, ParticipantRole, RoleResolver, command_name, default_role
-from .task_data import METADATA_KEY, Plan, TaskData, apply_changes, sub_task_states, task_snapshot
+from .address import ADDRESS_ENV, DEFAULT_ADDRESS, Address, parse_address
+from .executor import FALLBACK_REPLY, CommandsExecutor, ParticipantRole, RoleResolver, default_role, fallback_reply
+from .syntax import command_name, may_be_command
+from .task_data import (
+    METADATA_KEY,
+    Plan,
+    SubState,
+    TaskData,
+    apply_changes,
+    new_sub_task,
+    sub_task_states,
+    task_snapshot,
+)
 
 EXTENSION_URI = "https://madarauchiha-314.github.io/tiny-harness/a2a/ext/commands/v1"
 """The Commands extension v1's URI (clients list it in ``A2A-Extensions``)."""
 
 __all__ = [
+    "ADDRESS_ENV",
+    "DEFAULT_ADDRESS",
     "EXTENSION_URI",
+    "FALLBACK_REPLY",
     "METADATA_KEY",
+    "Address",
     "AlreadyExistsError",
     "CommandsCard",
     "CommandsClient",
@@ -50,12 +65,17 @@ __all__ = [
     "Plan",
     "ResourceExhaustedError",
     "RoleResolver",
+    "SubState",
     "TaskData",
     "UnauthenticatedError",
     "UnavailableError",
     "apply_changes",
     "command_name",
     "default_role",
+    "fallback_reply",
+    "may_be_command",
+    "new_sub_task",
+    "parse_address",
     "pb",
     "sub_task_states",
     "task_snapshot",

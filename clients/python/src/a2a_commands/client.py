@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from types import TracebackType
 from typing import Any, TypeVar, cast
@@ -15,13 +14,14 @@ from a2a.types import a2a_pb2 as sdk
 from ._pb import a2a_pb2 as ours
 from ._pb import commands_pb2 as pb
 from ._pb import commands_pb2_grpc as pb_grpc
+from .address import address_from_env, parse_address
 from .convert import message_to_commands
 from .errors import CommandsError
 
 R = TypeVar("R")
 
-DEFAULT_TARGET = "127.0.0.1:50051"
-TARGET_ENV = "A2A_COMMANDS_ADDR"
+DEFAULT_TIMEOUT = 40.0
+"""Seconds a unary call may take: more than the sidecar's default --handler-max-timeout-ms (30 s)."""
 
 # A sidecar on loopback comes back within seconds; grpc's default (up to 120 s between
 # attempts) would keep commands failing long after it has.
@@ -39,8 +39,10 @@ class CommandsClient:
     used from the event loop that serves the gateway (one loop per client).
 
     Args:
-        target: ``host:port`` of the service; default ``$A2A_COMMANDS_ADDR``, else
-            ``127.0.0.1:50051`` (the service's default ``--listen``).
+        target: The service: ``http://host:port``, ``https://host:port`` (TLS with the
+            system's roots unless given others below) or ``host:port``; default
+            ``$A2A_COMMANDS_ADDR`` in the same forms, else ``http://127.0.0.1:50051``
+            (the service's default ``--listen``). ``ValueError`` if it is neither.
         admin_token: Sent as ``authorization: Bearer <token>`` with Register and
             Unregister (the service's ``--admin-token-file``); a callable is asked on
             every call, so a rotated secret takes effect at once.
@@ -65,13 +67,14 @@ class CommandsClient:
         private_key: bytes | None = None,
         certificate_chain: bytes | None = None,
         credentials: grpc.ChannelCredentials | None = None,
-        timeout: float | None = 40.0,
+        timeout: float | None = DEFAULT_TIMEOUT,
         channel_options: Sequence[tuple[str, Any]] = (),
     ) -> None:
-        self.target = target or os.environ.get(TARGET_ENV) or DEFAULT_TARGET
+        address = parse_address(target) if target else address_from_env()
+        self.target = address.target
         self.timeout = timeout
         self._admin_token = admin_token
-        if credentials is None and (tls or root_certificates or private_key or certificate_chain):
+        if credentials is None and (address.tls or tls or root_certificates or private_key or certificate_chain):
             credentials = grpc.ssl_channel_credentials(root_certificates, private_key, certificate_chain)
         self._credentials = credentials
         self._options = (*_CHANNEL_OPTIONS, *channel_options)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import enum
 import inspect
 import logging
-import re
 from collections.abc import Awaitable, Callable
 from typing import cast
 
@@ -20,13 +19,13 @@ from ._pb import commands_pb2 as pb
 from .client import CommandsClient
 from .convert import event_from_commands
 from .errors import CommandsError
-from .task_data import apply_changes, sub_task_states, task_snapshot
+from .syntax import command_name, may_be_command
+from .task_data import TaskData, apply_changes, sub_task_states, task_snapshot
 
 logger = logging.getLogger(__name__)
 
-# Command syntax as the service reads it: `/`, a name, then whitespace or the end.
-# (Python's `\s` is the reference's whitespace, `str.isspace()`.)
-_COMMAND_SYNTAX = re.compile(r"/([a-z][a-z0-9-]*)(?:\s|\Z)")
+FALLBACK_REPLY = "/{name} failed: commands are unavailable right now"
+"""The reply to a command when the sidecar cannot answer (docs/kit-contract.md, section 5)."""
 
 
 class ParticipantRole(enum.IntEnum):
@@ -57,29 +56,24 @@ def default_role(context: RequestContext) -> ParticipantRole:
     return ParticipantRole.ASSIGNEE if user.is_authenticated else ParticipantRole.WATCHER
 
 
-def command_name(message: sdk.Message) -> str | None:
-    """The name of a message that has command syntax (registered or not), else ``None``."""
-    if len(message.parts) != 1 or message.parts[0].WhichOneof("content") != "text":
-        return None
-    match = _COMMAND_SYNTAX.match(message.parts[0].text)
-    return match.group(1) if match else None
-
-
 class CommandsExecutor(AgentExecutor):
     """Wraps a gateway's ``AgentExecutor`` so slash commands never reach its model.
 
-    Every incoming message goes through Execute. An ordinary message is passed to the
-    wrapped executor untouched. A command is answered here: its changes are applied
-    (see :func:`~a2a_commands.task_data.apply_changes`), then its reply
-    ``TaskStatusUpdateEvent`` is enqueued, with the task's state unchanged. When the
-    command is a task's first message, the ``Task`` (``submitted``, holding the message)
-    is enqueued first. The command's metadata (``command``, ``task_ref``) stays on the
-    reply message and never lands on the stored task.
+    Follows docs/kit-contract.md. A message that cannot be a command
+    (:func:`~a2a_commands.syntax.may_be_command`: not one text part starting with ``/``
+    and a letter) goes to the wrapped executor at once, without a call to the service.
+    Any other message goes through Execute: an ordinary one is passed to the wrapped
+    executor untouched; a command is answered here. Its changes are applied (see
+    :func:`~a2a_commands.task_data.apply_changes`), then the reply
+    ``TaskStatusUpdateEvent`` is enqueued, with the task's state unchanged. A command
+    that is a task's first message creates the task first (the ``Task`` is enqueued), as
+    the reference harness does: ``input-required``, awaiting the next message. The command's metadata (``command``,
+    ``task_ref``) stays on the reply message and never lands on the stored task.
 
     When Execute fails (the service is unreachable, or rejects the request), a message
     that has command syntax (``/name ...``, registered or not) is answered with the reply
-    ``/<name> failed: commands are unavailable right now`` and does not reach the model;
-    any other message goes to the wrapped executor. The error is logged.
+    :data:`FALLBACK_REPLY` and does not reach the model; any other message goes to the
+    wrapped executor. The error is logged.
 
     Args:
         executor: The gateway's own executor.
@@ -104,25 +98,21 @@ class CommandsExecutor(AgentExecutor):
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         """Answers a command, or runs the wrapped executor."""
-        if context.message is None or not context.task_id:
+        message = context.message
+        if message is None or not context.task_id or not may_be_command(message):
             await self.executor.execute(context, event_queue)
             return
-        task = context.current_task
-        first = task is None
+        task, created = context.current_task, None
         if task is None:
-            task = sdk.Task(
-                id=context.task_id,
-                context_id=context.context_id or "",
-                status=sdk.TaskStatus(state=sdk.TASK_STATE_SUBMITTED),
-                history=[context.message],
-            )
-            task.status.timestamp.GetCurrentTime()
-        reply = await self._command_reply(context, context.message, task)
+            # A new task is parked input-required, awaiting the next message: Execute sees it so.
+            created = _new_task(context.task_id, context.context_id or "", message)
+            task = _parked(created)
+        reply = await self._command_reply(context, message, task)
         if reply is None:
             await self.executor.execute(context, event_queue)
             return
-        if first:
-            await event_queue.enqueue_event(task)
+        if created is not None:  # a2a-sdk refuses a second Task for a task it has
+            await event_queue.enqueue_event(created)
         await event_queue.enqueue_event(reply)
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
@@ -165,16 +155,15 @@ class CommandsExecutor(AgentExecutor):
         call = context.call_context
         try:
             sender = await self._sender(context)
-            # Sub-task states only matter to a command: spare the store for other messages.
-            states = await sub_task_states(task, self._store, call) if command_name(message) else {}
+            states = await sub_task_states(task, self._store, call)
             answer = await self._client.execute(message, task_snapshot(task, states), sender)
         except CommandsError as error:
-            name = command_name(message)
-            if name is None:
+            reply = fallback_reply(task, message)
+            if reply is None:
                 logger.warning("a2a-commands: Execute failed, passing the message on: %s", error)
-                return None
-            logger.error("a2a-commands: Execute failed, /%s not run: %s", name, error)
-            return _failure_reply(task, message, name)
+            else:
+                logger.error("a2a-commands: Execute failed, /%s not run: %s", command_name(message), error)
+            return reply
         if answer.WhichOneof("result") != "command":
             return None
         reply = event_from_commands(answer.command.event)
@@ -183,9 +172,38 @@ class CommandsExecutor(AgentExecutor):
         return reply
 
 
-def _failure_reply(task: sdk.Task, message: sdk.Message, name: str) -> sdk.TaskStatusUpdateEvent:
-    """The reply to a command that could not be run, shaped like the service's replies."""
-    text = f"/{name} failed: commands are unavailable right now"
+def _new_task(task_id: str, context_id: str, message: sdk.Message) -> sdk.Task:
+    """The task a command creates as its first message, as first sent: submitted, holding it.
+
+    Its data already says it awaits the next message; the reply moves it to input-required
+    (sent as one Task, a non-streaming answer would stop at it, before the reply).
+    """
+    task = sdk.Task(
+        id=task_id, context_id=context_id, status=sdk.TaskStatus(state=sdk.TASK_STATE_SUBMITTED),
+        history=[message], metadata=TaskData(sub_state="awaiting-next-message").metadata(),
+    )
+    task.status.timestamp.GetCurrentTime()
+    return task
+
+
+def _parked(task: sdk.Task) -> sdk.Task:
+    """``task`` as the reply leaves it: input-required."""
+    parked = sdk.Task()
+    parked.CopyFrom(task)
+    parked.status.state = sdk.TASK_STATE_INPUT_REQUIRED
+    return parked
+
+
+def fallback_reply(task: sdk.Task, message: sdk.Message) -> sdk.TaskStatusUpdateEvent | None:
+    """The reply when the service cannot answer: for a message with command syntax, else ``None``.
+
+    Shaped like the service's replies: ``<message id>:reply``, the task's state unchanged,
+    ``{"command": name}`` on the reply message.
+    """
+    name = command_name(message)
+    if name is None:
+        return None
+    text = FALLBACK_REPLY.format(name=name)
     reply = sdk.Message(
         message_id=f"{message.message_id}:reply", context_id=task.context_id, task_id=task.id,
         role=sdk.ROLE_AGENT, parts=[sdk.Part(text=text)], metadata={"command": name},
