@@ -24,6 +24,10 @@ import {
   type WatchSpecsRequestSchema,
 } from "./gen/a2a/commands/v1/commands_pb.js";
 import { BadRequestSchema } from "./gen/google/rpc/error_details_pb.js";
+import { addressFromEnv, parseAddress } from "./address.js";
+
+/** Milliseconds a unary call may take: more than the sidecar's default `--handler-max-timeout-ms` (30 s). */
+export const DEFAULT_TIMEOUT_MS = 40_000;
 
 /** TLS settings for a sidecar served with `--tls-cert` (and `--tls-client-ca` for mTLS). */
 export interface TlsOptions {
@@ -40,10 +44,11 @@ export interface TlsOptions {
 /** How to reach the sidecar. */
 export interface CommandsClientOptions {
   /**
-   * The sidecar's address: `host:port` (plain text, or TLS when `tls` is given) or a URL
-   * (`http://host:port`, `https://host:port`).
+   * The sidecar: `http://host:port`, `https://host:port` (TLS) or `host:port` (plain
+   * text unless `tls` is given). Default: `$A2A_COMMANDS_ADDR` in the same forms, else
+   * `http://127.0.0.1:50051`. Anything else throws a `TypeError`.
    */
-  address: string;
+  address?: string;
   /**
    * The admin token sent as `authorization: Bearer <token>` on Register and Unregister
    * (needed when the sidecar runs with `--admin-token-file`). A function is called on
@@ -52,7 +57,7 @@ export interface CommandsClientOptions {
   adminToken?: string | (() => string | Promise<string>);
   /** TLS settings; `true` for TLS with the system's trust store. */
   tls?: boolean | TlsOptions;
-  /** Deadline of each unary call in milliseconds (default 30,000; 0 for none). */
+  /** Deadline of each unary call in milliseconds (default 40,000; 0 for none). */
   timeoutMs?: number;
 }
 
@@ -171,7 +176,7 @@ async function call<T>(run: () => Promise<T>): Promise<T> {
  *
  * @example
  * ```ts
- * const commands = new CommandsClient({ address: "127.0.0.1:50051" });
+ * const commands = new CommandsClient({ address: "http://127.0.0.1:50051" });
  * await commands.register({ spec: { name: "deploy", description: "Deploy" }, allowedRoles: ["admin"] });
  * const { values } = await commands.complete({ text: "/de", sender: { id: "u-1", role: "admin" } });
  * ```
@@ -181,17 +186,17 @@ export class CommandsClient {
   readonly #session: Http2SessionManager;
   readonly #token: CommandsClientOptions["adminToken"];
 
-  constructor(options: CommandsClientOptions) {
-    const tls = options.tls === true ? {} : options.tls || undefined;
-    let url = options.address.includes("://") ? options.address : `${tls ? "https" : "http"}://${options.address}`;
-    url = url.replace(/\/+$/, "");
+  constructor(options: CommandsClientOptions = {}) {
+    const address = options.address ? parseAddress(options.address) : addressFromEnv();
+    const tls = options.tls === true || (address.tls && !options.tls) ? {} : options.tls || undefined;
+    const url = `${tls ? "https" : "http"}://${address.target}`;
     const nodeOptions: SecureClientSessionOptions = tls ? { ...tls } : {};
     this.#session = new Http2SessionManager(url, { pingIntervalMs: 10_000, pingTimeoutMs: 5_000 }, nodeOptions);
     this.#token = options.adminToken;
     const transport = createGrpcTransport({
       baseUrl: url,
       sessionManager: this.#session,
-      defaultTimeoutMs: options.timeoutMs === 0 ? undefined : (options.timeoutMs ?? 30_000),
+      defaultTimeoutMs: options.timeoutMs === 0 ? undefined : (options.timeoutMs ?? DEFAULT_TIMEOUT_MS),
     });
     this.#rpc = createClient(CommandService, transport);
   }

@@ -11,7 +11,7 @@ import {
   TaskStatusUpdateEvent as SdkStatusUpdateCodec,
   type Message as SdkMessage,
   type Task,
-  type TaskState as SdkTaskState,
+  TaskState,
   type TaskStatusUpdateEvent as SdkStatusUpdate,
 } from "@a2a-js/sdk";
 import { RequestMalformedError, TaskNotFoundError } from "@a2a-js/sdk/errors";
@@ -27,7 +27,11 @@ import { participantRole, toCommandsError, type CommandsClient, type SenderRole 
 import { COMMANDS_EXTENSION_URI } from "./card.js";
 import { fromSdkMessage, toSdkStatusUpdate } from "./convert.js";
 import { Outcome, type CompleteResponse } from "./gen/a2a/commands/v1/commands_pb.js";
-import { applyChanges, buildTaskSnapshot } from "./task-data.js";
+import { commandName, mayBeCommand } from "./syntax.js";
+import { TASK_DATA_KEY, applyChanges, buildTaskSnapshot, type TaskData } from "./task-data.js";
+
+/** The reply to a command when the sidecar cannot answer (docs/kit-contract.md, section 5). */
+export const FALLBACK_REPLY = "/{name} failed: commands are unavailable right now";
 
 /** Who sent a message, as Execute needs it. */
 export interface CommandSender {
@@ -58,11 +62,6 @@ export interface CommandsExecutorOptions {
   taskStore: TaskStore;
   /** Who sent each message (default {@link defaultSender}). */
   sender?: SenderResolver;
-  /**
-   * The state of a task created by a command (a command that is a task's first
-   * message); default `TASK_STATE_SUBMITTED`: the task exists, nothing has run yet.
-   */
-  newTaskState?: SdkTaskState;
   /** Called when the sidecar fails or cannot be reached (default: `console.warn`). */
   onError?: (error: unknown) => void;
 }
@@ -100,28 +99,19 @@ export interface CompletionResult {
 }
 
 /**
- * The name of a message that looks like a command: exactly one part, text, `/<name>`
- * then whitespace or the end (the extension's syntax, whether or not the name is
- * registered). Used when the sidecar cannot answer.
- */
-export function commandLike(message: SdkMessage): string | undefined {
-  const [part, ...rest] = message.parts;
-  if (rest.length > 0 || part?.content?.$case !== "text") return undefined;
-  return /^\/([a-z][a-z0-9-]*)(?:[\s\x1c-\x1f\x85]|$)/u.exec(part.content.value)?.[1];
-}
-
-/**
- * Wraps the gateway's `AgentExecutor`: every message goes through the sidecar's
- * Execute. A command is answered there: its changes are applied to the task in the
- * store (see `applyChanges`); the Task is published (created, when the command is the
- * task's first message), then the reply status update, with the task's state unchanged
- * and the command's metadata on the reply message only. Everything else reaches the
- * wrapped executor untouched.
+ * Wraps the gateway's `AgentExecutor`, as docs/kit-contract.md says. A message that cannot
+ * be a command ({@link mayBeCommand}: not one text part starting with `/` and a letter)
+ * reaches the wrapped executor at once, without a call to the sidecar. Any other message
+ * goes through the sidecar's Execute: an ordinary one reaches the wrapped executor
+ * untouched; a command is answered there. Its changes are applied to the task in the
+ * store (see `applyChanges`); the Task is published, then the reply status update, with
+ * the task's state unchanged and the command's metadata on the reply message only. A
+ * command that is a task's first message creates the task, as the reference harness
+ * does: input-required, awaiting the next message.
  *
- * When the sidecar cannot answer, a message that looks like a command ({@link commandLike})
- * gets the reply `/<name> failed: commands are unavailable` (down, or no answer in time;
- * `commands could not run` for any other error) with the task's state unchanged, and
- * never reaches the model; any other message reaches the wrapped executor. Either way
+ * When the sidecar cannot answer, a message with command syntax ({@link commandName})
+ * gets the reply {@link FALLBACK_REPLY} with the task's state unchanged, and never
+ * reaches the model; any other message reaches the wrapped executor. Either way
  * `onError` hears of it.
  */
 export class CommandsExecutor implements AgentExecutor {
@@ -137,7 +127,9 @@ export class CommandsExecutor implements AgentExecutor {
   async execute(request: RequestContext, eventBus: ExecutionEventBus): Promise<void> {
     const { client, taskStore, sender = defaultSender, onError = warn } = this.#options;
     const { context, userMessage: message } = request;
-    const task = request.task ?? this.#newTask(request);
+    if (!mayBeCommand(message)) return this.inner.execute(request, eventBus);
+    // A new task is parked input-required, awaiting the next message: Execute sees it so.
+    const task = request.task ?? parkedTask(request);
     let reply: SdkStatusUpdate | undefined; // stays undefined for a message for the model
     try {
       const who = await sender(request);
@@ -156,16 +148,12 @@ export class CommandsExecutor implements AgentExecutor {
       }
     } catch (error) {
       onError(error);
-      const name = commandLike(message);
-      const why = toCommandsError(error).unavailable ? "commands are unavailable" : "commands could not run";
-      if (name !== undefined) reply = failure(task, message, `/${name} failed: ${why}`, name);
+      reply = fallbackReply(task, message);
     }
     if (!reply) return this.inner.execute(request, eventBus);
-    if (context.requestedExtensions?.includes(COMMANDS_EXTENSION_URI)) {
-      context.addActivatedExtension(COMMANDS_EXTENSION_URI);
-    }
-    // The SDK wants every answer to start with the Task (a stream must), then the reply.
-    eventBus.publish(AgentEvent.task(task));
+    // The SDK wants every stream to open with the Task; a new one is first sent submitted
+    // (as input-required it would end a non-streaming answer before the reply).
+    eventBus.publish(AgentEvent.task(request.task ? task : { ...task, status: { ...task.status!, state: TaskState.TASK_STATE_SUBMITTED } }));
     eventBus.publish(AgentEvent.statusUpdate(reply));
   }
 
@@ -179,7 +167,7 @@ export class CommandsExecutor implements AgentExecutor {
    *
    * @throws the SDK's `TaskNotFoundError` for an unknown task, `RequestMalformedError`
    * for what the sidecar refuses (INVALID_ARGUMENT), and otherwise an `Error` (`commands
-   * are unavailable`, or `commands could not run`), which `onError` hears of too.
+   * are unavailable right now`, as in the Python kit), which `onError` hears of too.
    */
   async complete(params: CompletionParams, context: ServerCallContext): Promise<CompletionResult> {
     const { client, taskStore, sender = defaultSender, onError = warn } = this.#options;
@@ -197,7 +185,7 @@ export class CommandsExecutor implements AgentExecutor {
       const failure = toCommandsError(error);
       if (failure.codeName === "invalid_argument") throw new RequestMalformedError(failure.message);
       onError(error);
-      throw new Error(failure.unavailable ? "commands are unavailable" : "commands could not run", { cause: error });
+      throw new Error("commands are unavailable right now", { cause: error });
     }
     if (context.requestedExtensions?.includes(COMMANDS_EXTENSION_URI)) {
       context.addActivatedExtension(COMMANDS_EXTENSION_URI);
@@ -209,24 +197,34 @@ export class CommandsExecutor implements AgentExecutor {
   cancelTask(taskId: string, eventBus: ExecutionEventBus): Promise<void> {
     return this.inner.cancelTask(taskId, eventBus);
   }
-
-  #newTask(request: RequestContext): Task {
-    const task = SdkTaskCodec.fromJSON({
-      id: request.taskId,
-      contextId: request.contextId,
-      status: { state: this.#options.newTaskState ?? "TASK_STATE_SUBMITTED", timestamp: new Date().toISOString() },
-    });
-    task.history = [request.userMessage];
-    return task;
-  }
 }
 
 function warn(error: unknown): void {
   console.warn(`a2a-commands: the sidecar failed: ${toCommandsError(error).message}`);
 }
 
-/** The reply to a command the sidecar could not run: the reference's failure form. */
-function failure(task: Task, message: SdkMessage, text: string, name: string): SdkStatusUpdate {
+/** The task a command creates as its first message: input-required, awaiting the next one, holding it. */
+function parkedTask(request: RequestContext): Task {
+  const data: TaskData = { subState: "awaiting-next-message" };
+  const task = SdkTaskCodec.fromJSON({
+    id: request.taskId,
+    contextId: request.contextId,
+    status: { state: "TASK_STATE_INPUT_REQUIRED", timestamp: new Date().toISOString() },
+    metadata: { [TASK_DATA_KEY]: data },
+  });
+  task.history = [request.userMessage];
+  return task;
+}
+
+/**
+ * The reply when the sidecar cannot answer: for a message with command syntax
+ * ({@link commandName}), {@link FALLBACK_REPLY} shaped like the sidecar's replies
+ * (`<message id>:reply`, the task's state unchanged, `{"command": name}` on the reply
+ * message); `undefined` for any other message, which goes to the model.
+ */
+export function fallbackReply(task: Task, message: SdkMessage): SdkStatusUpdate | undefined {
+  const name = commandName(message);
+  if (name === undefined) return undefined;
   return SdkStatusUpdateCodec.fromJSON({
     taskId: task.id,
     contextId: task.contextId,
@@ -238,7 +236,7 @@ function failure(task: Task, message: SdkMessage, text: string, name: string): S
         contextId: task.contextId,
         taskId: task.id,
         role: "ROLE_AGENT",
-        parts: [{ text }],
+        parts: [{ text: FALLBACK_REPLY.replace("{name}", name) }],
         metadata: { command: name },
       },
     },

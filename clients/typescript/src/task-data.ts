@@ -11,10 +11,13 @@
  *                   "subTasks": ["t-1.1", "t-1.2"]}}
  * ```
  *
- * A sub-task is an ordinary SDK `Task` (id `<parent id>.<n>`, same context, state
- * `TASK_STATE_SUBMITTED`) whose data says `parentId` and `goal`, and whose history starts
- * with the goal as a user message referring to the parent (`referenceTaskIds`). Its state
- * is read from the store whenever the parent's snapshot is built.
+ * The spelling, and how it is read and written, are docs/kit-contract.md's (section 3),
+ * the same in the Python kit, which wrote snake_case keys before (`sub_tasks`,
+ * `sub_state`, `parent`, `plan.steps_done`): those are read too, and written in this
+ * spelling. A sub-task is an ordinary SDK `Task` (id `<parent id>.<n>`, same context,
+ * state `TASK_STATE_SUBMITTED`) whose data says `parentId` and `goal`, and whose history
+ * starts with the goal as a user message referring to the parent (`referenceTaskIds`).
+ * Its state is read from the store whenever the parent's snapshot is built.
  *
  * @packageDocumentation
  */
@@ -26,22 +29,29 @@ import {
   SubState,
   TaskSnapshotSchema,
   type Changes,
+  type SubTaskToCreate,
   type TaskSnapshot,
 } from "./gen/a2a/commands/v1/commands_pb.js";
 
 /** The key of `Task.metadata` holding the kit's {@link TaskData}. */
 export const TASK_DATA_KEY = "a2a-commands";
 
-/** The task data Execute reads, kept in `Task.metadata["a2a-commands"]`. Every field is optional. */
+/** What an input-required task waits for. */
+export type TaskSubState = "awaiting-next-message" | "awaiting-answer";
+
+/**
+ * The task data Execute reads, kept in `Task.metadata["a2a-commands"]`. Every field is
+ * optional. Keys the kit does not know are kept, as they were, when it writes the data.
+ */
 export interface TaskData {
   /** The task's name, shown by `/status`. */
   name?: string;
   /** Chosen settings; an absent or empty value means "the default applies". */
-  settings?: { model?: string; effort?: "low" | "medium" | "high" | string };
+  settings?: { model?: string; effort?: string };
   /** The plan's progress; absent when the task has no plan. */
   plan?: { stepsDone: number; stepsTotal: number };
-  /** What an input-required task is waiting for. */
-  subState?: "awaiting-next-message" | "awaiting-answer";
+  /** What the task waits for; counts only while it is `TASK_STATE_INPUT_REQUIRED`. */
+  subState?: TaskSubState;
   /** Ids of the task's sub-tasks, in creation order. */
   subTasks?: string[];
   /** On a sub-task: the id of the task that created it. */
@@ -50,14 +60,58 @@ export interface TaskData {
   goal?: string;
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
+type JsonObject = Record<string, unknown>;
+
+function isObject(value: unknown): value is JsonObject {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
-/** The task's {@link TaskData} (an empty object when it has none). */
+const SUB_STATES: Record<TaskSubState, SubState> = {
+  "awaiting-next-message": SubState.AWAITING_NEXT_MESSAGE,
+  "awaiting-answer": SubState.AWAITING_ANSWER,
+};
+/** The keys the kit reads and writes, each with the spelling the Python kit wrote before. */
+const KNOWN = new Set(["name", "settings", "plan", "subState", "sub_state", "subTasks", "sub_tasks", "parentId", "parent", "goal"]);
+const MAX_COUNT = 0xffffffff;
+
+const text = (value: unknown): string | undefined => (typeof value === "string" ? value : undefined);
+/** A step count: a number's integer part in 0..2^32-1; anything else is 0. */
+const count = (value: unknown): number =>
+  typeof value === "number" && Number.isFinite(value) ? Math.min(Math.max(Math.trunc(value), 0), MAX_COUNT) : 0;
+/** `raw[key]`, else the old spelling's value. */
+const either = (raw: JsonObject, key: string, oldKey: string): unknown => (key in raw ? raw[key] : raw[oldKey]);
+/** `data` without the keys that have no value. */
+function compact(data: JsonObject): JsonObject {
+  return Object.fromEntries(Object.entries(data).filter(([, value]) => value !== undefined));
+}
+
+/**
+ * The task's {@link TaskData}, read as the contract says: the camelCase spelling, else the
+ * old snake_case one; values of the wrong type ignored; keys the kit does not know kept.
+ * An empty object when the task has none.
+ */
 export function readTaskData(task: Task): TaskData {
-  const data = task.metadata?.[TASK_DATA_KEY];
-  return isObject(data) ? (data as TaskData) : {};
+  const raw = task.metadata?.[TASK_DATA_KEY];
+  if (!isObject(raw)) return {};
+  const other = Object.fromEntries(Object.entries(raw).filter(([key]) => !KNOWN.has(key)));
+  const settings = isObject(raw.settings) ? raw.settings : {};
+  const chosen = compact({ model: text(settings.model), effort: text(settings.effort) });
+  const plan = raw.plan;
+  const subState = either(raw, "subState", "sub_state");
+  const subTasks = either(raw, "subTasks", "sub_tasks");
+  const ids = Array.isArray(subTasks) ? subTasks.filter((id): id is string => typeof id === "string") : [];
+  return compact({
+    ...other,
+    name: text(raw.name),
+    settings: Object.keys(chosen).length > 0 ? chosen : undefined,
+    plan: isObject(plan)
+      ? { stepsDone: count(either(plan, "stepsDone", "steps_done")), stepsTotal: count(either(plan, "stepsTotal", "steps_total")) }
+      : undefined,
+    subState: typeof subState === "string" && Object.hasOwn(SUB_STATES, subState) ? subState : undefined,
+    subTasks: ids.length > 0 ? ids : undefined,
+    parentId: text(either(raw, "parentId", "parent")),
+    goal: text(raw.goal),
+  }) as TaskData;
 }
 
 /** Replaces the task's {@link TaskData} in its metadata (in place) and returns the task. */
@@ -69,35 +123,64 @@ export function writeTaskData(task: Task, data: TaskData): Task {
 /** Loads a task by id, e.g. `(id) => taskStore.load(id, context)`. */
 export type TaskLoader = (taskId: string) => Promise<Task | undefined>;
 
-const text = (value: unknown): string | undefined => (typeof value === "string" ? value : undefined);
-const count = (value: unknown): number => (typeof value === "number" && value > 0 ? Math.min(Math.trunc(value), 0xffffffff) : 0);
+/** A state as ours (the same numbers), unspecified counting as submitted. */
 const state = (value: SdkTaskState | undefined): TaskState =>
-  value !== undefined && value > 0 ? (value as number as TaskState) : TaskState.UNSPECIFIED;
+  value !== undefined && value > 0 ? (value as number as TaskState) : TaskState.SUBMITTED;
 
 /**
  * Builds Execute's `TaskSnapshot` from an SDK `Task` under the {@link TaskData}
- * convention. Sub-task states come from `loadTask` (pass the store); without it, or for
- * a sub-task it cannot find, a sub-task shows as `TASK_STATE_SUBMITTED`, the state it was
- * created in (it stays listed, so the next sub-task's number never repeats one).
+ * convention. An unspecified state counts as submitted; the sub-state is sent only while
+ * the task is input-required. Sub-task states come from `loadTask` (pass the store);
+ * without it, or for a sub-task it cannot find, a sub-task shows as
+ * `TASK_STATE_SUBMITTED`, the state it was created in.
  */
 export async function buildTaskSnapshot(task: Task, loadTask?: TaskLoader): Promise<TaskSnapshot> {
   const data = readTaskData(task);
-  const settings = isObject(data.settings) ? data.settings : {};
-  const subTasks = Array.isArray(data.subTasks) ? data.subTasks.filter((id) => typeof id === "string") : [];
+  const current = state(task.status?.state);
   return create(TaskSnapshotSchema, {
     id: task.id,
     contextId: task.contextId,
-    name: text(data.name) ?? "",
-    state: state(task.status?.state),
-    subState:
-      data.subState === "awaiting-next-message" ? SubState.AWAITING_NEXT_MESSAGE
-      : data.subState === "awaiting-answer" ? SubState.AWAITING_ANSWER
-      : SubState.UNSPECIFIED,
-    settings: { model: text(settings.model), effort: text(settings.effort) },
-    plan: isObject(data.plan) ? { stepsDone: count(data.plan.stepsDone), stepsTotal: count(data.plan.stepsTotal) } : undefined,
+    name: data.name ?? "",
+    state: current,
+    subState: current === TaskState.INPUT_REQUIRED && data.subState ? SUB_STATES[data.subState] : SubState.UNSPECIFIED,
+    settings: { model: data.settings?.model, effort: data.settings?.effort },
+    plan: data.plan,
     subTasks: await Promise.all(
-      subTasks.map(async (id) => ({ id, state: state((await loadTask?.(id))?.status?.state) || TaskState.SUBMITTED })),
+      (data.subTasks ?? []).map(async (id) => ({ id, state: state((await loadTask?.(id))?.status?.state) })),
     ),
+  });
+}
+
+/**
+ * The task data after Execute's `changes`: each set setting replaces the task's, and a
+ * new sub-task's id is appended. The result is in the contract's spelling, keys the kit
+ * does not know kept.
+ */
+export function changedTaskData(data: TaskData, changes: Changes | undefined): TaskData {
+  const { model, effort } = changes?.settings ?? {};
+  const settings = { ...data.settings, ...(model !== undefined && { model }), ...(effort !== undefined && { effort }) };
+  const subTasks = changes?.subTask ? [...(data.subTasks ?? []), changes.subTask.id] : data.subTasks;
+  return compact({ ...data, settings: Object.keys(settings).length > 0 ? settings : undefined, subTasks }) as TaskData;
+}
+
+/** The `Task` a `/sub-task` creates: submitted, in the parent's context, its goal as history. */
+export function newSubTask(parent: Task, subTask: SubTaskToCreate): Task {
+  const data: TaskData = { name: subTask.name, goal: subTask.goal, parentId: parent.id };
+  return SdkTaskCodec.fromJSON({
+    id: subTask.id,
+    contextId: parent.contextId,
+    status: { state: "TASK_STATE_SUBMITTED", timestamp: new Date().toISOString() },
+    history: [
+      {
+        messageId: `${subTask.id}:goal`,
+        contextId: parent.contextId,
+        taskId: subTask.id,
+        role: "ROLE_USER",
+        parts: [{ text: subTask.goal }],
+        referenceTaskIds: [parent.id],
+      },
+    ],
+    metadata: { [TASK_DATA_KEY]: data },
   });
 }
 
@@ -108,41 +191,15 @@ export interface ApplyTarget {
 }
 
 /**
- * Applies Execute's `changes` to `task` under the {@link TaskData} convention: each set
- * setting replaces the task's, and a sub-task is created as a new SDK `Task`, saved in
- * the store and linked both ways. `task` is changed in place but not saved: save it (or
- * publish it, for a new task) before emitting the reply. Answers the new sub-task, if any.
+ * Applies Execute's `changes` to `task` under the {@link TaskData} convention
+ * ({@link changedTaskData}); a sub-task is created ({@link newSubTask}) and saved in the
+ * store. `task` is changed in place but not saved: save it (or publish it, for a new
+ * task) before emitting the reply. Answers the new sub-task, if any.
  */
 export async function applyChanges(task: Task, changes: Changes | undefined, target: ApplyTarget): Promise<Task | undefined> {
   if (!changes) return undefined;
-  const data = { ...readTaskData(task) };
-  const { model, effort } = changes.settings ?? {};
-  if (model !== undefined || effort !== undefined) {
-    data.settings = { ...data.settings, ...(model !== undefined && { model }), ...(effort !== undefined && { effort }) };
-  }
-  let subTask: Task | undefined;
-  const spec = changes.subTask;
-  if (spec) {
-    const sub: TaskData = { name: spec.name, goal: spec.goal, parentId: task.id };
-    subTask = SdkTaskCodec.fromJSON({
-      id: spec.id,
-      contextId: task.contextId,
-      status: { state: "TASK_STATE_SUBMITTED", timestamp: new Date().toISOString() },
-      history: [
-        {
-          messageId: `${spec.id}:goal`,
-          contextId: task.contextId,
-          taskId: spec.id,
-          role: "ROLE_USER",
-          parts: [{ text: spec.goal }],
-          referenceTaskIds: [task.id],
-        },
-      ],
-      metadata: { [TASK_DATA_KEY]: sub },
-    });
-    await target.taskStore.save(subTask, target.context);
-    data.subTasks = [...(data.subTasks ?? []), spec.id];
-  }
-  writeTaskData(task, data);
+  const subTask = changes.subTask && newSubTask(task, changes.subTask);
+  if (subTask) await target.taskStore.save(subTask, target.context);
+  writeTaskData(task, changedTaskData(readTaskData(task), changes));
   return subTask;
 }

@@ -73,7 +73,7 @@ test("a command for admins only is refused to an assignee by the wrapped executo
   const refused = await send(gateway, "/deploy prod", { stream: false });
   assert.equal(refused.replyText, "refused: an assignee may not run /deploy");
   assert.equal(refused.reply.metadata?.command, "deploy");
-  assert.equal(refused.stored.status?.state, TaskState.TASK_STATE_SUBMITTED);
+  assert.equal(refused.stored.status?.state, TaskState.TASK_STATE_INPUT_REQUIRED);
   const watcher = await send(gateway, "/deploy prod", { taskId: refused.taskId, stream: true, role: "watcher" });
   assert.equal(watcher.replyText, "refused: a watcher may not run /deploy");
   const admin = await send(gateway, "/deploy prod", { taskId: refused.taskId, stream: false, role: "admin" });

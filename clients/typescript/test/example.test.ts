@@ -55,9 +55,9 @@ test("the smallest gateway answers commands, echoes the rest, and lists the comm
   };
   const first = await ask("/model gpt-x-mini");
   assert.equal(first.text, "Model set to gpt-x-mini.");
-  assert.equal(first.task.status?.state, TaskState.TASK_STATE_SUBMITTED);
+  assert.equal(first.task.status?.state, TaskState.TASK_STATE_INPUT_REQUIRED);
   const echo = await ask("hi", first.task.id);
   assert.equal(echo.text, "echo: hi");
   const status = await ask("/status", first.task.id);
-  assert.match(status.text, /\nState: INPUT_REQUIRED\nModel: gpt-x-mini\n/);
+  assert.match(status.text, /\nState: INPUT_REQUIRED · awaiting-next-message\nModel: gpt-x-mini\n/);
 });

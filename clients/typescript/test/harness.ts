@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { once } from "node:events";
-import { existsSync, mkdtempSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -18,6 +18,7 @@ import {
   AgentCard,
   Message,
   Task,
+  TaskState as TaskStateEnum,
   TaskStatusUpdateEvent,
   type TaskState,
 } from "@a2a-js/sdk";
@@ -33,6 +34,7 @@ import { agentCardHandler, jsonRpcHandler, UserBuilder } from "@a2a-js/sdk/serve
 import { ClientFactory, DefaultAgentCardResolver, type Client } from "@a2a-js/sdk/client";
 import {
   CommandsClient,
+  TASK_DATA_KEY,
   keepCardCurrent,
   withCommands,
   type CommandsCardSync,
@@ -42,6 +44,11 @@ import {
 import { completionHandler } from "a2a-commands/express";
 
 const ROOT = fileURLToPath(new URL("../../../../", import.meta.url));
+
+/** A vector file's JSON (docs/vectors/<name>.json), as parsed. */
+export type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+/** Reads docs/vectors/<name>.json, the vectors shared with the Python kit and the Rust tests. */
+export const vectors = (name: string): Json => JSON.parse(readFileSync(join(ROOT, "docs", "vectors", `${name}.json`), "utf8")) as Json;
 
 /** A running `a2a-commands serve`. */
 export interface Sidecar {
@@ -267,4 +274,44 @@ export async function send(
   const part = reply.parts[0]?.content;
   const stored = await gateway.client.getTask({ tenant: "", id: taskId, historyLength: undefined });
   return { taskId, state: status.state, reply, replyText: part?.$case === "text" ? part.value : "", kinds, statusUpdate, stored };
+}
+
+/** One step of a scenario of docs/vectors/lifecycle.json. */
+export interface ScenarioStep {
+  send: string;
+  task: "new" | "same";
+  reply: string;
+  state: keyof typeof TaskStateCodes;
+  events?: { streaming: string[]; nonStreaming: string[] };
+  reachesAgent: boolean;
+  taskData?: Record<string, unknown>;
+}
+
+/** A scenario of docs/vectors/lifecycle.json. */
+export interface Scenario {
+  name: string;
+  steps: ScenarioStep[];
+}
+
+const TaskStateCodes = TaskStateEnum;
+
+/** Runs a lifecycle scenario through the SDK's client, streaming or not. */
+export async function runScenario(gateway: Gateway, scenario: Scenario, stream: boolean): Promise<void> {
+  let taskId: string | undefined;
+  for (const step of scenario.steps) {
+    const seen = gateway.echo.seen.length;
+    const turn = await send(gateway, step.send, { taskId: step.task === "same" ? taskId : undefined, stream });
+    if (step.task === "same") assert.equal(turn.taskId, taskId);
+    taskId = turn.taskId;
+    const where = `${scenario.name}: ${step.send}`;
+    assert.equal(turn.replyText, step.reply.replaceAll("{taskId}", turn.taskId), where);
+    assert.equal(turn.state, TaskStateCodes[step.state], where);
+    if (step.events) {
+      // @a2a-js/sdk opens every stream with the Task, an existing task's too.
+      const events = stream ? step.events.streaming : step.events.nonStreaming;
+      assert.deepEqual(turn.kinds, stream && step.task === "same" ? ["task", ...events] : events, where);
+    }
+    assert.equal(gateway.echo.seen.length > seen, step.reachesAgent, where);
+    if (step.taskData) assert.deepEqual(turn.stored.metadata?.[TASK_DATA_KEY] ?? {}, step.taskData, where);
+  }
 }

@@ -15,7 +15,7 @@ import {
   withoutCommands,
   type TaskData,
 } from "a2a-commands";
-import { send, startGateway, startSidecar, type Gateway, type Sidecar, type Turn } from "./harness.js";
+import { runScenario, send, startGateway, startSidecar, type Gateway, type Scenario, type Sidecar, vectors, type Turn } from "./harness.js";
 
 let sidecar: Sidecar;
 let gateway: Gateway;
@@ -124,20 +124,17 @@ for (const stream of [false, true]) {
       assert.ok(gateway.echo.seen.includes("/unknown x"));
     });
 
-    test("a command as a task's first message creates the task, state unchanged after", async () => {
+    test("a command as a task's first message parks it input-required, awaiting the next message", async () => {
       const first = await send(gateway, "/model gpt-x-mini", { stream });
-      assertCommandReply(first, "model", "Model set to gpt-x-mini.", TaskState.TASK_STATE_SUBMITTED);
+      assertCommandReply(first, "model", "Model set to gpt-x-mini.", TaskState.TASK_STATE_INPUT_REQUIRED);
       assert.deepEqual(first.kinds, stream ? ["task", "statusUpdate"] : ["task"]);
-      assert.equal(data(first.stored).settings?.model, "gpt-x-mini");
+      assert.deepEqual(data(first.stored), { settings: { model: "gpt-x-mini" }, subState: "awaiting-next-message" });
       assert.equal(first.stored.history[0]?.parts[0]?.content?.$case, "text");
-
-      const status = await send(gateway, "/status", { taskId: first.taskId, stream });
-      assertCommandReply(status, "status", /\nState: SUBMITTED\nModel: gpt-x-mini\n/, TaskState.TASK_STATE_SUBMITTED);
-
-      const plain = await send(gateway, "now do it", { taskId: first.taskId, stream });
-      assert.equal(plain.replyText, "echo: now do it");
-      assert.equal(plain.stored.status?.state, TaskState.TASK_STATE_INPUT_REQUIRED);
     });
+
+    for (const scenario of vectors("lifecycle").scenarios as Scenario[]) {
+      test(`lifecycle: ${scenario.name}`, () => runScenario(gateway, scenario, stream));
+    }
   });
 }
 
@@ -162,7 +159,7 @@ test("the served card lists a command registered while the gateway runs", async 
   assert.deepEqual(names(await gateway.fetchCard()), ["model", "effort", "sub-task", "status", "deploy"]);
 
   const turn = await send(gateway, "/deploy staging", { stream: false });
-  assertCommandReply(turn, "deploy", "command /deploy has no handler", TaskState.TASK_STATE_SUBMITTED);
+  assertCommandReply(turn, "deploy", "command /deploy has no handler", TaskState.TASK_STATE_INPUT_REQUIRED);
 });
 
 test("sidecar errors are CommandsError with the code and the field", async () => {

@@ -8,7 +8,7 @@ import { after, before, test } from "node:test";
 import { TaskState } from "@a2a-js/sdk";
 import { COMMANDS_EXTENSION_URI, CommandsError, readTaskData } from "a2a-commands";
 import { COMPLETE_METHOD } from "a2a-commands/express";
-import { rpc, send, startGateway, startSidecar, type Gateway, type Sidecar } from "./harness.js";
+import { rpc, runScenario, send, startGateway, startSidecar, type Gateway, type Scenario, type Sidecar, vectors } from "./harness.js";
 
 let sidecar: Sidecar;
 let gateway: Gateway;
@@ -38,7 +38,7 @@ test("the sidecar stopped and restarted mid-run", async (t) => {
       const taskId = taskIds.get(stream)!;
       const errorsBefore = gateway.errors.length;
       const command = await send(gateway, "/model gpt-x-mini", { taskId, stream });
-      assert.equal(command.replyText, "/model failed: commands are unavailable");
+      assert.equal(command.replyText, "/model failed: commands are unavailable right now");
       assert.equal(command.reply.metadata?.command, "model");
       assert.equal(command.state, TaskState.TASK_STATE_INPUT_REQUIRED);
       assert.equal(command.stored.status?.state, TaskState.TASK_STATE_INPUT_REQUIRED);
@@ -49,11 +49,10 @@ test("the sidecar stopped and restarted mid-run", async (t) => {
 
       // Unknown while the registry cannot be asked: still never reaches the model.
       const unknown = await send(gateway, "/unknown x", { taskId, stream });
-      assert.equal(unknown.replyText, "/unknown failed: commands are unavailable");
+      assert.equal(unknown.replyText, "/unknown failed: commands are unavailable right now");
 
-      const first = await send(gateway, "/status", { stream });
-      assert.equal(first.replyText, "/status failed: commands are unavailable");
-      assert.equal(first.stored.status?.state, TaskState.TASK_STATE_SUBMITTED);
+      const down = (vectors("lifecycle").sidecarDown as Scenario[])[0]!;
+      await runScenario(gateway, down, stream);
 
       const plain = await send(gateway, "still there?", { taskId, stream });
       assert.equal(plain.replyText, "echo: still there?");
@@ -61,7 +60,7 @@ test("the sidecar stopped and restarted mid-run", async (t) => {
   }
   await t.test("while it is down, completion fails as a JSON-RPC internal error", async () => {
     const { error } = (await rpc(gateway, COMPLETE_METHOD, { text: "/mo" })).body;
-    assert.deepEqual(error && [error.code, error.message], [-32603, "commands are unavailable"]);
+    assert.deepEqual(error && [error.code, error.message], [-32603, "commands are unavailable right now"]);
   });
   assert.deepEqual(
     gateway.echo.seen.filter((text) => text.startsWith("/")),

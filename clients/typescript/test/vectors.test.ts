@@ -1,0 +1,115 @@
+/**
+ * The shared vectors (docs/vectors/*.json): the rules docs/kit-contract.md writes down,
+ * the same files the Python kit and the Rust tests run.
+ */
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { fromJson, toJson, type DescMessage, type JsonValue, type MessageShape } from "@bufbuild/protobuf";
+import { Message, Task, TaskStatusUpdateEvent } from "@a2a-js/sdk";
+import {
+  CommandsClient,
+  TASK_DATA_KEY,
+  buildTaskSnapshot,
+  changedTaskData,
+  commandName,
+  fallbackReply,
+  fromSdkMessage,
+  mayBeCommand,
+  newSubTask,
+  parseAddress,
+  pb,
+  readTaskData,
+} from "a2a-commands";
+import { startSidecar, vectors, type Json, type Sidecar } from "./harness.js";
+
+const cases = (name: string): Json[] => vectors(name).cases as Json[];
+const label = (c: Json, i: number): string => `${i}${c.note ? `: ${c.note}` : ""}`;
+
+const message = (parts: unknown): Message => Message.fromJSON({ messageId: "m-1", role: "ROLE_USER", parts });
+/** `expected` read as `schema`'s message and written back, as the kit's own would be. */
+const normal = <D extends DescMessage>(schema: D, expected: unknown): JsonValue => toJson(schema, fromJson(schema, expected as JsonValue));
+/** An SDK object's JSON without its status timestamp (the vectors leave it out). */
+function untimed(json: unknown): unknown {
+  const copy = structuredClone(json) as { status?: { timestamp?: unknown } };
+  delete copy.status?.timestamp;
+  return copy;
+}
+
+describe("messages: pre-check and command syntax", () => {
+  cases("messages").forEach((c, i) =>
+    test(label(c, i), () => {
+      assert.equal(mayBeCommand(message(c.parts)), c.mayBeCommand);
+      assert.equal(commandName(message(c.parts)), c.syntax?.name);
+    }),
+  );
+});
+
+describe("messages: as the service classifies them", () => {
+  let sidecar: Sidecar;
+  let client: CommandsClient;
+  before(async () => {
+    sidecar = await startSidecar();
+    client = new CommandsClient({ address: `http://${sidecar.address}` });
+  });
+  after(async () => {
+    client.close();
+    assert.equal(await sidecar.stop(), 0);
+  });
+  test("every case", async () => {
+    for (const c of cases("messages")) {
+      const answer = await client.classify({ message: fromSdkMessage(message(c.parts)) });
+      answer.revision = 0n;
+      assert.deepEqual(toJson(pb.ClassifyResponseSchema, answer), normal(pb.ClassifyResponseSchema, c.service), JSON.stringify(c));
+    }
+  });
+});
+
+describe("task data: read, and the snapshot", () => {
+  cases("task-data").forEach((c, i) =>
+    test(label(c, i), async () => {
+      const task = Task.fromJSON(c.task);
+      assert.deepEqual(readTaskData(task), c.data);
+      const states = c.subTaskStates as Record<string, string>;
+      const load = async (id: string) => (id in states ? Task.fromJSON({ id, status: { state: states[id] } }) : undefined);
+      const snapshot = await buildTaskSnapshot(task, load);
+      assert.deepEqual(toJson(pb.TaskSnapshotSchema, snapshot), normal(pb.TaskSnapshotSchema, c.snapshot));
+    }),
+  );
+});
+
+describe("changes: to task data and a sub-task", () => {
+  cases("changes").forEach((c, i) =>
+    test(label(c, i), () => {
+      const task = Task.fromJSON(c.task);
+      const changes: MessageShape<typeof pb.ChangesSchema> = fromJson(pb.ChangesSchema, c.changes as JsonValue);
+      assert.deepEqual(changedTaskData(readTaskData(task), changes), c.data);
+      if (c.subTask) {
+        const created = newSubTask(task, changes.subTask!);
+        assert.deepEqual(untimed(Task.toJSON(created)), Task.toJSON(Task.fromJSON(c.subTask)));
+        assert.deepEqual(created.metadata?.[TASK_DATA_KEY], c.subTask.metadata[TASK_DATA_KEY]);
+      } else {
+        assert.equal(changes.subTask, undefined);
+      }
+    }),
+  );
+});
+
+describe("fallback replies", () => {
+  cases("fallback").forEach((c, i) =>
+    test(label(c, i), () => {
+      const reply = fallbackReply(Task.fromJSON(c.task), Message.fromJSON(c.message));
+      if (c.reply === null) assert.equal(reply, undefined);
+      else assert.deepEqual(untimed(TaskStatusUpdateEvent.toJSON(reply!)), TaskStatusUpdateEvent.toJSON(TaskStatusUpdateEvent.fromJSON(c.reply)));
+    }),
+  );
+});
+
+describe("addresses", () => {
+  const fallback = vectors("addresses").default as string;
+  cases("addresses").forEach((c, i) =>
+    test(`${i}: ${JSON.stringify(c.value)}`, () => {
+      if (c.error) assert.throws(() => parseAddress(c.value || fallback), TypeError);
+      else assert.deepEqual(parseAddress(c.value || fallback), { target: c.target, tls: c.tls });
+    }),
+  );
+});
