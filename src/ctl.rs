@@ -21,12 +21,9 @@ type Client = CommandServiceClient<Channel>;
 
 /// Runs `args`' verb; the error is the one line to print.
 pub async fn run(args: CtlArgs) -> Result<(), String> {
-    if let CtlVerb::Check {
-        file,
-        handler_allowed_hosts,
-    } = &args.verb
-    {
-        return check(file, handler_allowed_hosts);
+    if let CtlVerb::Check { file, handlers } = &args.verb {
+        let policy = crate::config::handler_policy(handlers).map_err(|e| e.to_string())?;
+        return check(file, &policy);
     }
     let mut client = connect(&args).await?;
     match &args.verb {
@@ -60,13 +57,7 @@ pub async fn run(args: CtlArgs) -> Result<(), String> {
             }
         }
         CtlVerb::Import { file } => {
-            for (spec, body, access) in read_file(file)? {
-                let name = spec.name.to_string();
-                let outcome =
-                    send_register(&mut client, &args, &spec, &body, &access, true).await?;
-                println!("/{name}: {outcome}");
-            }
-            Ok(())
+            register_all(&mut client, &args, read_file(file)?, true, true).await
         }
         CtlVerb::Check { .. } => unreachable!("handled above"),
     }
@@ -74,19 +65,19 @@ pub async fn run(args: CtlArgs) -> Result<(), String> {
 
 /// The policy a client checks files with: the server's rules of shape; the server
 /// applies its own limits (hosts, timeouts, secrets) when the commands arrive.
-fn client_policy(allowed_hosts: &[String]) -> HandlerPolicy {
+fn client_policy() -> HandlerPolicy {
     HandlerPolicy {
-        allowed_hosts: allowed_hosts.to_vec(),
         max_timeout_ms: u32::MAX,
         secrets_dir: Some(".".into()),
         ..HandlerPolicy::default()
     }
 }
 
-fn check(file: &Path, allowed_hosts: &[String]) -> Result<(), String> {
+/// Checks `file` as `serve` would with `policy`.
+fn check(file: &Path, policy: &HandlerPolicy) -> Result<(), String> {
     let text = std::fs::read_to_string(file)
         .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
-    let problems = commands_file::check(&text, &client_policy(allowed_hosts));
+    let problems = commands_file::check(&text, policy);
     if problems.is_empty() {
         println!("{}: valid", file.display());
         return Ok(());
@@ -105,13 +96,30 @@ fn check(file: &Path, allowed_hosts: &[String]) -> Result<(), String> {
 fn read_file(file: &Path) -> Result<Vec<Declared>, String> {
     let text = std::fs::read_to_string(file)
         .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
-    commands_file::parse(&text, &client_policy(&[])).map_err(|e| format!("{}: {e}", file.display()))
+    commands_file::parse(&text, &client_policy()).map_err(|e| format!("{}: {e}", file.display()))
+}
+
+/// The URL `addr` names: `host:port` is taken as `http://host:port`, the form the kits
+/// accept too; `https://` means TLS.
+pub fn server_url(addr: &str) -> Result<String, String> {
+    let addr = addr.trim();
+    if addr.starts_with("http://") || addr.starts_with("https://") {
+        Ok(addr.to_owned())
+    } else if let Some((scheme, _)) = addr.split_once("://") {
+        Err(format!(
+            "--addr {addr}: the scheme {scheme}:// is not served; use host:port, \
+             http://host:port, or https://host:port for TLS"
+        ))
+    } else {
+        Ok(format!("http://{addr}"))
+    }
 }
 
 async fn connect(args: &CtlArgs) -> Result<Client, String> {
-    let fail = |e: &dyn std::fmt::Display| format!("cannot connect to {}: {e}", args.addr);
-    let mut endpoint = Endpoint::from_shared(args.addr.clone()).map_err(|e| fail(&e))?;
-    if args.addr.starts_with("https://") {
+    let url = server_url(&args.addr)?;
+    let fail = |e: &dyn std::error::Error| format!("cannot connect to {url}: {}", explain(e));
+    let mut endpoint = Endpoint::from_shared(url.clone()).map_err(|e| fail(&e))?;
+    if url.starts_with("https://") {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let mut tls = ClientTlsConfig::new().with_native_roots();
         if let Some(ca) = &args.tls_ca {
@@ -129,6 +137,36 @@ async fn connect(args: &CtlArgs) -> Result<Client, String> {
     }
     let channel = endpoint.connect().await.map_err(|e| fail(&e))?;
     Ok(CommandServiceClient::new(channel))
+}
+
+/// An error with its causes (tonic's own says only "transport error"), and what to do
+/// about the common ones.
+fn explain(error: &dyn std::error::Error) -> String {
+    let mut causes = vec![error.to_string()];
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !causes.iter().any(|c| c.contains(&text)) {
+            causes.push(text);
+        }
+        source = cause.source();
+    }
+    let all = causes.join(": ");
+    let lower = all.to_lowercase();
+    let hint = if lower.contains("connection refused") {
+        " (is the server running there? set --addr or A2A_COMMANDS_ADDR)"
+    } else if lower.contains("unknownissuer") || lower.contains("invalid peer certificate") {
+        " (the server's certificate is not trusted: pass its CA with --tls-ca)"
+    } else if lower.contains("certificaterequired") || lower.contains("certificate required") {
+        " (the server requires a client certificate: pass --tls-cert and --tls-key)"
+    } else if lower.contains("invalid uri") || lower.contains("invalid authority") {
+        " (give host:port, http://host:port or https://host:port)"
+    } else if lower.contains("corrupt message") || lower.contains("invalidcontenttype") {
+        " (is it a TLS server? use https://)"
+    } else {
+        ""
+    };
+    format!("{all}{hint}")
 }
 
 /// `message` with the admin token, if one is configured.
@@ -249,7 +287,7 @@ fn listing_json(listed: &pb::ListSpecsResponse) -> String {
 /// The listed commands as configuration declares them, in order; built-ins that only
 /// come from configuration are left out.
 fn declared_of(listed: &pb::ListSpecsResponse) -> Result<Vec<Declared>, String> {
-    let policy = client_policy(&[]);
+    let policy = client_policy();
     listed
         .commands
         .iter()
@@ -273,16 +311,51 @@ fn declared_of(listed: &pb::ListSpecsResponse) -> Result<Vec<Declared>, String> 
 }
 
 async fn register(client: &mut Client, args: &CtlArgs, flags: &RegisterArgs) -> Result<(), String> {
-    let declared = match &flags.file {
-        Some(file) => read_file(file)?,
-        None => vec![declared_of_flags(flags)?],
+    let (declared, replace_access) = match &flags.file {
+        // A file states each command's whole access.
+        Some(file) => (read_file(file)?, true),
+        None => (vec![declared_of_flags(flags)?], flags.replace_access),
     };
+    register_all(client, args, declared, flags.replace, replace_access).await
+}
+
+/// Registers every command, going on past failures (each named on stderr), and fails at
+/// the end if any did.
+async fn register_all(
+    client: &mut Client,
+    args: &CtlArgs,
+    declared: Vec<Declared>,
+    replace: bool,
+    replace_access: bool,
+) -> Result<(), String> {
+    let total = declared.len();
+    let mut failed = 0;
     for (spec, body, access) in declared {
         let name = spec.name.to_string();
-        let outcome = send_register(client, args, &spec, &body, &access, flags.replace).await?;
-        println!("/{name}: {outcome}");
+        let sent = Registration {
+            spec: &spec,
+            body: &body,
+            access: &access,
+            replace,
+            replace_access,
+        };
+        match send_register(client, args, sent).await {
+            Ok(outcome) => println!("/{name}: {outcome}"),
+            // One command: its error is the one line.
+            Err(line) if total == 1 => return Err(line),
+            Err(line) => {
+                eprintln!("{line}");
+                failed += 1;
+            }
+        }
     }
-    Ok(())
+    if failed == 0 {
+        Ok(())
+    } else {
+        Err(format!(
+            "{failed} of {total} commands were not registered (see above)"
+        ))
+    }
 }
 
 fn declared_of_flags(flags: &RegisterArgs) -> Result<Declared, String> {
@@ -305,7 +378,7 @@ fn declared_of_flags(flags: &RegisterArgs) -> Result<Declared, String> {
                     timeout_ms: flags.timeout_ms,
                     headers: Vec::new(),
                 },
-                &client_policy(&[]),
+                &client_policy(),
             )
             .map_err(|e| e.to_string())?,
         },
@@ -326,14 +399,27 @@ fn declared_of_flags(flags: &RegisterArgs) -> Result<Declared, String> {
     Ok((spec, body, access))
 }
 
+/// One Register call's content.
+struct Registration<'a> {
+    spec: &'a CommandSpec,
+    body: &'a Body,
+    access: &'a Access,
+    replace: bool,
+    replace_access: bool,
+}
+
 async fn send_register(
     client: &mut Client,
     args: &CtlArgs,
-    spec: &CommandSpec,
-    body: &Body,
-    access: &Access,
-    replace: bool,
+    sent: Registration<'_>,
 ) -> Result<&'static str, String> {
+    let Registration {
+        spec,
+        body,
+        access,
+        replace,
+        replace_access,
+    } = sent;
     let request = pb::RegisterRequest {
         spec: Some(pb::CommandSpec {
             name: spec.name.to_string(),
@@ -352,6 +438,7 @@ async fn send_register(
             .map(|r| r.to_proto().into())
             .collect(),
         hidden: access.hidden,
+        replace_access,
     };
     let answer = client
         .register(authorized(args, request)?)

@@ -30,7 +30,10 @@ pub enum Error {
     #[error("command /{0} is not registered")]
     NotFound(String),
     /// The registry holds its configured maximum of commands.
-    #[error("the registry is full: it holds its maximum of {0} commands")]
+    #[error(
+        "the registry is full: it holds its maximum of {0} commands (unregister some, or \
+         raise --max-commands)"
+    )]
     RegistryFull(usize),
     /// The data directory's file system has no space left.
     #[error("the data directory is full, the change was not made durable: {0}")]
@@ -38,6 +41,9 @@ pub enum Error {
     /// The store failed for another reason.
     #[error("the registry store failed: {0}")]
     Storage(String),
+    /// The admin token file cannot be read or is empty, so no change is allowed.
+    #[error("changes are refused until the admin token file can be read: {0}")]
+    TokenUnavailable(String),
     /// The service is stopping and takes no more changes.
     #[error("the service is shutting down")]
     ShuttingDown,

@@ -35,7 +35,8 @@ pub enum Command {
 /// `ctl`'s connection flags and verb.
 #[derive(Clone, Debug, Args)]
 pub struct CtlArgs {
-    /// The server's API: `http://host:port`, or `https://` for TLS.
+    /// The server's API: `host:port` or `http://host:port`, or `https://host:port` for
+    /// TLS (the kits read A2A_COMMANDS_ADDR in the same forms).
     #[arg(
         long,
         env = "A2A_COMMANDS_ADDR",
@@ -104,14 +105,14 @@ pub enum CtlVerb {
         /// The commands file.
         file: PathBuf,
     },
-    /// Check a commands file offline (no server needed): every error, one per line;
-    /// exits non-zero if there is any.
+    /// Check a commands file offline (no server needed) exactly as `serve` would, with
+    /// the same handler flags: every error, one per line; exits non-zero if there is any.
     Check {
         /// The commands file.
         file: PathBuf,
-        /// Hosts handlers may be on, as the server's --handler-allowed-hosts.
-        #[arg(long, value_delimiter = ',')]
-        handler_allowed_hosts: Vec<String>,
+        /// The server's handler limits, from the same flags and variables as `serve`.
+        #[command(flatten)]
+        handlers: HandlerArgs,
     },
 }
 
@@ -148,9 +149,15 @@ pub struct RegisterArgs {
     /// Leave it off the card.
     #[arg(long)]
     pub hidden: bool,
-    /// Replace a command of the same name.
+    /// Replace a command of the same name (its place kept; without a handler flag, its
+    /// body kept; without --role or --hidden, its access kept).
     #[arg(long = "override")]
     pub replace: bool,
+    /// With --override: the command's roles and hidden become exactly these flags', so
+    /// no --role allows every role and no --hidden shows it (a file's commands always
+    /// take the file's access).
+    #[arg(long, requires = "replace")]
+    pub replace_access: bool,
 }
 
 /// `salvage`'s flags.
@@ -178,7 +185,7 @@ pub enum LogFormat {
 #[derive(Clone, Debug, Args)]
 pub struct ServeArgs {
     /// Address the gRPC API listens on.
-    #[arg(long, env = "A2A_COMMANDS_LISTEN", default_value = "127.0.0.1:50051")]
+    #[arg(long, env = "A2A_COMMANDS_LISTEN", default_value = "127.0.0.1:50051", value_parser = parse_listen)]
     pub listen: SocketAddr,
 
     /// Address of the health-only listener (grpc.health.v1, plaintext), for
@@ -238,6 +245,11 @@ pub struct ServeArgs {
     /// Log filter in RUST_LOG syntax, for example `info` or `a2a_commands=debug`.
     #[arg(long = "log", env = "RUST_LOG", default_value = "info")]
     pub log_filter: String,
+
+    /// Print the effective configuration (flags, variables, config file and defaults
+    /// resolved) as JSON, and exit without serving.
+    #[arg(long)]
+    pub print_config: bool,
 
     /// Most commands the registry holds (built-ins included).
     #[arg(long, env = "A2A_COMMANDS_MAX_COMMANDS", default_value_t = 10_000)]
@@ -318,6 +330,37 @@ pub struct ServeArgs {
     #[arg(long, env = "A2A_COMMANDS_DRAIN_SECONDS", default_value_t = 10)]
     pub drain_seconds: u64,
 
+    /// How handler bindings are checked and called.
+    #[command(flatten)]
+    pub handlers: HandlerArgs,
+
+    /// JSON config file: {"default_model", "models", "default_effort", "builtins"}.
+    #[arg(long, env = "A2A_COMMANDS_CONFIG")]
+    pub config: Option<PathBuf>,
+
+    /// The model a task uses until it chooses one [default: gpt-x].
+    #[arg(long, env = "A2A_COMMANDS_DEFAULT_MODEL")]
+    pub default_model: Option<String>,
+
+    /// The selectable models, comma-separated [default: gpt-x,gpt-x-mini].
+    #[arg(long, env = "A2A_COMMANDS_MODELS", value_delimiter = ',')]
+    pub models: Option<Vec<String>>,
+
+    /// The default reasoning effort (low, medium or high) [default: none, the
+    /// provider's].
+    #[arg(long, env = "A2A_COMMANDS_DEFAULT_EFFORT")]
+    pub default_effort: Option<String>,
+
+    /// The built-ins to offer, comma-separated; empty for none
+    /// [default: model,effort,sub-task,status].
+    #[arg(long, env = "A2A_COMMANDS_BUILTINS", value_delimiter = ',')]
+    pub builtins: Option<Vec<String>>,
+}
+
+/// The handler flags: how bindings are checked (`serve`, and `ctl check` with the same
+/// flags and variables, so both judge a file alike) and called.
+#[derive(Clone, Debug, Args)]
+pub struct HandlerArgs {
     /// Timeout of a handler binding that names none, in milliseconds.
     #[arg(long, env = "A2A_COMMANDS_HANDLER_TIMEOUT_MS", default_value_t = 5_000)]
     pub handler_timeout_ms: u32,
@@ -356,28 +399,6 @@ pub struct ServeArgs {
     /// Most calls in flight to one handler endpoint; more wait (within their timeout).
     #[arg(long, env = "A2A_COMMANDS_HANDLER_CONCURRENCY", default_value_t = 32)]
     pub handler_concurrency: usize,
-
-    /// JSON config file: {"default_model", "models", "default_effort", "builtins"}.
-    #[arg(long, env = "A2A_COMMANDS_CONFIG")]
-    pub config: Option<PathBuf>,
-
-    /// The model a task uses until it chooses one [default: gpt-x].
-    #[arg(long, env = "A2A_COMMANDS_DEFAULT_MODEL")]
-    pub default_model: Option<String>,
-
-    /// The selectable models, comma-separated [default: gpt-x,gpt-x-mini].
-    #[arg(long, env = "A2A_COMMANDS_MODELS", value_delimiter = ',')]
-    pub models: Option<Vec<String>>,
-
-    /// The default reasoning effort (low, medium or high) [default: none, the
-    /// provider's].
-    #[arg(long, env = "A2A_COMMANDS_DEFAULT_EFFORT")]
-    pub default_effort: Option<String>,
-
-    /// The built-ins to offer, comma-separated; empty for none
-    /// [default: model,effort,sub-task,status].
-    #[arg(long, env = "A2A_COMMANDS_BUILTINS", value_delimiter = ',')]
-    pub builtins: Option<Vec<String>>,
 }
 
 /// A listen address that can be turned off.
@@ -387,9 +408,33 @@ pub struct OptionalAddr(pub Option<SocketAddr>);
 fn parse_optional_addr(text: &str) -> Result<OptionalAddr, String> {
     match text.trim() {
         "" | "off" | "none" => Ok(OptionalAddr(None)),
-        addr => addr
-            .parse()
+        addr => socket_addr(addr)
             .map(|a| OptionalAddr(Some(a)))
-            .map_err(|e| format!("{e} (an ip:port, or off)")),
+            .map_err(|e| format!("{e}, or off")),
     }
+}
+
+fn parse_listen(text: &str) -> Result<SocketAddr, String> {
+    socket_addr(text.trim())
+}
+
+/// An `ip:port`; `localhost:port` is loopback. The error says what to write instead (and
+/// names the variable too, since clap names only the flag).
+fn socket_addr(text: &str) -> Result<SocketAddr, String> {
+    if let Ok(addr) = text.parse() {
+        return Ok(addr);
+    }
+    if let Some(port) = text.strip_prefix("localhost:") {
+        if let Ok(port) = port.parse::<u16>() {
+            return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
+        }
+    }
+    let hint = if text.parse::<u16>().is_ok() {
+        format!("a port alone is not an address: write 127.0.0.1:{text} (loopback) or 0.0.0.0:{text} (every interface)")
+    } else {
+        "expected ip:port, such as 127.0.0.1:50051, 0.0.0.0:50051, [::1]:50051 or localhost:50051 (host names other than localhost are not resolved)".to_owned()
+    };
+    Err(format!(
+        "{text:?} (from the flag or its A2A_COMMANDS_* variable): {hint}"
+    ))
 }

@@ -17,7 +17,8 @@ use crate::rules::task::EFFORTS;
 pub mod cli;
 
 pub use cli::{
-    Cli, Command, CtlArgs, CtlVerb, LogFormat, OptionalAddr, RegisterArgs, SalvageArgs, ServeArgs,
+    Cli, Command, CtlArgs, CtlVerb, HandlerArgs, LogFormat, OptionalAddr, RegisterArgs,
+    SalvageArgs, ServeArgs,
 };
 
 /// TLS files for the API listener.
@@ -146,6 +147,52 @@ impl Settings {
         }
     }
 
+    /// The effective configuration as JSON (`serve --print-config`, and the start line):
+    /// every setting as resolved, with file paths, never a secret's content.
+    pub fn describe(&self) -> serde_json::Value {
+        let addr = |a: Option<SocketAddr>| a.map_or_else(|| "off".to_owned(), |a| a.to_string());
+        let path = |p: &Option<PathBuf>| p.as_ref().map(|p| p.display().to_string());
+        let seconds = |d: Option<Duration>| d.map_or(0, |d| d.as_secs());
+        serde_json::json!({
+            "listen": self.listen.to_string(),
+            "health_listen": addr(self.health_listen),
+            "metrics_listen": addr(self.metrics_listen),
+            "data_dir": self.registry.data_dir.display().to_string(),
+            "max_commands": self.registry.max_commands,
+            "cache_mib": self.registry.cache_bytes >> 20,
+            "builtins": self.builtins.iter().map(|b| b.name()).collect::<Vec<_>>(),
+            "default_model": self.catalogue.default_model,
+            "models": self.catalogue.models,
+            "default_effort": self.catalogue.default_effort,
+            "commands_file": path(&self.commands_file),
+            "commands_file_poll_ms": self.commands_file_poll.as_millis() as u64,
+            "admin_token_file": path(&self.admin_token_file),
+            "tls": self.tls.as_ref().map(|t| serde_json::json!({
+                "cert": t.cert.display().to_string(),
+                "key": t.key.display().to_string(),
+                "client_ca": path(&t.client_ca),
+            })),
+            "max_message_bytes": self.max_message_bytes,
+            "drain_seconds": self.drain_timeout.as_secs(),
+            "call_log_sample": self.call_log_sample,
+            "max_request_elements": self.limits.max_request_elements,
+            "max_request_memory_mib": self.limits.max_request_memory >> 20,
+            "max_concurrent_streams": self.limits.max_concurrent_streams,
+            "max_header_list_bytes": self.limits.max_header_list_bytes,
+            "keepalive_seconds": self.limits.keepalive.as_secs(),
+            "keepalive_timeout_seconds": self.limits.keepalive_timeout.as_secs(),
+            "idle_timeout_seconds": seconds(self.limits.idle_timeout),
+            "request_read_timeout_seconds": seconds(self.limits.request_read_timeout),
+            "handler_timeout_ms": self.handlers.default_timeout_ms,
+            "handler_max_timeout_ms": self.handlers.max_timeout_ms,
+            "handler_allowed_hosts": self.handlers.allowed_hosts,
+            "handler_max_answer_bytes": self.handlers.max_answer_bytes,
+            "handler_concurrency": self.handlers.max_concurrency,
+            "handler_secrets_dir": path(&self.handlers.secrets_dir),
+            "handler_ca_file": path(&self.handlers.ca_file),
+        })
+    }
+
     /// Resolves flags, environment and config file into settings.
     pub fn from_args(args: &ServeArgs) -> Result<Self, ConfigError> {
         let file = match &args.config {
@@ -188,27 +235,7 @@ impl Settings {
         if args.max_commands == 0 {
             return Err(ConfigError("max-commands: must be at least 1".into()));
         }
-        let handlers = HandlerPolicy {
-            default_timeout_ms: args.handler_timeout_ms,
-            max_timeout_ms: args.handler_max_timeout_ms,
-            allowed_hosts: non_empty(args.handler_allowed_hosts.clone()),
-            max_answer_bytes: args.handler_max_answer_bytes,
-            max_concurrency: args.handler_concurrency,
-            secrets_dir: args.handler_secrets_dir.clone(),
-            ca_file: args.handler_ca_file.clone(),
-        };
-        if handlers.default_timeout_ms == 0 || handlers.default_timeout_ms > handlers.max_timeout_ms
-        {
-            return Err(ConfigError(format!(
-                "handler-timeout-ms: must be between 1 and handler-max-timeout-ms ({})",
-                handlers.max_timeout_ms
-            )));
-        }
-        if handlers.max_concurrency == 0 {
-            return Err(ConfigError(
-                "handler-concurrency: must be at least 1".into(),
-            ));
-        }
+        let handlers = handler_policy(&args.handlers)?;
         if args.max_concurrent_streams == 0 || args.keepalive_seconds == 0 {
             return Err(ConfigError(
                 "max-concurrent-streams and keepalive-seconds: must be at least 1".into(),
@@ -267,6 +294,32 @@ fn default_catalogue() -> Catalogue {
 }
 
 /// Drops empty items, so `--builtins ""` means none.
+/// The handler policy the flags give, checked: what `serve` applies and `ctl check`
+/// judges a commands file by.
+pub fn handler_policy(args: &cli::HandlerArgs) -> Result<HandlerPolicy, ConfigError> {
+    let policy = HandlerPolicy {
+        default_timeout_ms: args.handler_timeout_ms,
+        max_timeout_ms: args.handler_max_timeout_ms,
+        allowed_hosts: non_empty(args.handler_allowed_hosts.clone()),
+        max_answer_bytes: args.handler_max_answer_bytes,
+        max_concurrency: args.handler_concurrency,
+        secrets_dir: args.handler_secrets_dir.clone(),
+        ca_file: args.handler_ca_file.clone(),
+    };
+    if policy.default_timeout_ms == 0 || policy.default_timeout_ms > policy.max_timeout_ms {
+        return Err(ConfigError(format!(
+            "handler-timeout-ms: must be between 1 and handler-max-timeout-ms ({})",
+            policy.max_timeout_ms
+        )));
+    }
+    if policy.max_concurrency == 0 {
+        return Err(ConfigError(
+            "handler-concurrency: must be at least 1".into(),
+        ));
+    }
+    Ok(policy)
+}
+
 fn non_empty(items: Vec<String>) -> Vec<String> {
     items
         .into_iter()

@@ -37,6 +37,9 @@ pub enum Change {
         access: Access,
         /// Replace an existing command of the same name.
         replace: bool,
+        /// On a replace, take `access` whole; otherwise only what it mentions changes (see
+        /// [`Access::updated_by`]).
+        replace_access: bool,
     },
     /// Remove a command.
     Unregister {
@@ -55,6 +58,15 @@ pub enum Change {
         /// (the file's commands, if any, are then left as they are).
         file: Option<Vec<Declared>>,
     },
+}
+
+/// [`Change::Register`]'s fields, for [`State::register`].
+struct Registration {
+    spec: CommandSpec,
+    body: Body,
+    access: Access,
+    replace: bool,
+    replace_access: bool,
 }
 
 /// A command as configuration declares it: spec, body and access.
@@ -119,7 +131,17 @@ impl State {
                 body,
                 access,
                 replace,
-            } => self.register(spec, body, access, replace, max, writes)?,
+                replace_access,
+            } => {
+                let to = Registration {
+                    spec,
+                    body,
+                    access,
+                    replace,
+                    replace_access,
+                };
+                self.register(to, max, writes)?
+            }
             Change::Unregister { name } => {
                 let old = self
                     .commands
@@ -141,15 +163,22 @@ impl State {
 
     fn register(
         &mut self,
-        spec: CommandSpec,
-        body: Body,
-        access: Access,
-        replace: bool,
+        to: Registration,
         max: usize,
         writes: &mut Writes,
     ) -> Result<Applied, Error> {
+        let Registration {
+            spec,
+            body,
+            mut access,
+            replace,
+            replace_access,
+        } = to;
         let (seq, body, applied) = match self.commands.get(spec.name.as_str()) {
             Some(old) => {
+                if !replace_access {
+                    access = old.access.updated_by(&access);
+                }
                 // Without a handler the existing body stays: a gateway may register its
                 // specs (with or without override) at every start, and a built-in or a
                 // bound handler must not silently lose its body.
@@ -349,6 +378,7 @@ mod tests {
             body: Body::None,
             access: Access::default(),
             replace,
+            replace_access: false,
         };
         state.apply(change, 3, &mut Writes::new())
     }
@@ -385,6 +415,7 @@ mod tests {
             body: Body::None,
             access: Access::default(),
             replace: false,
+            replace_access: false,
         };
         s.apply(late, 10, &mut Writes::new()).unwrap();
         assert_eq!(names(&s), ["api", "a", "b", "late"]);
@@ -419,6 +450,44 @@ mod tests {
             .iter()
             .map(|c| c.spec.name.as_str())
             .collect()
+    }
+
+    #[test]
+    fn an_override_keeps_the_access_it_does_not_mention() {
+        use crate::rules::policy::Role;
+        let mut s = State::default();
+        let restricted = Access {
+            roles: Some(vec![Role::Admin]),
+            hidden: true,
+        };
+        let send = |s: &mut State, access: Access, replace_access: bool| {
+            let change = Change::Register {
+                spec: spec("deploy", "ships it"),
+                body: Body::None,
+                access,
+                replace: true,
+                replace_access,
+            };
+            s.apply(change, 10, &mut Writes::new()).unwrap().0
+        };
+        assert_eq!(send(&mut s, restricted.clone(), false), Applied::Created);
+        // A gateway re-registering its spec with override at start: nothing widens.
+        assert_eq!(send(&mut s, Access::default(), false), Applied::Unchanged);
+        assert_eq!(s.commands.get("deploy").unwrap().access, restricted);
+        // Roles it names replace the roles; hidden stays.
+        let reporters = Access {
+            roles: Some(vec![Role::Reporter]),
+            hidden: false,
+        };
+        assert_eq!(send(&mut s, reporters, false), Applied::Replaced);
+        let now = &s.commands.get("deploy").unwrap().access;
+        assert_eq!(
+            (now.roles.as_deref(), now.hidden),
+            (Some(&[Role::Reporter][..]), true)
+        );
+        // Widening is an explicit act.
+        assert_eq!(send(&mut s, Access::default(), true), Applied::Replaced);
+        assert!(s.commands.get("deploy").unwrap().access.is_default());
     }
 
     #[test]
@@ -579,6 +648,7 @@ mod tests {
                                 body: Body::None,
                                 access: Access::default(),
                                 replace: true,
+                                replace_access: false,
                             };
                             let _ = s.apply(change, 100, &mut Writes::new());
                         }

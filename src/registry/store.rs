@@ -229,8 +229,11 @@ fn refuse_if_locked(dir: &Path) -> Result<(), String> {
 pub(super) fn open(dir: &Path, cache_bytes: u64) -> Result<sled::Db, String> {
     let config = sled::Config::new().path(dir).cache_capacity(cache_bytes);
     // sled panics on some kinds of damage instead of returning an error; either way the
-    // operator must get one clear line, and the data must be left as it is.
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| config.open())) {
+    // operator must get one clear line (not a panic message and a backtrace before it),
+    // and the data must be left as it is.
+    let opened =
+        quietly(|| std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| config.open())));
+    match opened {
         Ok(Ok(db)) => Ok(db),
         Ok(Err(sled::Error::Io(e))) if e.to_string().contains("could not acquire lock") => {
             Err("it is in use by another running instance (its lock is held)".into())
@@ -240,6 +243,30 @@ pub(super) fn open(dir: &Path, cache_bytes: u64) -> Result<sled::Db, String> {
         Ok(Err(e)) => Err(e.to_string()),
         Err(_) => Err("the store could not be read (sled panicked)".into()),
     }
+}
+
+thread_local! {
+    /// Set while this thread opens a store: a panic then is caught and reported as one
+    /// line, so the panic hook stays silent.
+    static QUIET: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f` with this thread's panics kept out of stderr (the hook that does so is
+/// installed once, around whatever hook was there).
+fn quietly<T>(f: impl FnOnce() -> T) -> T {
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !QUIET.with(std::cell::Cell::get) {
+                previous(info);
+            }
+        }));
+    });
+    QUIET.with(|q| q.set(true));
+    let result = f();
+    QUIET.with(|q| q.set(false));
+    result
 }
 
 /// What a salvage recovered: the readable records in order, and what could not be read.
@@ -259,6 +286,13 @@ pub struct Salvaged {
 pub fn salvage(dir: &Path) -> Result<Salvaged, String> {
     if !dir.is_dir() {
         return Err(format!("{} is not a directory", dir.display()));
+    }
+    if !sled_files(dir)?.iter().any(|f| f.ends_with("db")) {
+        return Err(format!(
+            "{} holds no store (no sled `db` file): nothing to salvage; is it the \
+             --data-dir the service ran with?",
+            dir.display()
+        ));
     }
     let scratch = tempfile::tempdir().map_err(|e| format!("cannot make a temporary copy: {e}"))?;
     let copy = scratch.path().join("store");

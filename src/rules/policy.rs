@@ -112,6 +112,16 @@ pub struct Access {
 }
 
 impl Access {
+    /// This access changed only by what `update` mentions: its roles if it names any,
+    /// and hidden if it hides. What it does not mention is kept, so re-sending a spec
+    /// never widens who may run a command or shows a hidden one.
+    pub fn updated_by(&self, update: &Access) -> Access {
+        Access {
+            roles: update.roles.clone().or_else(|| self.roles.clone()),
+            hidden: self.hidden || update.hidden,
+        }
+    }
+
     /// Whether this is the default (every role, shown): records leave it out.
     pub fn is_default(&self) -> bool {
         *self == Self::default()

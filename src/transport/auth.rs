@@ -58,7 +58,7 @@ impl AdminAuth {
             Ok(Some(token)) => token,
             Err(e) => {
                 tracing::error!(error = %e, "cannot read the admin token; refusing changes");
-                return Err(Error::Storage("the admin token is unavailable".into()));
+                return Err(Error::TokenUnavailable(e));
             }
         };
         let Some(value) = metadata.get("authorization") else {

@@ -252,6 +252,14 @@ impl GuardLayer {
         read_timeout: Option<Duration>,
     ) -> Self {
         let largest = request_cost(max_message_bytes, crate::wire::max_elements());
+        if budget_bytes < largest {
+            tracing::warn!(
+                requested_mib = budget_bytes >> 20,
+                used_mib = largest.div_ceil(1 << 20),
+                "--max-request-memory-mib is below what one largest request may hold; \
+                 using that instead"
+            );
+        }
         let budget_bytes = budget_bytes.max(largest).min(Semaphore::MAX_PERMITS);
         Self {
             budget: Arc::new(Semaphore::new(budget_bytes)),

@@ -45,8 +45,10 @@ pub enum StartError {
     #[error("{0}")]
     Security(String),
     /// A listen address could not be bound.
-    #[error("cannot listen on {addr}: {source}")]
+    #[error("cannot listen on {addr} (--{flag}): {source}{}", bind_hint(source))]
     Bind {
+        /// The flag that set it.
+        flag: &'static str,
         /// The address.
         addr: SocketAddr,
         /// Why.
@@ -147,17 +149,26 @@ impl RunningServer {
     }
 }
 
+/// Reflection that can describe both reflection services it lists: each `build_*` adds
+/// only its own version's descriptors, so `describe` of the other one failed.
+fn reflection_base() -> tonic_reflection::server::Builder<'static> {
+    tonic_reflection::server::Builder::configure()
+        .include_reflection_service(false)
+        .register_encoded_file_descriptor_set(tonic_reflection::pb::v1::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_reflection::pb::v1alpha::FILE_DESCRIPTOR_SET)
+        .with_service_name("grpc.reflection.v1.ServerReflection")
+        .with_service_name("grpc.reflection.v1alpha.ServerReflection")
+}
+
 /// Reflection lists exactly the services this listener serves: our descriptors also
 /// define `CommandHandler`, which handlers implement and this server does not.
 fn reflection_builder() -> tonic_reflection::server::Builder<'static> {
-    tonic_reflection::server::Builder::configure()
+    reflection_base()
         .register_encoded_file_descriptor_set(pb::FILE_DESCRIPTOR_SET)
         .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
         .register_encoded_file_descriptor_set(tonic_types::pb::FILE_DESCRIPTOR_SET)
         .with_service_name(SERVICE_NAME)
         .with_service_name("grpc.health.v1.Health")
-        .with_service_name("grpc.reflection.v1.ServerReflection")
-        .with_service_name("grpc.reflection.v1alpha.ServerReflection")
 }
 
 /// Accepted connections with Nagle's algorithm off (a gRPC answer is written in pieces,
@@ -214,8 +225,26 @@ fn server_builder(
 /// The HTTP/2 flow-control window of a connection (and of each stream), in bytes.
 pub const CONNECTION_WINDOW: u32 = 1 << 20;
 
-async fn bind(addr: SocketAddr) -> Result<(TcpListener, SocketAddr), StartError> {
-    let fail = |source| StartError::Bind { addr, source };
+/// What to do about a listen address that cannot be bound.
+fn bind_hint(error: &std::io::Error) -> &'static str {
+    match error.kind() {
+        std::io::ErrorKind::AddrInUse => {
+            "; another process (another instance?) holds it: stop it or give this flag \
+             another port (0 picks a free one)"
+        }
+        std::io::ErrorKind::PermissionDenied => {
+            "; ports below 1024 need privileges: use a higher port"
+        }
+        std::io::ErrorKind::AddrNotAvailable => "; no interface of this machine has that address",
+        _ => "",
+    }
+}
+
+async fn bind(
+    flag: &'static str,
+    addr: SocketAddr,
+) -> Result<(TcpListener, SocketAddr), StartError> {
+    let fail = |source| StartError::Bind { flag, addr, source };
     let listener = TcpListener::bind(addr).await.map_err(fail)?;
     let local = listener.local_addr().map_err(fail)?;
     Ok((listener, local))
@@ -251,9 +280,9 @@ pub async fn start(settings: Settings) -> Result<RunningServer, StartError> {
         .map(tls_config)
         .transpose()
         .map_err(|TlsError(e)| StartError::Security(e))?;
-    let (listener, addr) = bind(settings.listen).await?;
+    let (listener, addr) = bind("listen", settings.listen).await?;
     let health_listener = match settings.health_listen {
-        Some(health_addr) => Some(bind(health_addr).await?),
+        Some(health_addr) => Some(bind("health-listen", health_addr).await?),
         None => None,
     };
 
@@ -301,7 +330,7 @@ pub async fn start(settings: Settings) -> Result<RunningServer, StartError> {
         Some((listener, health_addr)) => {
             // Reflection here describes health only, so grpcurl works on the probe port.
             let reflection = || {
-                tonic_reflection::server::Builder::configure()
+                reflection_base()
                     .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
                     .with_service_name("grpc.health.v1.Health")
             };
@@ -321,7 +350,7 @@ pub async fn start(settings: Settings) -> Result<RunningServer, StartError> {
 
     let (metrics_addr, metrics_task) = match settings.metrics_listen {
         Some(metrics_addr) => {
-            let (listener, metrics_addr) = bind(metrics_addr).await?;
+            let (listener, metrics_addr) = bind("metrics-listen", metrics_addr).await?;
             crate::metrics::record_calls();
             (
                 Some(metrics_addr),
@@ -352,6 +381,12 @@ pub async fn start(settings: Settings) -> Result<RunningServer, StartError> {
         health_addr = %health_addr.map_or_else(|| "off".to_owned(), |a| a.to_string()),
         metrics_addr = %metrics_addr.map_or_else(|| "off".to_owned(), |a| a.to_string()),
         tls = settings.tls.is_some(),
+        data_dir = %settings.registry.data_dir.display(),
+        builtins = %settings.builtins.iter().map(|b| b.name()).collect::<Vec<_>>().join(","),
+        models = %settings.catalogue.models.join(","),
+        default_model = %settings.catalogue.default_model,
+        commands_file = %settings.commands_file.as_ref().map_or_else(|| "none".into(), |p| p.display().to_string()),
+        admin_token = settings.admin_token_file.is_some(),
         revision = snapshot.revision(),
         commands = snapshot.len(),
         "serving"

@@ -105,6 +105,7 @@ impl Api {
             body,
             access,
             replace: request.r#override,
+            replace_access: request.replace_access,
         };
         let (applied, revision) = self.registry.apply(change).await?;
         let outcome = match applied {

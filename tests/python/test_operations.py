@@ -85,3 +85,26 @@ def test_grpcurl_reaches_the_health_port(tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_grpcurl_describes_every_service_it_lists(tmp_path):
+    """Each listener's reflection can describe every service it lists, the reflection
+    services themselves included (grpcurl asks through v1alpha)."""
+    proc, serving = start_server_line(tmp_path / "data")
+    try:
+        for addr in (serving["addr"], serving["health_addr"]):
+            listed = subprocess.run(["grpcurl", "-plaintext", addr, "list"],
+                                    capture_output=True, text=True, timeout=60)
+            assert listed.returncode == 0, listed.stderr
+            services = listed.stdout.split()
+            assert "grpc.reflection.v1.ServerReflection" in services
+            assert "grpc.reflection.v1alpha.ServerReflection" in services
+            for service in services:
+                described = subprocess.run(
+                    ["grpcurl", "-plaintext", addr, "describe", service],
+                    capture_output=True, text=True, timeout=60)
+                assert described.returncode == 0, f"{addr} {service}: {described.stderr}"
+                assert f"{service} is a service" in described.stdout
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

@@ -1,0 +1,354 @@
+//! What an operator meets first, with the real binary: `ctl check` judging a file as
+//! `serve` does, the address forms `ctl` accepts, imports that go on past a failure, a
+//! closed pipe, overrides that keep access, and errors that say what to do.
+
+mod common;
+
+use std::io::Read as _;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use common::process::{binary, serve_command, ServeProcess};
+use serde_json::{json, Value};
+
+/// `ctl` with none of the environment's settings, so only `args` count.
+fn ctl(args: &[&str]) -> Command {
+    let mut command = binary();
+    command
+        .arg("ctl")
+        .args(args)
+        .env_remove("A2A_COMMANDS_ADMIN_TOKEN_FILE")
+        .env_remove("A2A_COMMANDS_ADMIN_TOKEN")
+        .env_remove("A2A_COMMANDS_ADDR")
+        .env_remove("A2A_COMMANDS_HANDLER_MAX_TIMEOUT_MS")
+        .env_remove("A2A_COMMANDS_HANDLER_SECRETS_DIR")
+        .env_remove("A2A_COMMANDS_HANDLER_ALLOWED_HOSTS");
+    command
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+fn write_file(path: &Path, commands: Value) {
+    std::fs::write(path, json!({ "commands": commands }).to_string()).unwrap();
+}
+
+#[test]
+fn check_judges_a_file_as_serve_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("commands.json");
+    write_file(
+        &file,
+        json!([
+            {"name": "slow", "description": "Slow", "handler": {"grpc": "http://127.0.0.1:7000", "timeout_ms": 60000}},
+            {"name": "secret", "description": "Secret", "handler": {"json_rpc": "http://127.0.0.1:7001/c",
+                "headers": [{"name": "authorization", "value_file": "token"}]}}
+        ]),
+    );
+    let checked = ctl(&["check", file.to_str().unwrap()]).output().unwrap();
+    assert!(!checked.status.success(), "{checked:?}");
+    let problems = stderr(&checked);
+    assert!(
+        problems.contains("commands[0].handler.timeout_ms: must be at most 30000"),
+        "{problems}"
+    );
+    assert!(
+        problems.contains("commands[1].handler.headers"),
+        "{problems}"
+    );
+
+    // serve refuses the same file, for the same reasons.
+    let served = serve_command(
+        &dir.path().join("data"),
+        &["--commands-file", file.to_str().unwrap()],
+    )
+    .output()
+    .unwrap();
+    assert!(!served.status.success());
+    let refused = stderr(&served);
+    assert!(refused.contains("must be at most 30000"), "{refused}");
+
+    // With the limits serve would be given, both pass.
+    let secrets = dir.path().join("secrets");
+    std::fs::create_dir(&secrets).unwrap();
+    let limits = [
+        "--handler-max-timeout-ms",
+        "60000",
+        "--handler-secrets-dir",
+        secrets.to_str().unwrap(),
+    ];
+    let checked = ctl(&["check", file.to_str().unwrap()])
+        .args(limits)
+        .output()
+        .unwrap();
+    assert!(checked.status.success(), "{checked:?}");
+    let process = ServeProcess::start(
+        &dir.path().join("data"),
+        &[&["--commands-file", file.to_str().unwrap()][..], &limits].concat(),
+    );
+    drop(process);
+}
+
+#[test]
+fn ctl_takes_host_port_or_a_url_and_explains_connection_failures() {
+    let dir = tempfile::tempdir().unwrap();
+    let process = ServeProcess::start(&dir.path().join("data"), &[]);
+    for addr in [process.addr.to_string(), process.url()] {
+        let listed = ctl(&["--addr", &addr, "list", "--json"]).output().unwrap();
+        assert!(listed.status.success(), "{addr}: {listed:?}");
+        let listing: Value = serde_json::from_slice(&listed.stdout).unwrap();
+        assert_eq!(
+            listing["commands"].as_array().unwrap().len(),
+            4,
+            "the built-ins"
+        );
+    }
+    let wrong = ctl(&["--addr", "ftp://127.0.0.1:1", "list"])
+        .output()
+        .unwrap();
+    assert!(
+        stderr(&wrong).contains("use host:port, http://host:port, or https://host:port"),
+        "{wrong:?}"
+    );
+
+    // A port nothing listens on: the cause and what to do, not "transport error" alone.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let refused = ctl(&["--addr", &format!("127.0.0.1:{port}"), "list"])
+        .output()
+        .unwrap();
+    let line = stderr(&refused);
+    assert!(line.contains("Connection refused"), "{line}");
+    assert!(line.contains("A2A_COMMANDS_ADDR"), "{line}");
+}
+
+#[test]
+fn register_from_a_file_goes_on_past_a_failure_and_fails_at_the_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let process = ServeProcess::start(
+        &dir.path().join("data"),
+        &["--handler-allowed-hosts", "handlers.internal"],
+    );
+    let file = dir.path().join("commands.json");
+    write_file(
+        &file,
+        json!([
+            {"name": "first", "description": "First"},
+            {"name": "blocked", "description": "Blocked", "handler": {"grpc": "http://127.0.0.1:7000"}},
+            {"name": "third", "description": "Third"}
+        ]),
+    );
+    let output = ctl(&[
+        "--addr",
+        &process.url(),
+        "register",
+        "--file",
+        file.to_str().unwrap(),
+    ])
+    .output()
+    .unwrap();
+    assert!(!output.status.success());
+    assert_eq!(stdout(&output), "/first: created\n/third: created\n");
+    let errors = stderr(&output);
+    assert!(errors.contains("/blocked: INVALID_ARGUMENT"), "{errors}");
+    assert!(
+        errors.contains("1 of 3 commands were not registered"),
+        "{errors}"
+    );
+}
+
+#[test]
+fn a_reader_that_goes_away_ends_ctl_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    let process = ServeProcess::start(&dir.path().join("data"), &[]);
+    let many: Vec<Value> = (0..300)
+        .map(|i| json!({"name": format!("c{i}"), "description": "x".repeat(100)}))
+        .collect();
+    let file = dir.path().join("commands.json");
+    write_file(&file, Value::Array(many));
+    assert!(
+        ctl(&["--addr", &process.url(), "import", file.to_str().unwrap()])
+            .stdout(Stdio::null())
+            .status()
+            .unwrap()
+            .success()
+    );
+    // `ctl list | head -c 10`: the reader closes after a few bytes.
+    let mut child = ctl(&["--addr", &process.url(), "list"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 10];
+    child.stdout.take().unwrap().read_exact(&mut first).unwrap();
+    let output = child.wait_with_output().unwrap();
+    let errors = stderr(&output);
+    assert!(!errors.contains("panicked"), "{errors}");
+    assert_ne!(output.status.code(), Some(101), "{errors}");
+}
+
+#[test]
+fn an_override_keeps_access_unless_told_to_replace_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let process = ServeProcess::start(&dir.path().join("data"), &[]);
+    let url = process.url();
+    let register = |extra: &[&str]| {
+        let output = ctl(&[
+            "--addr",
+            &url,
+            "register",
+            "--name",
+            "deploy",
+            "--description",
+            "Deploy",
+        ])
+        .args(extra)
+        .output()
+        .unwrap();
+        assert!(output.status.success(), "{output:?}");
+    };
+    let access = || {
+        let listed = ctl(&["--addr", &url, "list", "--json"]).output().unwrap();
+        let listing: Value = serde_json::from_slice(&listed.stdout).unwrap();
+        let deploy = listing["commands"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == "deploy")
+            .unwrap()
+            .clone();
+        (deploy["roles"].clone(), deploy["hidden"].clone())
+    };
+    register(&["--role", "admin", "--hidden"]);
+    let restricted = access();
+    assert_eq!(restricted, (json!(["admin"]), json!(true)));
+    // What a gateway does at every start: the same spec with override, no access.
+    register(&["--override"]);
+    assert_eq!(access(), restricted);
+    register(&["--override", "--replace-access"]);
+    assert_eq!(access(), (Value::Null, json!(false)));
+}
+
+#[test]
+fn listen_errors_say_what_to_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = binary()
+        .args(["serve", "--listen", "50051", "--data-dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let line = stderr(&output);
+    assert!(
+        line.contains("127.0.0.1:50051 (loopback) or 0.0.0.0:50051"),
+        "{line}"
+    );
+    let output = binary()
+        .args(["serve", "--data-dir"])
+        .arg(dir.path())
+        .env("A2A_COMMANDS_LISTEN", "nowhere")
+        .output()
+        .unwrap();
+    let line = stderr(&output);
+    assert!(line.contains("A2A_COMMANDS_"), "{line}");
+    assert!(line.contains("expected ip:port"), "{line}");
+}
+
+#[test]
+fn a_port_in_use_names_its_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().to_string();
+    let output = binary()
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--health-listen",
+            &port,
+            "--data-dir",
+        ])
+        .arg(dir.path().join("data"))
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let line = stderr(&output);
+    assert!(
+        line.contains(&format!("cannot listen on {port} (--health-listen)")),
+        "{line}"
+    );
+    assert!(line.contains("another port"), "{line}");
+}
+
+#[test]
+fn a_data_directory_that_is_a_file_and_an_empty_salvage_say_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("data");
+    std::fs::write(&file, "").unwrap();
+    let output = serve_command(&file, &[]).output().unwrap();
+    assert!(stderr(&output).contains("is not a directory"), "{output:?}");
+
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let output = binary()
+        .args(["salvage", "--data-dir"])
+        .arg(&empty)
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    assert!(stderr(&output).contains("holds no store"), "{output:?}");
+}
+
+#[test]
+fn a_full_registry_names_its_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let process = ServeProcess::start(&dir.path().join("data"), &["--max-commands", "4"]);
+    let output = ctl(&[
+        "--addr",
+        &process.url(),
+        "register",
+        "--name",
+        "more",
+        "--description",
+        "More",
+    ])
+    .output()
+    .unwrap();
+    assert!(!output.status.success());
+    assert!(
+        stderr(&output).contains("raise --max-commands"),
+        "{output:?}"
+    );
+}
+
+#[test]
+fn print_config_shows_the_effective_settings() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = binary()
+        .args([
+            "serve",
+            "--print-config",
+            "--builtins",
+            "status,model",
+            "--data-dir",
+        ])
+        .arg(dir.path().join("data"))
+        .env("A2A_COMMANDS_MAX_COMMANDS", "77")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let config: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(config["builtins"], json!(["status", "model"]));
+    assert_eq!(config["max_commands"], 77);
+    assert_eq!(config["listen"], "127.0.0.1:50051");
+    assert_eq!(config["handler_max_timeout_ms"], 30000);
+    assert!(
+        !dir.path().join("data").exists(),
+        "printing serves nothing and opens nothing"
+    );
+}
