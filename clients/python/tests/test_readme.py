@@ -50,7 +50,7 @@ async def test_the_readme_gateway_runs(sidecar: Sidecar, monkeypatch: pytest.Mon
         skills=[AgentSkill(id="echo", name="Echo", description="Echo", tags=["x"])],
     )
     monkeypatch.setitem(sys.modules, "my_agent", my_agent)
-    monkeypatch.setenv("A2A_COMMANDS_ADDR", sidecar.addr)
+    monkeypatch.setenv("A2A_COMMANDS_ADDR", f"http://{sidecar.addr}")  # the canonical form
     gateway: dict = {}
     exec(compile(readme_gateway(), str(README), "exec"), gateway)
 

@@ -32,7 +32,7 @@ const echo: AgentExecutor = {
 };
 
 const taskStore = new InMemoryTaskStore();
-const commands = new CommandsClient({ address: process.env.A2A_COMMANDS_ADDR ?? "127.0.0.1:50051" }); // kit: the sidecar
+const commands = new CommandsClient(); // kit: the sidecar at $A2A_COMMANDS_ADDR, else http://127.0.0.1:50051
 await keepCardCurrent(card, commands).ready; // kit: the card lists the commands, kept current
 // kit: commands answered by the sidecar, the rest to `echo`; one trusted user, who may change tasks.
 const executor = withCommands(echo, { client: commands, taskStore, sender: () => ({ id: "owner", role: "assignee" }) });

@@ -1,0 +1,128 @@
+/**
+ * README.md as written: the kit packed into an archive and installed by the README's
+ * install line into an empty project, loaded with `require` as well as `import`, and the
+ * README's gateway block run there, verbatim, against the real sidecar.
+ */
+import assert from "node:assert/strict";
+import { execFileSync, spawn } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { once } from "node:events";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+import { after, before, test } from "node:test";
+import { Message, TaskState } from "@a2a-js/sdk";
+import { ClientFactory, DefaultAgentCardResolver } from "@a2a-js/sdk/client";
+import { COMMANDS_EXTENSION_URI } from "a2a-commands";
+import { startSidecar, type Sidecar } from "./harness.js";
+
+const KIT = fileURLToPath(new URL("../../", import.meta.url));
+const ROOT = join(KIT, "..", "..");
+const README = readFileSync(join(KIT, "README.md"), "utf8");
+
+/** The first fenced block of `language` after `heading`. */
+function block(heading: string, language: string): string {
+  const section = README.split(heading)[1] ?? "";
+  const match = new RegExp("```" + language + "\\n([\\s\\S]*?)```").exec(section);
+  assert.ok(match, `README.md: no ${language} block under ${heading}`);
+  return match[1]!;
+}
+
+const version = (name: string): string =>
+  (JSON.parse(readFileSync(join(KIT, "node_modules", name, "package.json"), "utf8")) as { version: string }).version;
+
+/** The gateway's own agent, as a user of the README would have it: echoes, input-required. */
+const MY_AGENT = `
+import { AgentCard, Task, TaskStatusUpdateEvent } from "@a2a-js/sdk";
+import { AgentEvent } from "@a2a-js/sdk/server";
+export const agentCard = AgentCard.fromJSON({
+  name: "Echo", description: "Echoes", version: "1.0.0", capabilities: { streaming: true },
+  supportedInterfaces: [{ url: "http://127.0.0.1/", protocolBinding: "JSONRPC", protocolVersion: "1.0" }],
+  defaultInputModes: ["text/plain"], defaultOutputModes: ["text/plain"],
+});
+export const myExecutor = {
+  async execute({ taskId, contextId, task, userMessage }, eventBus) {
+    eventBus.publish(AgentEvent.task(task ?? Task.fromJSON({ id: taskId, contextId, status: { state: "TASK_STATE_SUBMITTED" } })));
+    const part = userMessage.parts[0]?.content;
+    const text = "echo: " + (part?.$case === "text" ? part.value : "");
+    const message = { messageId: taskId + ":" + Date.now(), taskId, contextId, role: "ROLE_AGENT", parts: [{ text }] };
+    eventBus.publish(AgentEvent.statusUpdate(TaskStatusUpdateEvent.fromJSON({ taskId, contextId, status: { state: "TASK_STATE_INPUT_REQUIRED", message } })));
+  },
+  async cancelTask() {},
+};
+`;
+
+let sidecar: Sidecar;
+let project: string;
+const gateway = { url: "", stop: async () => {} };
+
+before(async () => {
+  sidecar = await startSidecar();
+  project = mkdtempSync(join(tmpdir(), "a2a-commands-readme-"));
+  writeFileSync(join(project, "package.json"), JSON.stringify({ name: "my-gateway", private: true, type: "module" }));
+  const npm = (args: string[], cwd: string) => execFileSync("npm", [...args, "--no-audit", "--no-fund", "--prefer-offline"], { cwd, stdio: "pipe" });
+  // "npm pack" as the README says; `npm run build` has just built it, so not again.
+  npm(["pack", "--ignore-scripts"], KIT);
+  const install = block("## Install", "sh").split("\n").find((line) => line.startsWith("npm install --prefix"));
+  assert.ok(install, "README.md: no install line");
+  const [, , ...args] = install.replace(/ *#.*$/, "").trim().split(/\s+/);
+  npm(["install", ...args.map((a) => (a === "path/to/your-gateway" ? project : a))], ROOT);
+  npm(["install", `@a2a-js/sdk@${version("@a2a-js/sdk")}`, `express@${version("express")}`], project);
+  writeFileSync(join(project, "my-agent.js"), MY_AGENT);
+  writeFileSync(join(project, "gateway.mjs"), block("## Slash commands in an existing agent", "ts"));
+
+  const child = spawn(process.execPath, ["gateway.mjs"], {
+    cwd: project,
+    env: { ...process.env, PORT: "0", A2A_COMMANDS_ADDR: `http://${sidecar.address}` },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  const exited = once(child, "exit");
+  const port = await new Promise<number>((resolve, reject) => {
+    createInterface({ input: child.stdout! }).on("line", (line) => {
+      const match = /^listening .*port: (\d+)/.exec(line);
+      if (match) resolve(Number(match[1]));
+    });
+    void exited.then(() => reject(new Error("the README gateway exited before listening")));
+  });
+  gateway.url = `http://127.0.0.1:${port}/`;
+  gateway.stop = async () => {
+    child.kill("SIGTERM");
+    await exited;
+  };
+});
+
+after(async () => {
+  await gateway.stop();
+  assert.equal(await sidecar.stop(), 0);
+});
+
+test("the installed kit loads with require and with import", () => {
+  const check = (args: string[]) => execFileSync(process.execPath, args, { cwd: project, encoding: "utf8" }).trim();
+  const probe = "typeof k.CommandsClient + ' ' + typeof k.withCommands + ' ' + typeof e.completionHandler";
+  assert.equal(check(["-e", `const k = require("a2a-commands"); const e = require("a2a-commands/express"); console.log(${probe})`]), "function function function");
+  const esm = `import * as k from "a2a-commands"; import * as e from "a2a-commands/express"; console.log(${probe})`;
+  assert.equal(check(["--input-type=module", "-e", esm]), "function function function");
+});
+
+test("the README gateway answers commands, passes the rest on, and lists the commands", async () => {
+  const card = await new DefaultAgentCardResolver().resolve(gateway.url);
+  const entry = card.capabilities?.extensions.find((e) => e.uri === COMMANDS_EXTENSION_URI);
+  assert.deepEqual((entry?.params?.commands as { name: string }[]).map((c) => c.name), ["model", "effort", "sub-task", "status"]);
+  card.supportedInterfaces[0]!.url = gateway.url;
+  const client = await new ClientFactory().createFromAgentCard(card);
+  const ask = async (text: string, taskId?: string) => {
+    const message = Message.fromJSON({ messageId: randomUUID(), role: "ROLE_USER", parts: [{ text }], taskId });
+    const result = await client.sendMessage({ tenant: "", message, configuration: undefined, metadata: undefined });
+    assert.ok("id" in result);
+    const part = result.status?.message?.parts[0]?.content;
+    return { task: result, text: part?.$case === "text" ? part.value : "" };
+  };
+  const first = await ask("/model");
+  assert.match(first.text, /^Model: gpt-x \(default\)\n/);
+  assert.equal(first.task.status?.state, TaskState.TASK_STATE_INPUT_REQUIRED);
+  // Anonymous callers are watchers by default: they may read, not change.
+  assert.equal((await ask("/effort high", first.task.id)).text, "refused: a watcher may not change the task with /effort");
+  assert.equal((await ask("hello", first.task.id)).text, "echo: hello");
+});
