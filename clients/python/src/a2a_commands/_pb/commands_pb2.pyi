@@ -158,18 +158,20 @@ class RegisteredCommand(_message.Message):
     def __init__(self, spec: _Optional[_Union[CommandSpec, _Mapping]] = ..., body: _Optional[_Union[CommandBody, str]] = ..., handler: _Optional[_Union[HandlerBinding, _Mapping]] = ..., source: _Optional[_Union[CommandSource, str]] = ..., allowed_roles: _Optional[_Iterable[_Union[ParticipantRole, str]]] = ..., hidden: _Optional[bool] = ...) -> None: ...
 
 class RegisterRequest(_message.Message):
-    __slots__ = ("spec", "override", "handler", "allowed_roles", "hidden")
+    __slots__ = ("spec", "override", "handler", "allowed_roles", "hidden", "replace_access")
     SPEC_FIELD_NUMBER: _ClassVar[int]
     OVERRIDE_FIELD_NUMBER: _ClassVar[int]
     HANDLER_FIELD_NUMBER: _ClassVar[int]
     ALLOWED_ROLES_FIELD_NUMBER: _ClassVar[int]
     HIDDEN_FIELD_NUMBER: _ClassVar[int]
+    REPLACE_ACCESS_FIELD_NUMBER: _ClassVar[int]
     spec: CommandSpec
     override: bool
     handler: HandlerBinding
     allowed_roles: _containers.RepeatedScalarFieldContainer[ParticipantRole]
     hidden: bool
-    def __init__(self, spec: _Optional[_Union[CommandSpec, _Mapping]] = ..., override: _Optional[bool] = ..., handler: _Optional[_Union[HandlerBinding, _Mapping]] = ..., allowed_roles: _Optional[_Iterable[_Union[ParticipantRole, str]]] = ..., hidden: _Optional[bool] = ...) -> None: ...
+    replace_access: bool
+    def __init__(self, spec: _Optional[_Union[CommandSpec, _Mapping]] = ..., override: _Optional[bool] = ..., handler: _Optional[_Union[HandlerBinding, _Mapping]] = ..., allowed_roles: _Optional[_Iterable[_Union[ParticipantRole, str]]] = ..., hidden: _Optional[bool] = ..., replace_access: _Optional[bool] = ...) -> None: ...
 
 class RegisterResponse(_message.Message):
     __slots__ = ("outcome", "revision")

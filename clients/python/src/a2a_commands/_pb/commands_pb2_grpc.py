@@ -133,11 +133,11 @@ class CommandServiceServicer:
 
     def Complete(self, request, context):
         """Suggests completions for what a user has typed so far (`/mo`, `/model g`, `/deploy
-        st`): command names by prefix (hidden ones and those the sender may not run left
-        out), the built-ins' own values (`/model`: the selectable models; `/effort`: the
-        accepted efforts; none for a watcher, who may not change them), and for handler
-        commands what the handler suggests (within 500 ms; a handler that fails or does not
-        answer gives no suggestions, never an error). Modelled on MCP's
+        st`): command names by prefix, the built-ins' own values (`/model`: the selectable
+        models; `/effort`: the accepted efforts; none for a watcher, who may not change
+        them), and for handler commands what the handler suggests (within 500 ms; a handler
+        that fails or does not answer gives no suggestions, never an error). A hidden
+        command, or one the sender may not run, gets no completion at all. Modelled on MCP's
         `completion/complete`. Errors: INVALID_ARGUMENT (sender.role, a malformed task).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
