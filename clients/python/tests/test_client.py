@@ -19,6 +19,9 @@ from cryptography.x509.oid import NameOID
 
 from a2a_commands import (
     AlreadyExistsError,
+    Command,
+    Handler,
+    HandlerProtocol,
     CommandsClient,
     CommandsError,
     InvalidArgumentError,
@@ -157,11 +160,11 @@ async def test_complete_asks_the_handler_and_mcp_bindings_register(sidecar: Side
             assert [(v.value, v.text, v.description) for v in values] == [
                 ("staging", "/cl-deploy staging", "for u-1"), ("sandbox", "/cl-deploy sandbox", "for u-1")
             ]
-            mcp = pb.HandlerBinding(mcp="http://127.0.0.1:9/mcp")
-            await client.register(pb.CommandSpec(name="cl-deploy", description="Deploy"), handler=mcp, override=True)
+            mcp = Handler("http://127.0.0.1:9/mcp", HandlerProtocol.MCP, timeout=2.5)
+            await client.register(Command("cl-deploy", "Deploy"), handler=mcp, override=True)
             handler = {c.spec.name: c.handler for c in (await client.list_specs()).commands}["cl-deploy"]
-            assert (handler.mcp, handler.timeout_ms) == ("http://127.0.0.1:9/mcp", 5000)
-            secret = pb.HandlerBinding(mcp=mcp.mcp, headers=[pb.HandlerHeader(name="authorization", value_file="t")])
+            assert (handler.mcp, handler.timeout_ms) == ("http://127.0.0.1:9/mcp", 2500)
+            secret = Handler(mcp.url, HandlerProtocol.MCP, headers={"authorization": "t"})
             with pytest.raises(InvalidArgumentError) as no_secrets_dir:  # the sidecar has no --handler-secrets-dir
                 await client.register(pb.CommandSpec(name="cl-deploy", description="x"), handler=secret, override=True)
             assert no_secrets_dir.value.field == "handler.headers[0]"

@@ -7,7 +7,7 @@ from typing import Any
 from conftest import User, connect_user
 from gateway import Gateway
 
-from a2a_commands import EXTENSION_URI, ParticipantRole, pb
+from a2a_commands import EXTENSION_URI, Command, ParticipantRole
 from a2a_commands.completion import COMPLETE_METHOD
 
 
@@ -30,7 +30,7 @@ async def test_completion_over_json_rpc(gateway: Gateway) -> None:
     alice = await connect_user(gateway, "alice", streaming=False)
     anonymous = await connect_user(gateway, None, streaming=False)
     await gateway.commands.register(
-        pb.CommandSpec(name="ship", description="Ship it"), allowed_roles=[ParticipantRole.ASSIGNEE], override=True
+        Command(name="ship", description="Ship it"), allowed_roles=[ParticipantRole.ASSIGNEE], override=True
     )
     try:
         task = await alice.send("hello")  # the SDK's own methods still answer on the same URL

@@ -15,7 +15,7 @@ from conftest import ROOT, Reply, User
 from gateway import Gateway
 from google.protobuf import json_format
 
-from a2a_commands import EXTENSION_URI, METADATA_KEY, ParticipantRole, pb
+from a2a_commands import EXTENSION_URI, METADATA_KEY, Command, ParticipantRole
 
 SELECTABLE = "Selectable: gpt-x, gpt-x-mini"
 ACCEPTED = "Accepted: low, medium, high"
@@ -128,7 +128,7 @@ async def test_the_card_lists_a_command_registered_while_running(gateway: Gatewa
         assert names[:4] == ["model", "effort", "sub-task", "status"]
         name = f"deploy-{alice.streaming}".lower()
         registered = await gateway.commands.register(
-            pb.CommandSpec(name=name, description="Deploy this task", argument_hint="<env>"), override=True
+            Command(name=name, description="Deploy this task", argument_hint="<env>"), override=True
         )
         try:
             await asyncio.wait_for(gateway.card.wait_for_revision(registered.revision), 30)
@@ -142,7 +142,7 @@ async def test_the_card_lists_a_command_registered_while_running(gateway: Gatewa
 async def test_a_command_for_other_roles_is_refused_before_the_agent(gateway: Gateway, alice: User) -> None:
     name = f"admin-only-{alice.streaming}".lower()
     await gateway.commands.register(
-        pb.CommandSpec(name=name, description="Admins only"), allowed_roles=[ParticipantRole.ADMIN], override=True
+        Command(name=name, description="Admins only"), allowed_roles=[ParticipantRole.ADMIN], override=True
     )
     try:
         task = await _started(alice)
@@ -156,7 +156,7 @@ async def test_a_command_for_other_roles_is_refused_before_the_agent(gateway: Ga
 async def test_a_hidden_command_runs_but_is_not_on_the_card(gateway: Gateway, alice: User) -> None:
     name = f"hidden-{alice.streaming}".lower()
     registered = await gateway.commands.register(
-        pb.CommandSpec(name=name, description="Not listed"), hidden=True, override=True
+        Command(name=name, description="Not listed"), hidden=True, override=True
     )
     try:
         await asyncio.wait_for(gateway.card.wait_for_revision(registered.revision), 30)

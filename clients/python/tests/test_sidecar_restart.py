@@ -14,7 +14,7 @@ from gateway import start_gateway
 from test_completion import _complete
 from test_gateway import _card_commands
 
-from a2a_commands import pb
+from a2a_commands import Command
 
 FAILED = "failed: commands are unavailable right now"
 
@@ -56,7 +56,7 @@ async def test_sidecar_stopped_and_restarted(tmp_path: pathlib.Path, streaming: 
         back = await alice.send("/model", task)
         assert back.text == "Model: gpt-x-mini\nSelectable: gpt-x, gpt-x-mini"
         # The card watcher reconnects by itself and follows new registrations.
-        registered = await gateway.commands.register(pb.CommandSpec(name="after-restart", description="x"))
+        registered = await gateway.commands.register(Command(name="after-restart", description="x"))
         await asyncio.wait_for(gateway.card.wait_for_revision(registered.revision), 30)
         assert "after-restart" in _card_commands(await card.get_agent_card())
     finally:

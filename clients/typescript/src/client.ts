@@ -12,7 +12,6 @@ import {
   ParticipantRole,
   type ClassifyRequestSchema,
   type ClassifyResponse,
-  type CommandSpecSchema,
   type CompleteResponse,
   type ExecuteRequestSchema,
   type ExecuteResponse,
@@ -80,14 +79,33 @@ export function participantRole(role: RoleLike): ParticipantRole {
   return typeof role === "number" ? role : ROLES[role];
 }
 
-/** Register's request: the protobuf `RegisterRequest`, with roles also by name. */
+/** What a handler's endpoint speaks. */
+export type HandlerProtocol = "grpc" | "jsonRpc" | "mcp";
+
+/** Where a command's body runs. */
+export interface CommandHandler {
+  /**
+   * `grpc`: the `CommandHandler` gRPC service; `jsonRpc`: JSON-RPC 2.0 POSTs of
+   * `command.invoked.in`, as the reference harness posts them; `mcp`: an MCP server
+   * (streamable HTTP) with the tool `hooks.command.invoked.in`.
+   */
+  protocol: HandlerProtocol;
+  /** The endpoint (`http://` or `https://`). */
+  url: string;
+  /** How long Execute waits for it; absent: the sidecar's default (5,000). */
+  timeoutMs?: number;
+  /** Headers sent with each call, each value read from a file under the sidecar's `--handler-secrets-dir`. */
+  headers?: ReadonlyArray<{ name: string; valueFile: string }>;
+}
+
+/** Register's request, in plain objects: the command, its handler and its roles by name. */
 export interface RegisterRequestInit {
   /** The command as the card shows it: `name`, `description`, `argumentHint`. */
-  spec: MessageInitShape<typeof CommandSpecSchema>;
+  spec: { name: string; description: string; argumentHint?: string };
   /** Replace a command of the same name in its place (keeping its body unless `handler` is given). */
   override?: boolean;
-  /** Where the body runs: `{ endpoint: { case: "grpc" | "jsonRpc" | "mcp", value: url }, timeoutMs?, headers? }`. */
-  handler?: MessageInitShape<typeof HandlerBindingSchema>;
+  /** Where the body runs: `{ protocol: "grpc" | "jsonRpc" | "mcp", url, timeoutMs?, headers? }`. */
+  handler?: CommandHandler;
   /**
    * The roles allowed to run the command (e.g. `["admin"]`); absent or empty: every role.
    * Others get `refused: a <role> may not run /<name>` before any body runs. Never on the card.
@@ -212,7 +230,13 @@ export class CommandsClient {
    */
   register(request: RegisterRequestInit, options?: RpcOptions): Promise<RegisterResponse> {
     const allowedRoles = request.allowedRoles?.map(participantRole);
-    return call(async () => this.#rpc.register({ ...request, allowedRoles }, await this.#admin(options)));
+    const { handler } = request;
+    const binding: MessageInitShape<typeof HandlerBindingSchema> | undefined = handler && {
+      endpoint: { case: handler.protocol, value: handler.url },
+      timeoutMs: handler.timeoutMs,
+      headers: handler.headers?.map(({ name, valueFile }) => ({ name, valueFile })),
+    };
+    return call(async () => this.#rpc.register({ ...request, handler: binding, allowedRoles }, await this.#admin(options)));
   }
 
   /** Removes a command; answers the registry revision after the removal. */

@@ -24,7 +24,7 @@ before(async () => {
   await commands.register({ spec: { name: "debug", description: "Debug the task" }, hidden: true });
   const { revision } = await commands.register({
     spec: { name: "docs", description: "Search the docs" },
-    handler: { endpoint: { case: "mcp", value: "http://127.0.0.1:9/mcp" }, headers: [{ name: "authorization", valueFile: "docs-token" }] },
+    handler: { protocol: "mcp", url: "http://127.0.0.1:9/mcp", headers: [{ name: "authorization", valueFile: "docs-token" }] },
   });
   await sync.waitForRevision(revision);
 });

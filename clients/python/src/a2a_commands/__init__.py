@@ -1,6 +1,8 @@
 """a2a-commands for a2a-sdk gateways: slash commands in a few lines.
 
-- :class:`CommandsClient`: the async client of every RPC, raising :class:`CommandsError`.
+- :class:`CommandsClient`: the async client of every RPC, raising :class:`CommandsError`;
+  commands registered as :class:`Command` with a :class:`Handler` and
+  :class:`ParticipantRole` values.
 - :class:`CommandsExecutor`: wraps the gateway's ``AgentExecutor``; commands are answered
   from the service, everything else reaches the wrapped executor.
 - :class:`CommandsCard`: the SDK card modifier that lists the commands on the card.
@@ -14,6 +16,7 @@
 
 from . import pb
 from .card import CommandsCard
+from .commands import Command, Handler, HandlerProtocol
 from .client import CommandsClient
 from .errors import (
     AlreadyExistsError,
@@ -52,12 +55,15 @@ __all__ = [
     "METADATA_KEY",
     "Address",
     "AlreadyExistsError",
+    "Command",
     "CommandsCard",
     "CommandsClient",
     "CommandsError",
     "CommandsExecutor",
     "DeadlineExceededError",
     "FailedPreconditionError",
+    "Handler",
+    "HandlerProtocol",
     "InvalidArgumentError",
     "NotFoundError",
     "ParticipantRole",

@@ -15,6 +15,7 @@ from ._pb import a2a_pb2 as ours
 from ._pb import commands_pb2 as pb
 from ._pb import commands_pb2_grpc as pb_grpc
 from .address import address_from_env, parse_address
+from .commands import Command, Handler
 from .convert import message_to_commands
 from .errors import CommandsError
 
@@ -111,27 +112,30 @@ class CommandsClient:
 
     async def register(
         self,
-        spec: pb.CommandSpec,
+        command: Command | pb.CommandSpec,
         *,
         override: bool = False,
-        handler: pb.HandlerBinding | None = None,
+        handler: Handler | pb.HandlerBinding | None = None,
         allowed_roles: Iterable[int] = (),
         hidden: bool = False,
     ) -> pb.RegisterResponse:
-        """Adds ``spec`` at the end of the order (or replaces it in place with ``override``).
+        """Adds ``command`` at the end of the order (or replaces it in place with ``override``).
 
         Args:
-            spec: The command as the card shows it.
+            command: The command as the card shows it (:class:`~a2a_commands.Command`).
             override: Replace a command of the same name, keeping its place.
-            handler: Where its body runs (``grpc``, ``json_rpc`` or ``mcp`` URL).
-            allowed_roles: The roles that may run it (:class:`~a2a_commands.ParticipantRole`
-                or ``pb.PARTICIPANT_ROLE_*``); empty: every role. Others are refused
-                (``refused: a <role> may not run /<name>``) before any body runs.
-            hidden: Runs, but is left out of the card and of name completion.
+            handler: Where its body runs (:class:`~a2a_commands.Handler`); none: a
+                built-in's own body, else "no handler".
+            allowed_roles: The :class:`~a2a_commands.ParticipantRole` values that may run
+                it; empty: every role. Others are refused (``refused: a <role> may not
+                run /<name>``) before any body runs.
+            hidden: Runs, but is left out of the card and of completion.
         """
+        spec = command.to_proto() if isinstance(command, Command) else command
+        binding = handler.to_proto() if isinstance(handler, Handler) else handler
         request = pb.RegisterRequest(
-            spec=spec, override=override, handler=handler,
-            allowed_roles=cast("list[pb.ParticipantRole]", list(allowed_roles)), hidden=hidden,
+            spec=spec, override=override, handler=binding,
+            allowed_roles=cast("list[pb.ParticipantRole]", [int(r) for r in allowed_roles]), hidden=hidden,
         )
         return await self._unary("Register", request, pb.RegisterResponse, admin=True)
 
