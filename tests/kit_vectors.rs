@@ -113,18 +113,29 @@ fn messages_are_classified_as_the_vectors_say_and_the_pre_check_skips_no_command
         // The service, as the kits check it over gRPC too.
         let mut wanted = case["service"].clone();
         if let Some(command) = wanted.get_mut("command") {
-            command.as_object_mut().unwrap().entry("arguments").or_insert("".into());
+            command
+                .as_object_mut()
+                .unwrap()
+                .entry("arguments")
+                .or_insert("".into());
         }
         assert_eq!(service_json(&classification), wanted, "{case}");
         // Command syntax, as the kits' fallback reads it.
         let syntax = single_text(&message).and_then(parse_command_text);
         let wanted_syntax = match &case["syntax"] {
             Value::Null => None,
-            s => Some((s["name"].as_str().unwrap(), s["arguments"].as_str().unwrap())),
+            s => Some((
+                s["name"].as_str().unwrap(),
+                s["arguments"].as_str().unwrap(),
+            )),
         };
         assert_eq!(syntax, wanted_syntax, "{case}");
         // The pre-check: as the vector says, and never false for command syntax.
-        assert_eq!(may_be_command(&message), case["mayBeCommand"].as_bool().unwrap(), "{case}");
+        assert_eq!(
+            may_be_command(&message),
+            case["mayBeCommand"].as_bool().unwrap(),
+            "{case}"
+        );
         let syntactic = !matches!(
             classification,
             Classification::Ordinary {
@@ -182,7 +193,12 @@ fn state(name: &Value) -> i32 {
 
 /// A `TaskSnapshot` from its protobuf JSON, as the vectors spell it.
 fn snapshot_from_json(json: &Value) -> pb::TaskSnapshot {
-    let text = |key: &str| json.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
+    let text = |key: &str| {
+        json.get(key)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
     let count = |v: &Value, key: &str| v.get(key).and_then(Value::as_u64).unwrap_or(0) as u32;
     let settings = &json["settings"];
     pb::TaskSnapshot {
@@ -190,12 +206,16 @@ fn snapshot_from_json(json: &Value) -> pb::TaskSnapshot {
         context_id: text("contextId"),
         name: text("name"),
         state: state(&json["state"]),
-        sub_state: json
-            .get("subState")
-            .map_or(0, |s| SubState::from_str_name(s.as_str().unwrap()).unwrap() as i32),
+        sub_state: json.get("subState").map_or(0, |s| {
+            SubState::from_str_name(s.as_str().unwrap()).unwrap() as i32
+        }),
         settings: Some(pb::TaskSettings {
-            model: settings.get("model").map(|m| m.as_str().unwrap().to_owned()),
-            effort: settings.get("effort").map(|e| e.as_str().unwrap().to_owned()),
+            model: settings
+                .get("model")
+                .map(|m| m.as_str().unwrap().to_owned()),
+            effort: settings
+                .get("effort")
+                .map(|e| e.as_str().unwrap().to_owned()),
         }),
         plan: json.get("plan").map(|p| pb::PlanProgress {
             steps_done: count(p, "stepsDone"),
@@ -236,7 +256,11 @@ fn status_reply(snapshot: &pb::TaskSnapshot) -> String {
 fn every_snapshot_a_kit_builds_is_accepted_and_shows_as_the_vectors_say() {
     for case in cases("task-data") {
         let snapshot = snapshot_from_json(&case["snapshot"]);
-        assert_eq!(status_reply(&snapshot), case["status"].as_str().unwrap(), "{case}");
+        assert_eq!(
+            status_reply(&snapshot),
+            case["status"].as_str().unwrap(),
+            "{case}"
+        );
     }
 }
 
@@ -271,7 +295,10 @@ fn every_task_data_a_kit_writes_matches_the_schema() {
     let path = docs().join("kit-task-data.schema.json");
     let schema: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let validator = jsonschema::validator_for(&schema).unwrap();
-    let mut written: Vec<Value> = cases("task-data").iter().map(|c| c["data"].clone()).collect();
+    let mut written: Vec<Value> = cases("task-data")
+        .iter()
+        .map(|c| c["data"].clone())
+        .collect();
     for case in cases("changes") {
         written.push(case["data"].clone());
         if let Some(sub_task) = case.get("subTask") {
@@ -309,7 +336,9 @@ fn fallback_replies_have_the_reference_failure_form_for_command_syntax_only() {
         match (&case["reply"], syntax) {
             (Value::Null, None) => {}
             (reply, Some((name, _))) => {
-                let text = reply["status"]["message"]["parts"][0]["text"].as_str().unwrap();
+                let text = reply["status"]["message"]["parts"][0]["text"]
+                    .as_str()
+                    .unwrap();
                 assert_eq!(text, template.replace("{name}", name), "{case}");
                 assert_eq!(reply["status"]["message"]["metadata"]["command"], name);
                 assert_eq!(reply["status"]["state"], case["task"]["status"]["state"]);
