@@ -194,7 +194,7 @@ fn authorized<T>(args: &CtlArgs, message: T) -> Result<Request<T>, String> {
 fn status_line(status: &tonic::Status) -> String {
     format!(
         "{}: {}",
-        crate::transport::call_log::code_name(status.code()),
+        crate::codes::name(status.code()),
         status.message()
     )
 }

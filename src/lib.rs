@@ -2,8 +2,8 @@
 //!
 //! The modules are layers, and every import points down (`tests/layers.rs` checks it):
 //!
-//! 1. [`pb`] (the generated protobuf types), [`wire`] (their codec), [`error`] and
-//!    [`metrics`]: shared by all.
+//! 1. [`pb`] (the generated protobuf types), [`wire`] (their codec), [`error`],
+//!    [`codes`] (gRPC code names) and [`metrics`]: shared by all.
 //! 2. [`rules`]: the extension's rules, pure, no I/O.
 //! 3. [`registry`] (the ordered, durable state) and [`bodies`] (handler clients).
 //! 4. [`config`]: flags, environment and files resolved into settings.
@@ -14,6 +14,7 @@
 #![warn(missing_docs)]
 
 pub mod bodies;
+pub mod codes;
 pub mod config;
 pub mod ctl;
 pub mod error;

@@ -9,16 +9,17 @@ use std::path::Path;
 /// Which layers each top-level module may import (besides itself).
 const ALLOWED: &[(&str, &[&str])] = &[
     ("error", &[]),
-    ("wire", &[]),
+    ("codes", &[]),
+    ("wire", &["pb"]),
     ("metrics", &[]),
     ("rules", &["pb", "error"]),
     ("registry", &["rules", "pb", "metrics", "error"]),
-    ("bodies", &["rules", "pb", "metrics", "error"]),
+    ("bodies", &["rules", "pb", "codes", "metrics", "error"]),
     ("config", &["registry", "bodies", "rules", "pb", "error"]),
     (
         "transport",
         &[
-            "config", "registry", "bodies", "rules", "pb", "wire", "metrics", "error",
+            "config", "registry", "bodies", "rules", "pb", "wire", "codes", "metrics", "error",
         ],
     ),
     (
@@ -31,6 +32,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "rules",
             "pb",
             "wire",
+            "codes",
             "metrics",
             "error",
         ],
@@ -129,7 +131,9 @@ fn expand(tree: &str, prefix: &str, out: &mut Vec<String>) {
 fn imports(text: &str) -> Vec<String> {
     let code = code_only(text);
     let mut out = Vec::new();
-    let uses = regex::Regex::new(r"\buse\s+([^;]+);").unwrap();
+    // A `use` item starts its line (after any visibility): the word in a string or a
+    // sentence is not one.
+    let uses = regex::Regex::new(r"(?m)^\s*(?:pub(?:\([^)]*\))?\s+)?use\s+([^;]+);").unwrap();
     for u in uses.captures_iter(&code) {
         expand(&u[1], "", &mut out);
     }
@@ -202,6 +206,69 @@ fn violations(modules: &BTreeMap<String, String>) -> Vec<String> {
         }
     }
     problems.extend(cycles(&edges));
+    problems.extend(upward_impls(modules, &known));
+    problems
+}
+
+/// The `crate::` path a name written in `module` stands for: a path as written, or the
+/// import whose last segment is the name's first; `None` for a name of another crate or
+/// one defined in the module itself.
+fn qualify(name: &str, imported: &[String]) -> Option<String> {
+    if name.starts_with("crate::") {
+        return Some(name.to_owned());
+    }
+    let (first, rest) = match name.split_once("::") {
+        Some((first, rest)) => (first, Some(rest)),
+        None => (name, None),
+    };
+    let import = imported
+        .iter()
+        .find(|path| path.rsplit("::").next() == Some(first))?;
+    Some(match rest {
+        Some(rest) => format!("{import}::{rest}"),
+        None => import.clone(),
+    })
+}
+
+/// Trait impls that make a lower layer depend on a higher one: a module may implement
+/// one of our traits from another layer only for a type of its own layer. (An impl of a
+/// lower trait for a lower type, such as the codec's trait for generated messages, would
+/// let the lower layers compile only because the higher one exists, which no `use` line
+/// shows.)
+fn upward_impls(modules: &BTreeMap<String, String>, known: &BTreeSet<&str>) -> Vec<String> {
+    let pattern = regex::Regex::new(
+        r"\bimpl(?:\s*<[^>]*>)?\s+([A-Za-z_][\w:]*)(?:\s*<[^{;]*?>)?\s+for\s+(\$?[A-Za-z_][\w:]*)",
+    )
+    .unwrap();
+    let mut problems = Vec::new();
+    for (module, text) in modules {
+        let layer = top(module);
+        let imported = imports(text);
+        for found in pattern.captures_iter(&code_only(text)) {
+            let (written_trait, written_type) = (&found[1], &found[2]);
+            let Some(trait_module) =
+                qualify(written_trait, &imported).and_then(|path| resolve(&path, known))
+            else {
+                continue; // another crate's trait, or one of this module's own
+            };
+            if top(&trait_module) == layer {
+                continue;
+            }
+            // A type written as a macro's parameter could be anything: not its own.
+            let own_type = !written_type.starts_with('$')
+                && match qualify(written_type, &imported) {
+                    None => true,
+                    Some(path) => resolve(&path, known).is_some_and(|m| top(&m) == layer),
+                };
+            if !own_type {
+                problems.push(format!(
+                    "{module} implements {written_trait} (from {trait_module}) for \
+                     {written_type}, not a type of {layer}: put the impl beside the trait or \
+                     the type"
+                ));
+            }
+        }
+    }
     problems
 }
 
@@ -278,6 +345,28 @@ fn the_check_catches_what_it_forbids() {
         ("registry::writer", "use crate::registry::State;"),
     ]);
     assert!(violations(&ancestor)[0].contains("imports its ancestor"));
+
+    let upward_impl = fake(&[
+        ("wire", "pub trait Scanned {}"),
+        (
+            "transport::codec",
+            "use crate::pb;\nuse crate::wire::Scanned;\nimpl Scanned for pb::ClassifyRequest {}",
+        ),
+        (
+            "transport::macros",
+            "use crate::wire::Scanned;\nmacro_rules! s { ($t:ty) => { impl Scanned for $t {} } }",
+        ),
+        (
+            "registry::snapshot",
+            "use crate::rules::parse::Lookup;\nstruct Snapshot;\nimpl Lookup for Snapshot {}",
+        ),
+        ("rules::parse", "pub trait Lookup {}"),
+    ]);
+    let found = violations(&upward_impl);
+    assert_eq!(found.len(), 2, "{found:#?}");
+    assert!(found[0]
+        .contains("transport::codec implements Scanned (from wire) for pb::ClassifyRequest"));
+    assert!(found[1].contains("transport::macros implements Scanned"));
 
     let commented = fake(&[
         ("rules::x", "// use crate::registry::Snapshot;"),

@@ -7,6 +7,7 @@ use std::time::Duration;
 use tonic::transport::{Channel, ClientTlsConfig, Endpoint};
 
 use crate::bodies::call::{CallHeaders, Failure, MAX_ENDPOINTS};
+use crate::codes;
 use crate::pb::{self, command_handler_client::CommandHandlerClient};
 use crate::rules::body::{HandlerAnswer, HandlerBinding};
 
@@ -149,33 +150,6 @@ fn failure(status: &tonic::Status, binding: &HandlerBinding, max_answer_bytes: u
             )
         }
         Code::Unavailable => Failure::new("handler unreachable", status),
-        code => Failure::new(format!("handler answered {}", code_name(code)), status),
-    }
-}
-
-/// The canonical upper-case name of a gRPC code, as operators know them.
-fn code_name(code: tonic::Code) -> String {
-    let words = format!("{code:?}");
-    let mut name = String::new();
-    for (i, c) in words.chars().enumerate() {
-        if c.is_uppercase() && i > 0 {
-            name.push('_');
-        }
-        name.push(c.to_ascii_uppercase());
-    }
-    name
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn code_names() {
-        assert_eq!(
-            code_name(tonic::Code::FailedPrecondition),
-            "FAILED_PRECONDITION"
-        );
-        assert_eq!(code_name(tonic::Code::Internal), "INTERNAL");
+        code => Failure::new(format!("handler answered {}", codes::name(code)), status),
     }
 }

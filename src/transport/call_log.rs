@@ -18,6 +18,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use tonic::{Code, Response, Status};
 
+use crate::codes;
 use crate::error::Error;
 use crate::metrics::metrics;
 use crate::transport::status::code;
@@ -213,7 +214,7 @@ pub(crate) fn log_call<T>(
 ) {
     let code = result.as_ref().map_or_else(code, |_| Code::Ok);
     let elapsed = started.elapsed();
-    metrics().call(method, code_name(code), elapsed);
+    metrics().call(method, codes::name(code), elapsed);
     // Successful calls may be sampled (--call-log-sample); a failure always has its line.
     let sample = SAMPLE.load(Ordering::Relaxed);
     if code == Code::Ok
@@ -261,7 +262,7 @@ fn format_line(out: &mut Vec<u8>, format: Format, line: &Line, clock: &mut Clock
             out.extend_from_slice(b"\",\"level\":\"INFO\",\"message\":\"call\",\"method\":\"");
             out.extend_from_slice(line.method.as_bytes());
             out.extend_from_slice(b"\",\"code\":\"");
-            out.extend_from_slice(code_debug_name(line.code).as_bytes());
+            out.extend_from_slice(codes::debug_name(line.code).as_bytes());
             out.extend_from_slice(b"\",\"latency_us\":");
             out.extend_from_slice(itoa::Buffer::new().format(line.latency_us).as_bytes());
             out.extend_from_slice(b",\"command\":");
@@ -281,7 +282,7 @@ fn format_line(out: &mut Vec<u8>, format: Format, line: &Line, clock: &mut Clock
             out.extend_from_slice(b": call method=");
             push_quoted(out, line.method, Quoting::Debug);
             out.extend_from_slice(b" code=");
-            out.extend_from_slice(code_debug_name(line.code).as_bytes());
+            out.extend_from_slice(codes::debug_name(line.code).as_bytes());
             out.extend_from_slice(b" latency_us=");
             out.extend_from_slice(itoa::Buffer::new().format(line.latency_us).as_bytes());
             out.extend_from_slice(b" command=");
@@ -337,11 +338,6 @@ fn push_quoted(out: &mut Vec<u8>, text: &str, quoting: Quoting) {
         Quoting::Json => serde_json::to_writer(&mut *out, text).map_err(|_| ()),
         Quoting::Debug => write!(out, "{text:?}").map_err(|_| ()),
     };
-}
-
-/// A code as `tracing` shows it with `?`: its Debug name (`Ok`, `InvalidArgument`).
-fn code_debug_name(code: Code) -> &'static str {
-    CODE_NAMES[code as usize].1
 }
 
 /// Writes RFC 3339 timestamps, keeping the date and time of the last second seen: a
@@ -420,33 +416,6 @@ fn civil_date(days: u64) -> (u64, u64, u64) {
     (year, month, day)
 }
 
-/// Each gRPC code's canonical name (as metrics label it) and its Debug name (as
-/// `tracing` shows it), indexed by the code's number.
-const CODE_NAMES: [(&str, &str); 17] = [
-    ("OK", "Ok"),
-    ("CANCELLED", "Cancelled"),
-    ("UNKNOWN", "Unknown"),
-    ("INVALID_ARGUMENT", "InvalidArgument"),
-    ("DEADLINE_EXCEEDED", "DeadlineExceeded"),
-    ("NOT_FOUND", "NotFound"),
-    ("ALREADY_EXISTS", "AlreadyExists"),
-    ("PERMISSION_DENIED", "PermissionDenied"),
-    ("RESOURCE_EXHAUSTED", "ResourceExhausted"),
-    ("FAILED_PRECONDITION", "FailedPrecondition"),
-    ("ABORTED", "Aborted"),
-    ("OUT_OF_RANGE", "OutOfRange"),
-    ("UNIMPLEMENTED", "Unimplemented"),
-    ("INTERNAL", "Internal"),
-    ("UNAVAILABLE", "Unavailable"),
-    ("DATA_LOSS", "DataLoss"),
-    ("UNAUTHENTICATED", "Unauthenticated"),
-];
-
-/// The canonical name of a gRPC code, as metrics label it.
-pub(crate) fn code_name(code: Code) -> &'static str {
-    CODE_NAMES[code as usize].0
-}
-
 /// Logs the call's one line and wraps the answer.
 pub(crate) fn logged<T>(
     method: &'static str,
@@ -516,24 +485,6 @@ mod tests {
              method=\"Execute\" code=InvalidArgument latency_us=12 command=\"deploy\" \
              outcome=\"OUTCOME_OK\" trace_id=\"4bf92f3577b34da6a3ce929d0e0e4736\"\n"
         );
-    }
-
-    #[test]
-    fn code_names_are_tonic_s_debug_names_and_the_canonical_names() {
-        for number in 0..=16 {
-            let code = Code::from_i32(number);
-            assert_eq!(code as i32, number);
-            assert_eq!(code_debug_name(code), format!("{code:?}"));
-            // The canonical name is the Debug name in upper snake case.
-            let mut upper_snake = String::new();
-            for (i, c) in format!("{code:?}").char_indices() {
-                if c.is_uppercase() && i > 0 {
-                    upper_snake.push('_');
-                }
-                upper_snake.push(c.to_ascii_uppercase());
-            }
-            assert_eq!(code_name(code), upper_snake);
-        }
     }
 
     #[test]

@@ -8,7 +8,6 @@
 
 pub mod auth;
 pub mod call_log;
-pub mod codec;
 pub mod connection;
 pub mod convert;
 pub mod routes;

@@ -1,7 +1,7 @@
 //! The protobuf codec of every generated service and client (`build.rs` names it):
 //! prost's, plus a check that runs on the request's bytes before prost builds it in
-//! memory. It sits beside [`pb`](crate::pb), below every layer, and names no generated
-//! type: which shape each type has is said in `transport::codec`.
+//! memory. It sits beside [`pb`](crate::pb), below every layer; which shape each
+//! generated type has is said in `wire::shapes`.
 //!
 //! A request's size is bounded (`--max-message-bytes`), but not what it costs once
 //! decoded: an empty `Part` is two bytes on the wire and over a hundred in memory, so a

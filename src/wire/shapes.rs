@@ -1,10 +1,12 @@
 //! Which shape each generated type is walked as by the codec's element check
-//! ([`crate::wire`]): Classify, Execute, Complete and Register requests are walked;
+//! (`wire::codec`): Classify, Execute, Complete and Register requests are walked;
 //! everything else has no repeated field a caller can fill, or is an answer the caller
-//! receives.
+//! receives. Every generated service and client needs these impls to compile, so they
+//! live here, beside the codec and the generated types, below every layer that uses
+//! them.
 
 use crate::pb;
-use crate::wire::{Scanned, Shape};
+use crate::wire::codec::{Scanned, Shape};
 
 macro_rules! scanned {
     ($shape:ident: $($t:ty),* $(,)?) => {
@@ -26,7 +28,7 @@ scanned!(Opaque:
 #[cfg(test)]
 mod tests {
     use crate::pb;
-    use crate::wire::{count_elements, ScanError, Shape};
+    use crate::wire::codec::{count_elements, ScanError, Shape};
     use prost::Message as _;
 
     fn classify_with(parts: usize) -> Vec<u8> {
