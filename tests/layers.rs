@@ -15,7 +15,10 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("rules", &["pb", "error"]),
     ("registry", &["rules", "pb", "metrics", "error"]),
     ("bodies", &["rules", "pb", "codes", "metrics", "error"]),
-    ("config", &["registry", "bodies", "rules", "pb", "error"]),
+    (
+        "config",
+        &["registry", "bodies", "rules", "pb", "wire", "error"],
+    ),
     (
         "transport",
         &[

@@ -6,6 +6,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::config::defaults;
+
 /// The command line.
 #[derive(Debug, Parser)]
 #[command(
@@ -40,7 +42,7 @@ pub struct CtlArgs {
     #[arg(
         long,
         env = "A2A_COMMANDS_ADDR",
-        default_value = "http://127.0.0.1:50051",
+        default_value = defaults::CTL_ADDR,
         global = true
     )]
     pub addr: String,
@@ -185,17 +187,17 @@ pub enum LogFormat {
 #[derive(Clone, Debug, Args)]
 pub struct ServeArgs {
     /// Address the gRPC API listens on.
-    #[arg(long, env = "A2A_COMMANDS_LISTEN", default_value = "127.0.0.1:50051", value_parser = parse_listen)]
+    #[arg(long, env = "A2A_COMMANDS_LISTEN", default_value = defaults::LISTEN, value_parser = parse_listen)]
     pub listen: SocketAddr,
 
     /// Address of the health-only listener (grpc.health.v1, plaintext), for
     /// Kubernetes probes on the pod's IP; `off` for none.
-    #[arg(long, env = "A2A_COMMANDS_HEALTH_LISTEN", default_value = "0.0.0.0:50052", value_parser = parse_optional_addr)]
+    #[arg(long, env = "A2A_COMMANDS_HEALTH_LISTEN", default_value = defaults::HEALTH_LISTEN, value_parser = parse_optional_addr)]
     pub health_listen: OptionalAddr,
 
     /// Address of the Prometheus metrics listener (plain HTTP, `GET /metrics`,
     /// OpenMetrics text); `off` (the default) for none.
-    #[arg(long, env = "A2A_COMMANDS_METRICS_LISTEN", default_value = "off", value_parser = parse_optional_addr)]
+    #[arg(long, env = "A2A_COMMANDS_METRICS_LISTEN", default_value = defaults::METRICS_LISTEN, value_parser = parse_optional_addr)]
     pub metrics_listen: OptionalAddr,
 
     /// JSON file of declarative commands, reconciled at start and whenever it changes:
@@ -207,7 +209,7 @@ pub struct ServeArgs {
     #[arg(
         long,
         env = "A2A_COMMANDS_COMMANDS_FILE_POLL_MS",
-        default_value_t = 1_000
+        default_value_t = defaults::COMMANDS_FILE_POLL_MS
     )]
     pub commands_file_poll_ms: u64,
 
@@ -239,7 +241,7 @@ pub struct ServeArgs {
 
     /// Log one successful call in N (its per-call line at info); failed calls are always
     /// logged, and metrics count every call. 1 logs every call.
-    #[arg(long, env = "A2A_COMMANDS_CALL_LOG_SAMPLE", default_value_t = 1)]
+    #[arg(long, env = "A2A_COMMANDS_CALL_LOG_SAMPLE", default_value_t = defaults::CALL_LOG_SAMPLE)]
     pub call_log_sample: u64,
 
     /// Log filter in RUST_LOG syntax, for example `info` or `a2a_commands=debug`.
@@ -252,15 +254,15 @@ pub struct ServeArgs {
     pub print_config: bool,
 
     /// Most commands the registry holds (built-ins included).
-    #[arg(long, env = "A2A_COMMANDS_MAX_COMMANDS", default_value_t = 10_000)]
+    #[arg(long, env = "A2A_COMMANDS_MAX_COMMANDS", default_value_t = defaults::MAX_COMMANDS)]
     pub max_commands: usize,
 
     /// sled's page cache in MiB (sled's own default would be 1 GiB).
-    #[arg(long, env = "A2A_COMMANDS_CACHE_MIB", default_value_t = 8)]
+    #[arg(long, env = "A2A_COMMANDS_CACHE_MIB", default_value_t = defaults::CACHE_MIB)]
     pub cache_mib: u64,
 
     /// Largest request accepted, in bytes; larger ones are RESOURCE_EXHAUSTED.
-    #[arg(long, env = "A2A_COMMANDS_MAX_MESSAGE_BYTES", default_value_t = 4 * 1024 * 1024)]
+    #[arg(long, env = "A2A_COMMANDS_MAX_MESSAGE_BYTES", default_value_t = defaults::MAX_MESSAGE_BYTES)]
     pub max_message_bytes: usize,
 
     /// Most repeated elements one Classify, Execute, Complete or Register request may
@@ -270,7 +272,7 @@ pub struct ServeArgs {
     #[arg(
         long,
         env = "A2A_COMMANDS_MAX_REQUEST_ELEMENTS",
-        default_value_t = 10_000
+        default_value_t = defaults::MAX_REQUEST_ELEMENTS
     )]
     pub max_request_elements: usize,
 
@@ -281,7 +283,7 @@ pub struct ServeArgs {
     #[arg(
         long,
         env = "A2A_COMMANDS_MAX_REQUEST_MEMORY_MIB",
-        default_value_t = 32
+        default_value_t = defaults::MAX_REQUEST_MEMORY_MIB
     )]
     pub max_request_memory_mib: usize,
 
@@ -289,30 +291,30 @@ pub struct ServeArgs {
     #[arg(
         long,
         env = "A2A_COMMANDS_MAX_CONCURRENT_STREAMS",
-        default_value_t = 128
+        default_value_t = defaults::MAX_CONCURRENT_STREAMS
     )]
     pub max_concurrent_streams: u32,
 
     /// Largest HTTP/2 header list a client may send, in bytes.
-    #[arg(long, env = "A2A_COMMANDS_MAX_HEADER_LIST_BYTES", default_value_t = 16 * 1024)]
+    #[arg(long, env = "A2A_COMMANDS_MAX_HEADER_LIST_BYTES", default_value_t = defaults::MAX_HEADER_LIST_BYTES)]
     pub max_header_list_bytes: u32,
 
     /// Seconds between HTTP/2 pings on a connection; one not answered within
     /// --keepalive-timeout-seconds closes it (dead and half-open peers).
-    #[arg(long, env = "A2A_COMMANDS_KEEPALIVE_SECONDS", default_value_t = 30)]
+    #[arg(long, env = "A2A_COMMANDS_KEEPALIVE_SECONDS", default_value_t = defaults::KEEPALIVE_SECONDS)]
     pub keepalive_seconds: u64,
 
     /// Seconds a keep-alive ping may go unanswered before the connection is closed.
     #[arg(
         long,
         env = "A2A_COMMANDS_KEEPALIVE_TIMEOUT_SECONDS",
-        default_value_t = 20
+        default_value_t = defaults::KEEPALIVE_TIMEOUT_SECONDS
     )]
     pub keepalive_timeout_seconds: u64,
 
     /// Seconds a connection may stay open with no call in flight before it is closed
     /// (clients reconnect on their next call); 0 keeps idle connections open.
-    #[arg(long, env = "A2A_COMMANDS_IDLE_TIMEOUT_SECONDS", default_value_t = 300)]
+    #[arg(long, env = "A2A_COMMANDS_IDLE_TIMEOUT_SECONDS", default_value_t = defaults::IDLE_TIMEOUT_SECONDS)]
     pub idle_timeout_seconds: u64,
 
     /// Seconds a request's message may take to arrive once it has started (it holds its
@@ -321,13 +323,13 @@ pub struct ServeArgs {
     #[arg(
         long,
         env = "A2A_COMMANDS_REQUEST_READ_TIMEOUT_SECONDS",
-        default_value_t = 30
+        default_value_t = defaults::REQUEST_READ_TIMEOUT_SECONDS
     )]
     pub request_read_timeout_seconds: u64,
 
     /// Longest wait for calls in flight at shutdown, in seconds; connections still open
     /// then are closed. Keep it below Kubernetes' termination grace period.
-    #[arg(long, env = "A2A_COMMANDS_DRAIN_SECONDS", default_value_t = 10)]
+    #[arg(long, env = "A2A_COMMANDS_DRAIN_SECONDS", default_value_t = defaults::DRAIN_SECONDS)]
     pub drain_seconds: u64,
 
     /// How handler bindings are checked and called.
@@ -362,14 +364,14 @@ pub struct ServeArgs {
 #[derive(Clone, Debug, Args)]
 pub struct HandlerArgs {
     /// Timeout of a handler binding that names none, in milliseconds.
-    #[arg(long, env = "A2A_COMMANDS_HANDLER_TIMEOUT_MS", default_value_t = 5_000)]
+    #[arg(long, env = "A2A_COMMANDS_HANDLER_TIMEOUT_MS", default_value_t = defaults::handlers().default_timeout_ms)]
     pub handler_timeout_ms: u32,
 
     /// Largest timeout a handler binding may ask for, in milliseconds.
     #[arg(
         long,
         env = "A2A_COMMANDS_HANDLER_MAX_TIMEOUT_MS",
-        default_value_t = 30_000
+        default_value_t = defaults::handlers().max_timeout_ms
     )]
     pub handler_max_timeout_ms: u32,
 
@@ -383,7 +385,7 @@ pub struct HandlerArgs {
     pub handler_allowed_hosts: Vec<String>,
 
     /// Largest handler answer accepted, in bytes; larger ones are failures.
-    #[arg(long, env = "A2A_COMMANDS_HANDLER_MAX_ANSWER_BYTES", default_value_t = 64 * 1024)]
+    #[arg(long, env = "A2A_COMMANDS_HANDLER_MAX_ANSWER_BYTES", default_value_t = defaults::handlers().max_answer_bytes)]
     pub handler_max_answer_bytes: usize,
 
     /// Directory that handler header values are read from (at each call, so a mounted
@@ -397,7 +399,7 @@ pub struct HandlerArgs {
     pub handler_ca_file: Option<PathBuf>,
 
     /// Most calls in flight to one handler endpoint; more wait (within their timeout).
-    #[arg(long, env = "A2A_COMMANDS_HANDLER_CONCURRENCY", default_value_t = 32)]
+    #[arg(long, env = "A2A_COMMANDS_HANDLER_CONCURRENCY", default_value_t = defaults::handlers().max_concurrency)]
     pub handler_concurrency: usize,
 }
 

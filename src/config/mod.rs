@@ -15,6 +15,7 @@ use crate::rules::builtins::{Builtin, Catalogue};
 use crate::rules::task::EFFORTS;
 
 pub mod cli;
+pub mod defaults;
 
 pub use cli::{
     Cli, Command, CtlArgs, CtlVerb, HandlerArgs, LogFormat, OptionalAddr, RegisterArgs,
@@ -101,15 +102,16 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
+        let seconds = Duration::from_secs;
         Self {
-            max_request_elements: 10_000,
-            max_request_memory: 32 << 20,
-            max_concurrent_streams: 128,
-            max_header_list_bytes: 16 * 1024,
-            keepalive: Duration::from_secs(30),
-            keepalive_timeout: Duration::from_secs(20),
-            idle_timeout: Some(Duration::from_secs(300)),
-            request_read_timeout: Some(Duration::from_secs(30)),
+            max_request_elements: defaults::MAX_REQUEST_ELEMENTS,
+            max_request_memory: defaults::MAX_REQUEST_MEMORY_MIB << 20,
+            max_concurrent_streams: defaults::MAX_CONCURRENT_STREAMS,
+            max_header_list_bytes: defaults::MAX_HEADER_LIST_BYTES,
+            keepalive: seconds(defaults::KEEPALIVE_SECONDS),
+            keepalive_timeout: seconds(defaults::KEEPALIVE_TIMEOUT_SECONDS),
+            idle_timeout: Some(seconds(defaults::IDLE_TIMEOUT_SECONDS)),
+            request_read_timeout: Some(seconds(defaults::REQUEST_READ_TIMEOUT_SECONDS)),
         }
     }
 }
@@ -129,21 +131,21 @@ impl Settings {
             health_listen: Some(SocketAddr::new(listen.ip(), 0)),
             metrics_listen: None,
             commands_file: None,
-            commands_file_poll: Duration::from_secs(1),
+            commands_file_poll: Duration::from_millis(defaults::COMMANDS_FILE_POLL_MS),
             admin_token_file: None,
             tls: None,
             registry: registry::Options {
                 data_dir,
-                cache_bytes: 8 << 20,
-                max_commands: 10_000,
+                cache_bytes: defaults::CACHE_MIB << 20,
+                max_commands: defaults::MAX_COMMANDS,
             },
             catalogue: default_catalogue(),
             builtins: Builtin::ALL.to_vec(),
-            max_message_bytes: 4 << 20,
-            drain_timeout: Duration::from_secs(10),
+            max_message_bytes: defaults::MAX_MESSAGE_BYTES,
+            drain_timeout: Duration::from_secs(defaults::DRAIN_SECONDS),
             limits: Limits::default(),
-            call_log_sample: 1,
-            handlers: HandlerPolicy::default(),
+            call_log_sample: defaults::CALL_LOG_SAMPLE,
+            handlers: defaults::handlers(),
         }
     }
 

@@ -1,0 +1,60 @@
+//! Every default of `serve`, stated once. The flags show them (`serve --help`, and the
+//! README's tables, which a test holds to `--help`); [`Limits::default`] and
+//! `Settings::with_defaults` are built from them; the handler defaults are
+//! `HandlerPolicy::default`'s and the element limit is the codec's.
+//!
+//! [`Limits::default`]: crate::config::Limits
+
+use crate::rules::body::HandlerPolicy;
+
+/// The API's address.
+pub const LISTEN: &str = "127.0.0.1:50051";
+/// The server `ctl` talks to: the API's default address.
+pub const CTL_ADDR: &str = "http://127.0.0.1:50051";
+/// The health-only listener's address.
+pub const HEALTH_LISTEN: &str = "0.0.0.0:50052";
+/// The metrics listener: none.
+pub const METRICS_LISTEN: &str = "off";
+/// How often the commands file is checked, in milliseconds.
+pub const COMMANDS_FILE_POLL_MS: u64 = 1_000;
+/// Log one successful call in this many.
+pub const CALL_LOG_SAMPLE: u64 = 1;
+/// Most commands the registry holds.
+pub const MAX_COMMANDS: usize = 10_000;
+/// sled's page cache, in MiB.
+pub const CACHE_MIB: u64 = 8;
+/// Largest request accepted, in bytes.
+pub const MAX_MESSAGE_BYTES: usize = 4 << 20;
+/// Most repeated elements in one request: the codec's own default.
+pub const MAX_REQUEST_ELEMENTS: usize = crate::wire::DEFAULT_MAX_ELEMENTS;
+/// Memory all requests in flight may take, in MiB.
+pub const MAX_REQUEST_MEMORY_MIB: usize = 32;
+/// HTTP/2 streams per connection.
+pub const MAX_CONCURRENT_STREAMS: u32 = 128;
+/// Largest HTTP/2 header list, in bytes.
+pub const MAX_HEADER_LIST_BYTES: u32 = 16 * 1024;
+/// HTTP/2 keep-alive ping interval, in seconds.
+pub const KEEPALIVE_SECONDS: u64 = 30;
+/// How long a ping may go unanswered, in seconds.
+pub const KEEPALIVE_TIMEOUT_SECONDS: u64 = 20;
+/// How long a connection may idle, in seconds.
+pub const IDLE_TIMEOUT_SECONDS: u64 = 300;
+/// How long a started request's message may take to arrive, in seconds.
+pub const REQUEST_READ_TIMEOUT_SECONDS: u64 = 30;
+/// Longest wait for calls in flight at shutdown, in seconds.
+pub const DRAIN_SECONDS: u64 = 10;
+
+/// The handler defaults (timeouts, answer size, concurrency).
+pub fn handlers() -> HandlerPolicy {
+    HandlerPolicy::default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ctl_talks_to_the_default_listener() {
+        assert_eq!(CTL_ADDR, format!("http://{LISTEN}"));
+    }
+}
