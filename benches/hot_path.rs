@@ -176,8 +176,7 @@ fn execution(c: &mut Criterion) {
 /// What per-call metrics add to a call (`--metrics-listen` on): a counter and a
 /// latency histogram per call, plus an outcome counter per Execute of a command.
 fn per_call_metrics(c: &mut Criterion) {
-    use a2a_commands::metrics::{metrics, record_calls};
-    record_calls();
+    use a2a_commands::metrics::metrics;
     let m = metrics();
     c.bench_function("metrics: one call recorded", |b| {
         b.iter(|| m.call("Classify", "OK", std::time::Duration::from_micros(20)));

@@ -1,9 +1,10 @@
 //! The service's Prometheus metrics (OpenMetrics text, with `prometheus-client`), kept
 //! in one process-wide set that every layer records into and `--metrics-listen` serves.
 //!
-//! Per-call metrics (calls, their latency, Execute's outcomes) are recorded only once
-//! [`record_calls`] turns them on, which the server does when `--metrics-listen` is set:
-//! without a scraper they would be work on every call for nobody. The rest (registry,
+//! Per-call metrics (calls, their latency, Execute's outcomes) are recorded only by a
+//! server that serves them (`--metrics-listen`; its call log decides, see
+//! `transport::call_log::CallLog`): without a scraper they would be work on every call
+//! for nobody. The rest (registry,
 //! writer, handlers, commands file, WatchSpecs) changes rarely and is always kept.
 //!
 //! Label sets stay bounded: methods and gRPC codes are fixed sets, and a command name
@@ -11,7 +12,7 @@
 //! calls), so the registry's capacity bounds it. Nothing a user typed that is not
 //! registered becomes a label.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -200,11 +201,8 @@ impl Metrics {
         }
     }
 
-    /// Records one gRPC call, if per-call metrics are on.
+    /// Records one gRPC call (a server does so only when it serves its metrics).
     pub fn call(&self, method: &'static str, code: &'static str, latency: Duration) {
-        if !calls_recorded() {
-            return;
-        }
         self.calls.get_or_create(&CallLabels { method, code }).inc();
         self.call_seconds
             .get_or_create(&MethodLabels { method })
@@ -212,11 +210,8 @@ impl Metrics {
     }
 
     /// Records how an Execute of the registered `command` ended (`ok`, `refused`,
-    /// `failed`, `no_handler`), if per-call metrics are on.
+    /// `failed`, `no_handler`).
     pub fn outcome(&self, command: &str, outcome: &'static str) {
-        if !calls_recorded() {
-            return;
-        }
         self.outcomes
             .get_or_create(&OutcomeLabels {
                 command: command.to_owned(),
@@ -234,19 +229,6 @@ impl Metrics {
     }
 }
 
-/// Whether per-call metrics are recorded.
-static PER_CALL: AtomicBool = AtomicBool::new(false);
-
-/// Turns per-call metrics on (the server does when it serves them).
-pub fn record_calls() {
-    PER_CALL.store(true, Ordering::Relaxed);
-}
-
-/// Whether per-call metrics are recorded (see [`record_calls`]).
-pub fn calls_recorded() -> bool {
-    PER_CALL.load(Ordering::Relaxed)
-}
-
 /// The process's metrics.
 pub fn metrics() -> &'static Metrics {
     static METRICS: OnceLock<Metrics> = OnceLock::new();
@@ -259,7 +241,6 @@ mod tests {
 
     #[test]
     fn encodes_openmetrics() {
-        record_calls();
         let m = metrics();
         m.call("Classify", "OK", Duration::from_micros(30));
         m.outcome("model", "ok");

@@ -23,14 +23,77 @@ use crate::error::Error;
 use crate::metrics::metrics;
 use crate::transport::status::code;
 
-/// One in how many successful calls is logged (1: every call); set at start.
-static SAMPLE: AtomicU64 = AtomicU64::new(1);
-/// Successful calls so far, for sampling.
-static CALLS: AtomicU64 = AtomicU64::new(0);
+/// How one server logs and counts its calls: built from its settings and handed to its
+/// service, so two servers in one process keep their own.
+#[derive(Debug)]
+pub struct CallLog {
+    /// One in how many successful calls is logged (1: every call).
+    sample: u64,
+    /// Successful calls so far, for sampling.
+    successes: AtomicU64,
+    /// Whether per-call metrics are recorded (only when they are served).
+    metrics: bool,
+}
 
-/// Logs one successful call in `every` (0 and 1: every call); failures always.
-pub fn set_sample(every: u64) {
-    SAMPLE.store(every.max(1), Ordering::Relaxed);
+impl CallLog {
+    /// Logs one successful call in `sample` (0 and 1: every call), failures always; with
+    /// `metrics`, also counts every call and every Execute outcome.
+    pub fn new(sample: u64, metrics: bool) -> Self {
+        Self {
+            sample: sample.max(1),
+            successes: AtomicU64::new(0),
+            metrics,
+        }
+    }
+
+    /// Records how an Execute of the registered `command` ended.
+    pub(crate) fn outcome(&self, command: &str, outcome: &'static str) {
+        if self.metrics {
+            metrics().outcome(command, outcome);
+        }
+    }
+
+    /// Logs the call's one line and wraps the answer.
+    pub(crate) fn logged<T>(
+        &self,
+        method: &'static str,
+        started: Instant,
+        command: &str,
+        result: Result<T, Error>,
+    ) -> Result<Response<T>, Status> {
+        self.record(method, started, &result, command, "", "");
+        result.map(Response::new).map_err(Status::from)
+    }
+
+    /// Logs the call's one line (method, status code, latency and command name) and
+    /// counts it.
+    pub(crate) fn record<T>(
+        &self,
+        method: &'static str,
+        started: Instant,
+        result: &Result<T, Error>,
+        command: &str,
+        outcome: &'static str,
+        trace_id: &str,
+    ) {
+        let code = result.as_ref().map_or_else(code, |_| Code::Ok);
+        let elapsed = started.elapsed();
+        if self.metrics {
+            metrics().call(method, codes::name(code), elapsed);
+        }
+        // Successful calls may be sampled (--call-log-sample); a failure always has its
+        // line.
+        if code == Code::Ok
+            && self.sample > 1
+            && !self
+                .successes
+                .fetch_add(1, Ordering::Relaxed)
+                .is_multiple_of(self.sample)
+        {
+            return;
+        }
+        write_line(method, code, elapsed, command, outcome, trace_id);
+    }
 }
 
 /// How long queued lines may wait before they are written: long enough that a busy
@@ -203,26 +266,15 @@ impl Writer {
     }
 }
 
-/// Logs the call's one line: method, status code, latency and command name.
-pub(crate) fn log_call<T>(
+/// Queues the line for the writer thread (or, before it starts, through `tracing`).
+fn write_line(
     method: &'static str,
-    started: Instant,
-    result: &Result<T, Error>,
+    code: Code,
+    elapsed: Duration,
     command: &str,
     outcome: &'static str,
     trace_id: &str,
 ) {
-    let code = result.as_ref().map_or_else(code, |_| Code::Ok);
-    let elapsed = started.elapsed();
-    metrics().call(method, codes::name(code), elapsed);
-    // Successful calls may be sampled (--call-log-sample); a failure always has its line.
-    let sample = SAMPLE.load(Ordering::Relaxed);
-    if code == Code::Ok
-        && sample > 1
-        && !CALLS.fetch_add(1, Ordering::Relaxed).is_multiple_of(sample)
-    {
-        return;
-    }
     let latency_us = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX);
     match WRITER.get() {
         Some(writer) if !writer.stopping.load(Ordering::Relaxed) => writer.push(Line {
@@ -414,17 +466,6 @@ fn civil_date(days: u64) -> (u64, u64, u64) {
     };
     let year = era * 400 + year_of_era + u64::from(month <= 2);
     (year, month, day)
-}
-
-/// Logs the call's one line and wraps the answer.
-pub(crate) fn logged<T>(
-    method: &'static str,
-    started: Instant,
-    command: &str,
-    result: Result<T, Error>,
-) -> Result<Response<T>, Status> {
-    log_call(method, started, &result, command, "", "");
-    result.map(Response::new).map_err(Status::from)
 }
 
 #[cfg(test)]

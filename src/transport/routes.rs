@@ -20,7 +20,7 @@ use tonic::{Request, Response, Status};
 
 use crate::pb::{self, command_service_server::CommandServiceServer};
 use crate::registry::{Registry, Snapshot};
-use crate::transport::call_log::logged;
+use crate::transport::call_log::CallLog;
 use crate::transport::convert::{list_response, unchanged_response};
 use crate::transport::service::{Api, SERVICE_NAME};
 
@@ -91,6 +91,7 @@ impl Codec for EncodedCodec {
 struct ListSpecs {
     registry: Arc<Registry>,
     cache: Arc<ListCache>,
+    calls: Arc<CallLog>,
 }
 
 impl UnaryService<pb::ListSpecsRequest> for ListSpecs {
@@ -100,6 +101,7 @@ impl UnaryService<pb::ListSpecsRequest> for ListSpecs {
     fn call(&mut self, request: Request<pb::ListSpecsRequest>) -> Self::Future {
         let registry = Arc::clone(&self.registry);
         let cache = Arc::clone(&self.cache);
+        let calls = Arc::clone(&self.calls);
         Box::pin(async move {
             let started = Instant::now();
             let request = request.get_ref();
@@ -112,7 +114,7 @@ impl UnaryService<pb::ListSpecsRequest> for ListSpecs {
             } else {
                 cache.answer(&snapshot)
             };
-            logged("ListSpecs", started, "", Ok(bytes))
+            calls.logged("ListSpecs", started, "", Ok(bytes))
         })
     }
 }
@@ -175,6 +177,7 @@ fn clarify_decode_errors(
 pub struct Routes {
     registry: Arc<Registry>,
     cache: Arc<ListCache>,
+    calls: Arc<CallLog>,
     generated: CommandServiceServer<Api>,
     max_decoding_message_size: usize,
 }
@@ -188,6 +191,7 @@ impl Routes {
         Self {
             registry: Arc::clone(api.registry()),
             cache: Arc::default(),
+            calls: Arc::clone(api.calls()),
             generated,
             max_decoding_message_size,
         }
@@ -216,6 +220,7 @@ impl Service<http::Request<tonic::body::Body>> for Routes {
         let method = ListSpecs {
             registry: Arc::clone(&self.registry),
             cache: Arc::clone(&self.cache),
+            calls: Arc::clone(&self.calls),
         };
         Box::pin(async move {
             let mut grpc =

@@ -23,6 +23,7 @@ use crate::pb::{self, command_service_server::CommandServiceServer};
 use crate::registry::commands_file::{self, FileError};
 use crate::registry::{Change, OpenError, Registry};
 use crate::transport::auth::AdminAuth;
+use crate::transport::call_log::CallLog;
 use crate::transport::connection::{GuardLayer, IdleIo};
 use crate::transport::routes::Routes;
 use crate::transport::service::{Api, SERVICE_NAME};
@@ -294,13 +295,16 @@ pub async fn start(settings: Settings) -> Result<RunningServer, StartError> {
             .map_err(|e| StartError::Security(e.to_string()))?,
         auth,
         draining.clone(),
+        Arc::new(CallLog::new(
+            settings.call_log_sample,
+            settings.metrics_listen.is_some(),
+        )),
     ));
     let (health, health_service) = tonic_health::server::health_reporter();
     health.set_serving::<CommandServiceServer<Api>>().await;
     let api = Routes::new(api, settings.max_message_bytes);
 
     wire::set_max_elements(settings.limits.max_request_elements);
-    crate::transport::call_log::set_sample(settings.call_log_sample);
     let guard = GuardLayer::new(
         settings.limits.max_request_memory,
         settings.max_message_bytes,
@@ -351,7 +355,6 @@ pub async fn start(settings: Settings) -> Result<RunningServer, StartError> {
     let (metrics_addr, metrics_task) = match settings.metrics_listen {
         Some(metrics_addr) => {
             let (listener, metrics_addr) = bind("metrics-listen", metrics_addr).await?;
-            crate::metrics::record_calls();
             (
                 Some(metrics_addr),
                 Some(tokio::spawn(serve_metrics(listener))),

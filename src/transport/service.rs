@@ -29,7 +29,7 @@ use crate::rules::policy::Access;
 use crate::rules::spec::{CommandName, CommandSpec};
 use crate::rules::task::Task;
 use crate::transport::auth::AdminAuth;
-use crate::transport::call_log::{log_call, logged};
+use crate::transport::call_log::CallLog;
 use crate::transport::convert::{
     list_response, now, ordinary, outcome_to_proto, unchanged_response,
 };
@@ -43,17 +43,20 @@ pub struct Api {
     /// Cancelled when the server starts draining: WatchSpecs streams end then, so they
     /// do not hold the drain open until its timeout.
     draining: CancellationToken,
+    /// This server's call log and call metrics.
+    calls: Arc<CallLog>,
 }
 
 impl Api {
     /// The API over `registry`, running built-ins with `catalogue` and handlers with
-    /// `handlers`; changes need `auth`.
+    /// `handlers`; changes need `auth`; every call goes to `calls`.
     pub fn new(
         registry: Arc<Registry>,
         catalogue: Catalogue,
         handlers: Handlers,
         auth: AdminAuth,
         draining: CancellationToken,
+        calls: Arc<CallLog>,
     ) -> Self {
         Self {
             registry,
@@ -61,7 +64,13 @@ impl Api {
             handlers: Arc::new(handlers),
             auth,
             draining,
+            calls,
         }
+    }
+
+    /// This server's call log.
+    pub(crate) fn calls(&self) -> &Arc<CallLog> {
+        &self.calls
     }
 
     /// The registry served.
@@ -392,7 +401,7 @@ impl CommandService for Api {
             .map(|s| s.name.clone())
             .unwrap_or_default();
         let result = Api::register(self, request).await;
-        logged("Register", started, &name, result)
+        self.calls.logged("Register", started, &name, result)
     }
 
     async fn unregister(
@@ -402,7 +411,7 @@ impl CommandService for Api {
         let started = Instant::now();
         let name = request.get_ref().name.clone();
         let result = Api::unregister(self, request).await;
-        logged("Unregister", started, &name, result)
+        self.calls.logged("Unregister", started, &name, result)
     }
 
     /// Served by `list_route::Routes` from cached bytes when the server is wired by
@@ -420,7 +429,7 @@ impl CommandService for Api {
         } else {
             list_response(&snapshot, request.include_card_extension)
         };
-        logged("ListSpecs", started, "", Ok(response))
+        self.calls.logged("ListSpecs", started, "", Ok(response))
     }
 
     async fn watch_specs(
@@ -438,7 +447,7 @@ impl CommandService for Api {
             updates: Box::pin(updates),
             drained: Box::pin(self.draining.clone().cancelled_owned()),
         };
-        logged(
+        self.calls.logged(
             "WatchSpecs",
             started,
             "",
@@ -454,7 +463,8 @@ impl CommandService for Api {
         let trace = trace_of(request.metadata());
         let result = Api::complete(self, request.get_ref(), &trace).await;
         let command = result.as_ref().map_or("", |r| r.command.as_str());
-        log_call("Complete", started, &result, command, "", trace.trace_id());
+        self.calls
+            .record("Complete", started, &result, command, "", trace.trace_id());
         result.map(Response::new).map_err(Status::from)
     }
 
@@ -472,7 +482,8 @@ impl CommandService for Api {
             }) => c.name.as_str(),
             _ => "",
         };
-        log_call("Classify", started, &result, command, "", "");
+        self.calls
+            .record("Classify", started, &result, command, "", "");
         result.map(Response::new).map_err(Status::from)
     }
 
@@ -492,9 +503,9 @@ impl CommandService for Api {
                 "OUTCOME_FAILED" => "failed",
                 _ => "no_handler",
             };
-            metrics().outcome(command, outcome);
+            self.calls.outcome(command, outcome);
         }
-        log_call(
+        self.calls.record(
             "Execute",
             started,
             &result,
