@@ -19,6 +19,29 @@ use crate::rules::spec::CommandSpec;
 
 type Client = CommandServiceClient<Channel>;
 
+/// Writes one line to standard output (see [`write_out`]).
+macro_rules! say {
+    ($($arg:tt)*) => {
+        write_out(&format!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+/// Writes `text` to standard output. A reader that went away (`ctl list | head -1`)
+/// ends the process quietly, as other command-line tools end, where `print!` would
+/// panic. (Restoring SIGPIPE's default instead would also kill the process when a
+/// server closes its socket.)
+pub fn write_out(text: &str) {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("a2a-commands: cannot write to standard output: {e}");
+        std::process::exit(1);
+    }
+}
+
 /// Runs `args`' verb; the error is the one line to print.
 pub async fn run(args: CtlArgs) -> Result<(), String> {
     if let CtlVerb::Check { file, handlers } = &args.verb {
@@ -26,39 +49,52 @@ pub async fn run(args: CtlArgs) -> Result<(), String> {
         return check(file, &policy);
     }
     let mut client = connect(&args).await?;
+    let result = verb(&mut client, &args).await;
+    // A TLS 1.3 server that wants a client certificate ends the connection only after
+    // the handshake, so the first call fails with a closed or broken connection.
+    let tls_without_cert = args.addr.trim().starts_with("https://") && args.tls_cert.is_none();
+    result.map_err(|line| {
+        if tls_without_cert && line.contains("transport error") && !line.contains("--tls-") {
+            format!("{line} (if the server requires client certificates, pass --tls-cert and --tls-key)")
+        } else {
+            line
+        }
+    })
+}
+
+/// Runs every verb but `check` over `client`.
+async fn verb(client: &mut Client, args: &CtlArgs) -> Result<(), String> {
     match &args.verb {
-        CtlVerb::List { json } => list(&mut client, *json).await,
-        CtlVerb::Register(register_args) => register(&mut client, &args, register_args).await,
+        CtlVerb::List { json } => list(client, *json).await,
+        CtlVerb::Register(register_args) => register(client, args, register_args).await,
         CtlVerb::Unregister { names } => {
             for name in names {
-                let request = authorized(&args, pb::UnregisterRequest { name: name.clone() })?;
+                let request = authorized(args, pb::UnregisterRequest { name: name.clone() })?;
                 let revision = client
                     .unregister(request)
                     .await
                     .map_err(|s| status_line(&s))?
                     .into_inner()
                     .revision;
-                println!("unregistered /{name} (revision {revision})");
+                say!("unregistered /{name} (revision {revision})");
             }
             Ok(())
         }
-        CtlVerb::Watch { json } => watch(&mut client, *json).await,
+        CtlVerb::Watch { json } => watch(client, *json).await,
         CtlVerb::Export { output } => {
-            let listed = list_specs(&mut client).await?;
+            let listed = list_specs(client).await?;
             let declared = declared_of(&listed)?;
             let text = commands_file::render(declared.iter().map(|(s, b, a)| (s, b, a)));
             match output {
                 Some(path) => std::fs::write(path, text)
                     .map_err(|e| format!("cannot write {}: {e}", path.display())),
                 None => {
-                    print!("{text}");
+                    write_out(&text);
                     Ok(())
                 }
             }
         }
-        CtlVerb::Import { file } => {
-            register_all(&mut client, &args, read_file(file)?, true, true).await
-        }
+        CtlVerb::Import { file } => register_all(client, args, read_file(file)?, true, true).await,
         CtlVerb::Check { .. } => unreachable!("handled above"),
     }
 }
@@ -79,7 +115,7 @@ fn check(file: &Path, policy: &HandlerPolicy) -> Result<(), String> {
         .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
     let problems = commands_file::check(&text, policy);
     if problems.is_empty() {
-        println!("{}: valid", file.display());
+        say!("{}: valid", file.display());
         return Ok(());
     }
     for problem in &problems {
@@ -192,11 +228,16 @@ fn authorized<T>(args: &CtlArgs, message: T) -> Result<Request<T>, String> {
 
 /// One line for a failed call: the code's name and the server's message.
 fn status_line(status: &tonic::Status) -> String {
-    format!(
+    let line = format!(
         "{}: {}",
         crate::codes::name(status.code()),
         status.message()
-    )
+    );
+    // A call that failed below gRPC (TLS, a reset) carries the cause as its source.
+    match std::error::Error::source(status) {
+        Some(cause) => format!("{line}: {}", explain(cause)),
+        None => line,
+    }
 }
 
 async fn list_specs(client: &mut Client) -> Result<pb::ListSpecsResponse, String> {
@@ -210,13 +251,16 @@ async fn list_specs(client: &mut Client) -> Result<pb::ListSpecsResponse, String
 async fn list(client: &mut Client, json: bool) -> Result<(), String> {
     let listed = list_specs(client).await?;
     if json {
-        println!("{}", listing_json(&listed));
+        say!("{}", listing_json(&listed));
         return Ok(());
     }
-    println!("revision {}", listed.revision);
-    println!(
+    say!("revision {}", listed.revision);
+    say!(
         "{:<20} {:<8} {:<10} {:<22} DESCRIPTION",
-        "NAME", "SOURCE", "BODY", "ROLES"
+        "NAME",
+        "SOURCE",
+        "BODY",
+        "ROLES"
     );
     for command in &listed.commands {
         let spec = command.spec.clone().unwrap_or_default();
@@ -244,7 +288,7 @@ async fn list(client: &mut Client, json: bool) -> Result<(), String> {
             roles.push("all");
         }
         let hidden = if command.hidden { " (hidden)" } else { "" };
-        println!(
+        say!(
             "{:<20} {:<8} {:<10} {:<22} {}{hidden}",
             format!("/{}", spec.name),
             source,
@@ -340,7 +384,7 @@ async fn register_all(
             replace_access,
         };
         match send_register(client, args, sent).await {
-            Ok(outcome) => println!("/{name}: {outcome}"),
+            Ok(outcome) => say!("/{name}: {outcome}"),
             // One command: its error is the one line.
             Err(line) if total == 1 => return Err(line),
             Err(line) => {
@@ -461,14 +505,14 @@ async fn watch(client: &mut Client, json: bool) -> Result<(), String> {
     while let Some(update) = stream.next().await {
         let update = update.map_err(|s| status_line(&s))?;
         if json {
-            println!("{}", listing_json(&update));
+            say!("{}", listing_json(&update));
         } else {
             let names: Vec<String> = update
                 .commands
                 .iter()
                 .map(|c| format!("/{}", c.spec.as_ref().map_or("", |s| s.name.as_str())))
                 .collect();
-            println!("revision {}: {}", update.revision, names.join(" "));
+            say!("revision {}: {}", update.revision, names.join(" "));
         }
     }
     Ok(())

@@ -90,7 +90,7 @@ fn salvage_to_file(args: &SalvageArgs) -> Result<(), String> {
     match &args.output {
         Some(path) => std::fs::write(path, text)
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?,
-        None => print!("{text}"),
+        None => a2a_commands::ctl::write_out(&text),
     }
     eprintln!(
         "a2a-commands: salvaged {} commands ({} records skipped); built-ins come from configuration and are not listed",
@@ -100,21 +100,11 @@ fn salvage_to_file(args: &SalvageArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// Like other command-line tools, the client commands end quietly when their reader
-/// goes away (`ctl list | head -1`) instead of panicking on a broken pipe.
-fn end_quietly_on_broken_pipe() {
-    // SAFETY: restores the default action for SIGPIPE, before any thread starts.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-    }
-}
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let args = match cli.command {
         Command::Serve(args) => *args,
         Command::Ctl(args) => {
-            end_quietly_on_broken_pipe();
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
@@ -128,7 +118,6 @@ fn main() -> ExitCode {
             };
         }
         Command::Salvage(args) => {
-            end_quietly_on_broken_pipe();
             return match salvage_to_file(&args) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(message) => {
@@ -141,7 +130,7 @@ fn main() -> ExitCode {
     if args.print_config {
         return match Settings::from_args(&args) {
             Ok(settings) => {
-                println!("{:#}", settings.describe());
+                a2a_commands::ctl::write_out(&format!("{:#}\n", settings.describe()));
                 ExitCode::SUCCESS
             }
             Err(e) => {

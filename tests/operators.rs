@@ -352,3 +352,62 @@ fn print_config_shows_the_effective_settings() {
         "printing serves nothing and opens nothing"
     );
 }
+
+#[test]
+fn tls_failures_say_which_flag_is_missing() {
+    let pki = common::pki::pki();
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path.to_str().unwrap().to_owned()
+    };
+    let (cert, key, ca) = (
+        write("server.pem", &pki.server.0),
+        write("server.key", &pki.server.1),
+        write("ca.pem", &pki.ca),
+    );
+    let (client_cert, client_key) = (
+        write("client.pem", &pki.client.0),
+        write("client.key", &pki.client.1),
+    );
+    let process = ServeProcess::start(
+        &dir.path().join("data"),
+        &[
+            "--tls-cert",
+            &cert,
+            "--tls-key",
+            &key,
+            "--tls-client-ca",
+            &ca,
+        ],
+    );
+    let url = format!("https://localhost:{}", process.addr.port());
+    let unknown_ca = ctl(&["--addr", &url, "list"]).output().unwrap();
+    assert!(!unknown_ca.status.success());
+    assert!(stderr(&unknown_ca).contains("--tls-ca"), "{unknown_ca:?}");
+
+    let no_client_cert = ctl(&["--addr", &url, "--tls-ca", &ca, "list"])
+        .output()
+        .unwrap();
+    assert!(!no_client_cert.status.success());
+    assert!(
+        stderr(&no_client_cert).contains("--tls-cert and --tls-key"),
+        "{no_client_cert:?}"
+    );
+
+    let served = ctl(&[
+        "--addr",
+        &url,
+        "--tls-ca",
+        &ca,
+        "--tls-cert",
+        &client_cert,
+        "--tls-key",
+        &client_key,
+        "list",
+    ])
+    .output()
+    .unwrap();
+    assert!(served.status.success(), "{served:?}");
+}

@@ -11,6 +11,7 @@ use a2a_commands::pb::command_handler_server::{CommandHandler, CommandHandlerSer
 use a2a_commands::pb::command_service_client::CommandServiceClient;
 use a2a_commands::pb::{self, execute_response::Result as Executed, Outcome};
 use a2a_commands::transport::service::SERVICE_NAME;
+use common::pki::{pki, Pki};
 use common::process::ServeProcess;
 use common::*;
 use tokio::net::TcpListener;
@@ -619,32 +620,6 @@ async fn admin_token_guards_changes_only() {
         admin.register(request()).await.unwrap_err().code(),
         Code::PermissionDenied
     );
-}
-
-struct Pki {
-    ca: String,
-    server: (String, String),
-    client: (String, String),
-}
-
-fn pki() -> Pki {
-    use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
-    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate().unwrap()).unwrap();
-    let leaf = |name: &str| {
-        let key = KeyPair::generate().unwrap();
-        let cert = CertificateParams::new(vec![name.to_owned()])
-            .unwrap()
-            .signed_by(&key, &ca)
-            .unwrap();
-        (cert.pem(), key.serialize_pem())
-    };
-    Pki {
-        ca: ca.pem(),
-        server: leaf("localhost"),
-        client: leaf("gateway"),
-    }
 }
 
 async fn tls_server(pki: &Pki, mutual: bool) -> (TestServer, tempfile::TempDir) {

@@ -150,21 +150,21 @@ impl RunningServer {
     }
 }
 
-/// Reflection that can describe both reflection services it lists: each `build_*` adds
-/// only its own version's descriptors, so `describe` of the other one failed.
+/// Reflection that can describe both reflection services: each `build_*` adds only its
+/// own version's descriptors, so `describe` of the other one failed.
 fn reflection_base() -> tonic_reflection::server::Builder<'static> {
     tonic_reflection::server::Builder::configure()
         .include_reflection_service(false)
         .register_encoded_file_descriptor_set(tonic_reflection::pb::v1::FILE_DESCRIPTOR_SET)
         .register_encoded_file_descriptor_set(tonic_reflection::pb::v1alpha::FILE_DESCRIPTOR_SET)
-        .with_service_name("grpc.reflection.v1.ServerReflection")
-        .with_service_name("grpc.reflection.v1alpha.ServerReflection")
 }
 
 /// Reflection lists exactly the services this listener serves: our descriptors also
 /// define `CommandHandler`, which handlers implement and this server does not.
 fn reflection_builder() -> tonic_reflection::server::Builder<'static> {
     reflection_base()
+        .with_service_name("grpc.reflection.v1.ServerReflection")
+        .with_service_name("grpc.reflection.v1alpha.ServerReflection")
         .register_encoded_file_descriptor_set(pb::FILE_DESCRIPTOR_SET)
         .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
         .register_encoded_file_descriptor_set(tonic_types::pb::FILE_DESCRIPTOR_SET)
