@@ -411,3 +411,90 @@ fn tls_failures_say_which_flag_is_missing() {
     .unwrap();
     assert!(served.status.success(), "{served:?}");
 }
+
+/// The log lines a server prints up to and including its "serving" line, parsed.
+fn start_lines(data_dir: &Path, extra: &[&str]) -> (std::process::Child, Vec<Value>) {
+    use std::io::BufRead as _;
+    let mut child = serve_command(data_dir, extra).spawn().unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let mut lines = Vec::new();
+    for line in std::io::BufReader::new(stderr).lines() {
+        let event: Value = serde_json::from_str(&line.unwrap()).unwrap_or(Value::Null);
+        let serving = event["message"] == "serving";
+        lines.push(event);
+        if serving {
+            return (child, lines);
+        }
+    }
+    let _ = child.wait();
+    panic!("no serving line: {lines:#?}");
+}
+
+#[test]
+fn the_start_line_names_the_effective_configuration_and_raised_limits_are_warned() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let (mut child, lines) = start_lines(
+        &data,
+        &[
+            "--builtins",
+            "status",
+            "--models",
+            "a,b",
+            "--default-model",
+            "b",
+            "--max-request-memory-mib",
+            "1",
+        ],
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+    let serving = lines.last().unwrap();
+    assert_eq!(serving["data_dir"], data.display().to_string());
+    assert_eq!(serving["builtins"], "status");
+    assert_eq!(serving["models"], "a,b");
+    assert_eq!(serving["default_model"], "b");
+    assert_eq!(serving["commands_file"], "none");
+    assert_eq!(serving["admin_token"], false);
+    let warned = lines.iter().any(|l| {
+        l["level"] == "WARN"
+            && l["message"]
+                .as_str()
+                .unwrap_or("")
+                .contains("--max-request-memory-mib")
+    });
+    assert!(warned, "{lines:#?}");
+}
+
+#[test]
+fn an_unreadable_token_file_refuses_changes_and_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let token = dir.path().join("token");
+    std::fs::write(&token, "s3cret").unwrap();
+    let process = ServeProcess::start(
+        &dir.path().join("data"),
+        &["--admin-token-file", token.to_str().unwrap()],
+    );
+    std::fs::write(&token, "").unwrap();
+    let output = ctl(&[
+        "--addr",
+        &process.url(),
+        "--token",
+        "s3cret",
+        "register",
+        "--name",
+        "x",
+        "--description",
+        "X",
+    ])
+    .output()
+    .unwrap();
+    assert!(!output.status.success());
+    let line = stderr(&output);
+    assert!(line.contains("UNAVAILABLE"), "{line}");
+    assert!(
+        line.contains("changes are refused until the admin token file can be read"),
+        "{line}"
+    );
+    assert!(line.contains("is empty"), "{line}");
+}

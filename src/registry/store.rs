@@ -251,18 +251,23 @@ thread_local! {
     static QUIET: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
+/// A panic hook.
+type Hook = Box<dyn Fn(&std::panic::PanicHookInfo<'_>) + Send + Sync>;
+
+/// `previous`, except for panics of a thread inside [`quietly`].
+fn silent_while_quiet(previous: Hook) -> Hook {
+    Box::new(move |info| {
+        if !QUIET.with(std::cell::Cell::get) {
+            previous(info);
+        }
+    })
+}
+
 /// Runs `f` with this thread's panics kept out of stderr (the hook that does so is
 /// installed once, around whatever hook was there).
 fn quietly<T>(f: impl FnOnce() -> T) -> T {
     static HOOK: std::sync::Once = std::sync::Once::new();
-    HOOK.call_once(|| {
-        let previous = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            if !QUIET.with(std::cell::Cell::get) {
-                previous(info);
-            }
-        }));
-    });
+    HOOK.call_once(|| std::panic::set_hook(silent_while_quiet(std::panic::take_hook())));
     QUIET.with(|q| q.set(true));
     let result = f();
     QUIET.with(|q| q.set(false));
@@ -406,4 +411,32 @@ fn command_key(name: &CommandName) -> Vec<u8> {
 
 fn show(key: &[u8]) -> String {
     String::from_utf8_lossy(key).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    /// The threads whose panics reached the hook that was there before `quietly`'s.
+    static REPORTED: Mutex<Vec<std::thread::ThreadId>> = Mutex::new(Vec::new());
+
+    #[test]
+    fn a_panic_while_opening_stays_off_stderr_and_others_do_not() {
+        // A recorder stands in for the default hook (which prints the message and a
+        // backtrace), wrapped as `quietly` wraps the hook it finds.
+        std::panic::set_hook(silent_while_quiet(Box::new(|_| {
+            REPORTED.lock().unwrap().push(std::thread::current().id());
+        })));
+        let me = std::thread::current().id();
+        let caught = quietly(|| std::panic::catch_unwind(|| panic!("sled: corrupt")));
+        assert!(caught.is_err());
+        assert!(
+            !REPORTED.lock().unwrap().contains(&me),
+            "silent while opening"
+        );
+        let outside = std::panic::catch_unwind(|| panic!("a bug elsewhere"));
+        assert!(outside.is_err());
+        assert!(REPORTED.lock().unwrap().contains(&me), "reported otherwise");
+    }
 }
