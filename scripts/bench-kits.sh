@@ -79,7 +79,23 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-building() { pgrep -x rustc >/dev/null || pgrep cargo >/dev/null; }
+# A build: rustc running, or a cargo process whose tree (cargo, test binaries) is using
+# CPU. A cargo left idle (a test run waiting on something for minutes) does not count:
+# it takes no CPU, and waiting on it would stall the benchmark for nothing.
+cargo_ticks() { # CPU ticks (user + system) used so far by every cargo process and its children
+  local pid t=0
+  for pid in $(pgrep cargo) $(for c in $(pgrep cargo); do pgrep -P "$c"; done); do
+    t=$((t + $(awk '{print $14 + $15}' "/proc/$pid/stat" 2>/dev/null || echo 0)))
+  done
+  echo "$t"
+}
+building() {
+  pgrep -x rustc >/dev/null && return 0
+  pgrep cargo >/dev/null || return 1
+  local before
+  before=$(cargo_ticks); sleep 0.5
+  [ $(($(cargo_ticks) - before)) -gt 5 ] # more than a tenth of a core over the half second
+}
 wait_quiet() {
   local said=""
   while building; do
