@@ -5,10 +5,22 @@ from __future__ import annotations
 import json
 
 import pytest
+from a2a.server.context import ServerCallContext
+from a2a.server.tasks import InMemoryTaskStore
 from a2a.types import a2a_pb2 as sdk
 from google.protobuf import json_format
 
-from a2a_commands import METADATA_KEY, CommandsCard, CommandsClient, Plan, TaskData, command_name, pb, task_snapshot
+from a2a_commands import (
+    METADATA_KEY,
+    CommandsCard,
+    CommandsClient,
+    Plan,
+    TaskData,
+    command_name,
+    end_wait_for_next_message,
+    pb,
+    task_snapshot,
+)
 from a2a_commands.convert import (
     event_from_commands,
     event_to_commands,
@@ -74,6 +86,23 @@ def test_the_sdk_replaces_the_whole_key_when_an_event_carries_it() -> None:
     task.metadata.MergeFrom(event.metadata)
     assert TaskData.from_task(task) == TaskData(sub_tasks=["a", "b"])
     assert task.metadata["keep"] is True
+
+
+async def test_the_next_message_ends_a_wait_for_it_and_no_other() -> None:
+    """docs/kit-contract.md, section 4: the kit ends awaiting-next-message, never awaiting-answer."""
+    store, call = InMemoryTaskStore(), ServerCallContext()
+    old_data = {"name": "Docs", "sub_state": "awaiting-next-message", "x": 2}  # the old spelling
+    waiting = sdk.Task(id="t-1", context_id="c-1", status=sdk.TaskStatus(state=sdk.TASK_STATE_INPUT_REQUIRED),
+                       metadata={"other": 1, METADATA_KEY: old_data})
+    assert await end_wait_for_next_message(waiting, store, call)
+    # Cleared in the task the agent is handed, the old spelling too, the rest kept; and saved.
+    assert json_format.MessageToDict(waiting.metadata) == {"other": 1, METADATA_KEY: {"name": "Docs", "x": 2}}
+    assert await store.get("t-1", call) == waiting
+    answering = sdk.Task(id="t-2", context_id="c-1", status=sdk.TaskStatus(state=sdk.TASK_STATE_INPUT_REQUIRED),
+                         metadata=TaskData(sub_state="awaiting-answer").metadata())
+    assert not await end_wait_for_next_message(answering, store, call)
+    assert TaskData.from_task(answering).sub_state == "awaiting-answer"
+    assert await store.get("t-2", call) is None  # nothing to end, nothing written
 
 
 def test_snapshot_of_an_sdk_task() -> None:

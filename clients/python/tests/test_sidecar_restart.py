@@ -12,7 +12,7 @@ from a2a.types.a2a_pb2 import TASK_STATE_INPUT_REQUIRED
 from conftest import Sidecar, connect_user
 from gateway import start_gateway
 from test_completion import _complete
-from test_gateway import _card_commands
+from test_gateway import LIFECYCLE, _card_commands, run_scenario
 
 from a2a_commands import Command
 
@@ -45,6 +45,9 @@ async def test_sidecar_stopped_and_restarted(tmp_path: pathlib.Path, streaming: 
         first = await alice.send("/status")
         assert (first.text, first.state) == (f"/status {FAILED}", TASK_STATE_INPUT_REQUIRED)
         assert (await alice.task(first.task_id)).status.state == TASK_STATE_INPUT_REQUIRED
+        # The shared vector of the same (docs/vectors/lifecycle.json, sidecarDown).
+        for scenario in LIFECYCLE["sidecarDown"]:
+            await run_scenario(alice, gateway.echo.seen, scenario["steps"])
         # Completion is an internal error, said plainly.
         error = (await _complete(alice, gateway.url, {"text": "/mo"}))["error"]
         assert (error["code"], error["message"]) == (-32603, "commands are unavailable right now")

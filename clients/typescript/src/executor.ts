@@ -28,7 +28,7 @@ import { COMMANDS_EXTENSION_URI } from "./card.js";
 import { fromSdkMessage, toSdkStatusUpdate } from "./convert.js";
 import { Outcome, type CompleteResponse } from "./gen/a2a/commands/v1/commands_pb.js";
 import { commandName, mayBeCommand } from "./syntax.js";
-import { TASK_DATA_KEY, applyChanges, buildTaskSnapshot, type TaskData } from "./task-data.js";
+import { TASK_DATA_KEY, applyChanges, buildTaskSnapshot, endWaitForNextMessage, type TaskData } from "./task-data.js";
 
 /** The reply to a command when the sidecar cannot answer (docs/kit-contract.md, section 5). */
 export const FALLBACK_REPLY = "/{name} failed: commands are unavailable right now";
@@ -107,7 +107,10 @@ export interface CompletionResult {
  * store (see `applyChanges`); the Task is published, then the reply status update, with
  * the task's state unchanged and the command's metadata on the reply message only. A
  * command that is a task's first message creates the task, as the reference harness
- * does: input-required, awaiting the next message.
+ * does: input-required, awaiting the next message. The next message that is not a
+ * command ends that wait: the sub-state `awaiting-next-message` is cleared from the task
+ * data before the wrapped executor runs (`awaiting-answer`, the agent's own, is left to
+ * the agent).
  *
  * When the sidecar cannot answer, a message with command syntax ({@link commandName})
  * gets the reply {@link FALLBACK_REPLY} with the task's state unchanged, and never
@@ -127,7 +130,7 @@ export class CommandsExecutor implements AgentExecutor {
   async execute(request: RequestContext, eventBus: ExecutionEventBus): Promise<void> {
     const { client, taskStore, sender = defaultSender, onError = warn } = this.#options;
     const { context, userMessage: message } = request;
-    if (!mayBeCommand(message)) return this.inner.execute(request, eventBus);
+    if (!mayBeCommand(message)) return this.#toAgent(request, eventBus);
     // A new task is parked input-required, awaiting the next message: Execute sees it so.
     const task = request.task ?? parkedTask(request);
     let reply: SdkStatusUpdate | undefined; // stays undefined for a message for the model
@@ -150,11 +153,23 @@ export class CommandsExecutor implements AgentExecutor {
       onError(error);
       reply = fallbackReply(task, message);
     }
-    if (!reply) return this.inner.execute(request, eventBus);
+    if (!reply) return this.#toAgent(request, eventBus);
     // The SDK wants every stream to open with the Task; a new one is first sent submitted
     // (as input-required it would end a non-streaming answer before the reply).
     eventBus.publish(AgentEvent.task(request.task ? task : { ...task, status: { ...task.status!, state: TaskState.TASK_STATE_SUBMITTED } }));
     eventBus.publish(AgentEvent.statusUpdate(reply));
+  }
+
+  /**
+   * Runs the wrapped executor on a message that is not a command. That message is the one
+   * a task parked `awaiting-next-message` waited for: the wait ends before the agent runs,
+   * so an agent that leaves the task input-required again does not keep a stale sub-state
+   * (docs/kit-contract.md, section 4).
+   */
+  async #toAgent(request: RequestContext, eventBus: ExecutionEventBus): Promise<void> {
+    const { taskStore } = this.#options;
+    if (request.task) await endWaitForNextMessage(request.task, { taskStore, context: request.context });
+    return this.inner.execute(request, eventBus);
   }
 
   /**

@@ -184,7 +184,7 @@ export function newSubTask(parent: Task, subTask: SubTaskToCreate): Task {
   });
 }
 
-/** Where {@link applyChanges} saves a new sub-task. */
+/** Where the kit saves a task it changes: a new sub-task ({@link applyChanges}), a wait ended ({@link endWaitForNextMessage}). */
 export interface ApplyTarget {
   taskStore: TaskStore;
   context: ServerCallContext;
@@ -202,4 +202,22 @@ export async function applyChanges(task: Task, changes: Changes | undefined, tar
   if (subTask) await target.taskStore.save(subTask, target.context);
   writeTaskData(task, changedTaskData(readTaskData(task), changes));
   return subTask;
+}
+
+/**
+ * Ends a wait for the next message: clears the task's sub-state `awaiting-next-message`,
+ * since the message it waited for is here. Call it when a message that is not a command
+ * is handed to the agent (docs/kit-contract.md, section 4). The data is changed in
+ * `task` itself, so the agent reads it as it now is (and a Task it publishes from it does
+ * not write the old sub-state back: the SDK merges a published Task's metadata over the
+ * stored one), and saved in the store at once, so it holds whatever events the agent
+ * publishes. `awaiting-answer` is left alone: the agent set it, and only the agent knows
+ * whether this message answers. Answers whether there was such a wait to end.
+ */
+export async function endWaitForNextMessage(task: Task, target: ApplyTarget): Promise<boolean> {
+  const data = readTaskData(task);
+  if (data.subState !== "awaiting-next-message") return false;
+  writeTaskData(task, compact({ ...data, subState: undefined }) as TaskData);
+  await target.taskStore.save(task, target.context);
+  return true;
 }

@@ -4,13 +4,14 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { Message, TaskState, type Task } from "@a2a-js/sdk";
-import { RequestContext, ServerCallContext, UnauthenticatedUser, type User } from "@a2a-js/sdk/server";
+import { Message, Task, TaskState } from "@a2a-js/sdk";
+import { InMemoryTaskStore, RequestContext, ServerCallContext, UnauthenticatedUser, type User } from "@a2a-js/sdk/server";
 import {
   COMMANDS_EXTENSION_URI,
   CommandsError,
   TASK_DATA_KEY,
   defaultSender,
+  endWaitForNextMessage,
   readTaskData,
   withoutCommands,
   type TaskData,
@@ -182,4 +183,28 @@ test("the default sender: an authenticated user is the assignee, anyone else a w
   const from = (user: User) => defaultSender(new RequestContext(request, "t", "c", new ServerCallContext({ user })));
   assert.deepEqual(await from(alice), { id: "alice", role: "assignee" });
   assert.deepEqual(await from(new UnauthenticatedUser()), { id: "", role: "watcher" });
+});
+
+test("the next message ends a wait for it, and no other wait (docs/kit-contract.md, section 4)", async () => {
+  const taskStore = new InMemoryTaskStore();
+  const context = new ServerCallContext({ user: new UnauthenticatedUser() });
+  const waiting = Task.fromJSON({
+    id: "t-1",
+    contextId: "c-1",
+    status: { state: "TASK_STATE_INPUT_REQUIRED" },
+    metadata: { other: 1, [TASK_DATA_KEY]: { name: "Docs", sub_state: "awaiting-next-message", x: 2 } },
+  });
+  assert.equal(await endWaitForNextMessage(waiting, { taskStore, context }), true);
+  // Cleared in the task the agent is handed, the old spelling too, the rest kept; and saved.
+  assert.deepEqual(waiting.metadata, { other: 1, [TASK_DATA_KEY]: { name: "Docs", x: 2 } });
+  assert.deepEqual((await taskStore.load("t-1", context))?.metadata, waiting.metadata);
+  const answering = Task.fromJSON({
+    id: "t-2",
+    contextId: "c-1",
+    status: { state: "TASK_STATE_INPUT_REQUIRED" },
+    metadata: { [TASK_DATA_KEY]: { subState: "awaiting-answer" } },
+  });
+  assert.equal(await endWaitForNextMessage(answering, { taskStore, context }), false);
+  assert.equal(readTaskData(answering).subState, "awaiting-answer");
+  assert.equal(await taskStore.load("t-2", context), undefined, "nothing to end, nothing written");
 });

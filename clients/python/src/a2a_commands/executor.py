@@ -20,7 +20,7 @@ from .client import CommandsClient
 from .convert import event_from_commands
 from .errors import CommandsError
 from .syntax import command_name, may_be_command
-from .task_data import TaskData, apply_changes, sub_task_states, task_snapshot
+from .task_data import TaskData, apply_changes, end_wait_for_next_message, sub_task_states, task_snapshot
 
 logger = logging.getLogger(__name__)
 
@@ -68,7 +68,10 @@ class CommandsExecutor(AgentExecutor):
     ``TaskStatusUpdateEvent`` is enqueued, with the task's state unchanged. A command
     that is a task's first message creates the task first (the ``Task`` is enqueued), as
     the reference harness does: ``input-required``, awaiting the next message. The command's metadata (``command``,
-    ``task_ref``) stays on the reply message and never lands on the stored task.
+    ``task_ref``) stays on the reply message and never lands on the stored task. The
+    next message that is not a command ends that wait: the sub-state
+    ``awaiting-next-message`` is cleared from the task data before the wrapped executor
+    runs (``awaiting-answer``, the agent's own, is left to the agent).
 
     When Execute fails (the service is unreachable, or rejects the request), a message
     that has command syntax (``/name ...``, registered or not) is answered with the reply
@@ -100,7 +103,7 @@ class CommandsExecutor(AgentExecutor):
         """Answers a command, or runs the wrapped executor."""
         message = context.message
         if message is None or not context.task_id or not may_be_command(message):
-            await self.executor.execute(context, event_queue)
+            await self._to_agent(context, event_queue)
             return
         task, created = context.current_task, None
         if task is None:
@@ -109,11 +112,22 @@ class CommandsExecutor(AgentExecutor):
             task = _parked(created)
         reply = await self._command_reply(context, message, task)
         if reply is None:
-            await self.executor.execute(context, event_queue)
+            await self._to_agent(context, event_queue)
             return
         if created is not None:  # a2a-sdk refuses a second Task for a task it has
             await event_queue.enqueue_event(created)
         await event_queue.enqueue_event(reply)
+
+    async def _to_agent(self, context: RequestContext, event_queue: EventQueue) -> None:
+        """Runs the wrapped executor on a message that is not a command.
+
+        That message is the one a task parked ``awaiting-next-message`` waited for: the
+        wait ends before the agent runs, so an agent that leaves the task input-required
+        again does not keep a stale sub-state (docs/kit-contract.md, section 4).
+        """
+        if context.message is not None and context.current_task is not None:
+            await end_wait_for_next_message(context.current_task, self._store, context.call_context)
+        await self.executor.execute(context, event_queue)
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         """Cancels through the wrapped executor."""

@@ -212,6 +212,27 @@ async def apply_changes(
         event.metadata.update(TaskData.from_task(task).changed(changes).metadata())
 
 
+async def end_wait_for_next_message(task: sdk.Task, store: TaskStore, context: ServerCallContext) -> bool:
+    """Clears ``task``'s sub-state ``awaiting-next-message``: the message it waited for is here.
+
+    Call it when a message that is not a command is handed to the agent
+    (docs/kit-contract.md, section 4). The data is changed in ``task`` itself, so the
+    agent reads it as it now is (and a2a-sdk, whose ``RequestContext.current_task`` is its
+    task manager's own copy, writes it with the agent's next event), and saved in ``store``
+    at once, so it holds even when the agent emits no task event. ``awaiting-answer`` is
+    left alone: the agent set it, and only the agent knows whether this message answers.
+
+    Returns:
+        Whether there was such a wait to end.
+    """
+    data = TaskData.from_task(task)
+    if data.sub_state != "awaiting-next-message":
+        return False
+    task.metadata.update(replace(data, sub_state=None).metadata())
+    await store.save(task, context)
+    return True
+
+
 def _either(raw: object, key: str, old_key: str) -> Any:
     """``raw[key]``, else the old spelling's value."""
     if not isinstance(raw, dict):
