@@ -424,19 +424,20 @@ mod tests {
     #[test]
     fn a_panic_while_opening_stays_off_stderr_and_others_do_not() {
         // A recorder stands in for the default hook (which prints the message and a
-        // backtrace), wrapped as `quietly` wraps the hook it finds.
+        // backtrace), wrapped as `quietly` wraps the hook it finds. The hook is the
+        // process's: it is given back at the end, so other tests' panics print again.
+        let previous = std::panic::take_hook();
         std::panic::set_hook(silent_while_quiet(Box::new(|_| {
             REPORTED.lock().unwrap().push(std::thread::current().id());
         })));
         let me = std::thread::current().id();
         let caught = quietly(|| std::panic::catch_unwind(|| panic!("sled: corrupt")));
-        assert!(caught.is_err());
-        assert!(
-            !REPORTED.lock().unwrap().contains(&me),
-            "silent while opening"
-        );
+        let silent = !REPORTED.lock().unwrap().contains(&me);
         let outside = std::panic::catch_unwind(|| panic!("a bug elsewhere"));
-        assert!(outside.is_err());
-        assert!(REPORTED.lock().unwrap().contains(&me), "reported otherwise");
+        let reported = REPORTED.lock().unwrap().contains(&me);
+        std::panic::set_hook(previous);
+        assert!(caught.is_err() && outside.is_err());
+        assert!(silent, "silent while opening");
+        assert!(reported, "reported otherwise");
     }
 }
