@@ -3,6 +3,7 @@
 //! offline. Every failure is one line: `a2a-commands ctl: <what>`.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use tokio_stream::StreamExt as _;
 use tonic::metadata::MetadataValue;
@@ -26,15 +27,28 @@ macro_rules! say {
     };
 }
 
+/// Set while `ctl` makes changes: a reader that goes away then does not stop them.
+static CHANGING: AtomicBool = AtomicBool::new(false);
+/// Set once the reader has gone: nothing more is written.
+static READER_GONE: AtomicBool = AtomicBool::new(false);
+
 /// Writes `text` to standard output. A reader that went away (`ctl list | head -1`)
 /// ends the process quietly, as other command-line tools end, where `print!` would
 /// panic. (Restoring SIGPIPE's default instead would also kill the process when a
 /// server closes its socket.)
 pub fn write_out(text: &str) {
     use std::io::Write as _;
+    if READER_GONE.load(Ordering::Relaxed) {
+        return;
+    }
     let mut out = std::io::stdout().lock();
     if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         if e.kind() == std::io::ErrorKind::BrokenPipe {
+            if CHANGING.load(Ordering::Relaxed) {
+                // Stopping halfway would leave some changes unmade: finish them quietly.
+                READER_GONE.store(true, Ordering::Relaxed);
+                return;
+            }
             std::process::exit(0);
         }
         eprintln!("a2a-commands: cannot write to standard output: {e}");
@@ -64,6 +78,11 @@ pub async fn run(args: CtlArgs) -> Result<(), String> {
 
 /// Runs every verb but `check` over `client`.
 async fn verb(client: &mut Client, args: &CtlArgs) -> Result<(), String> {
+    let changes = matches!(
+        args.verb,
+        CtlVerb::Register(_) | CtlVerb::Unregister { .. } | CtlVerb::Import { .. }
+    );
+    CHANGING.store(changes, Ordering::Relaxed);
     match &args.verb {
         CtlVerb::List { json } => list(client, *json).await,
         CtlVerb::Register(register_args) => register(client, args, register_args).await,

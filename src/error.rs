@@ -42,8 +42,11 @@ pub enum Error {
     #[error("the registry store failed: {0}")]
     Storage(String),
     /// The admin token file cannot be read or is empty, so no change is allowed.
-    #[error("changes are refused until the admin token file can be read: {0}")]
-    TokenUnavailable(String),
+    #[error(
+        "changes are refused until the server can read its admin token file \
+         (--admin-token-file; the server's log says why it cannot)"
+    )]
+    TokenUnavailable,
     /// The service is stopping and takes no more changes.
     #[error("the service is shutting down")]
     ShuttingDown,

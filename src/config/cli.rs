@@ -122,7 +122,10 @@ pub enum CtlVerb {
 #[derive(Clone, Debug, Args)]
 pub struct RegisterArgs {
     /// A commands file whose every command is registered (instead of the flags below).
-    #[arg(long, conflicts_with_all = ["name", "description"])]
+    #[arg(long, conflicts_with_all = [
+        "name", "description", "hint", "grpc", "json_rpc", "mcp", "timeout_ms", "roles",
+        "hidden", "replace_access",
+    ])]
     pub file: Option<PathBuf>,
     /// The name typed after `/`.
     #[arg(long, required_unless_present = "file")]
@@ -152,7 +155,7 @@ pub struct RegisterArgs {
     #[arg(long)]
     pub hidden: bool,
     /// Replace a command of the same name (its place kept; without a handler flag, its
-    /// body kept; without --role or --hidden, its access kept).
+    /// body kept; its access only ever narrowed).
     #[arg(long = "override")]
     pub replace: bool,
     /// With --override: the command's roles and hidden become exactly these flags', so

@@ -295,7 +295,6 @@ fn default_catalogue() -> Catalogue {
     }
 }
 
-/// Drops empty items, so `--builtins ""` means none.
 /// The handler policy the flags give, checked: what `serve` applies and `ctl check`
 /// judges a commands file by.
 pub fn handler_policy(args: &cli::HandlerArgs) -> Result<HandlerPolicy, ConfigError> {
@@ -322,6 +321,7 @@ pub fn handler_policy(args: &cli::HandlerArgs) -> Result<HandlerPolicy, ConfigEr
     Ok(policy)
 }
 
+/// Drops empty items, so `--builtins ""` means none.
 fn non_empty(items: Vec<String>) -> Vec<String> {
     items
         .into_iter()

@@ -9,10 +9,11 @@
 //!   then the directories whose entries it may have changed (`blobs/`, the data
 //!   directory: `conf`, `db`, `blobs` and the snapshot it renames at every open), then
 //!   the data directory's parent (its own entry, if it was just created);
-//! - after sled flushes a group, `db` is synced (`fdatasync`: its data and the size
-//!   needed to read it), and any blob file that appeared since the last sync is synced
-//!   with `blobs/`. Nothing else changes between opens: sled writes snapshots only at
-//!   open, and `conf` only when it creates it.
+//! - after sled flushes a group, any blob file that appeared since the last sync is
+//!   synced with `blobs/`, then `db` (`fdatasync`: its data and the size needed to read
+//!   it). Nothing else changes between opens: sled writes snapshots only at open, and
+//!   `conf` only when it creates it. sled's own periodic flush is off (see
+//!   `store::open`), so `db` is synced only here, after the blobs it points at.
 
 use std::collections::BTreeSet;
 use std::ffi::OsString;
@@ -64,19 +65,25 @@ impl Durable {
         })
     }
 
-    /// Makes a group that sled has just flushed durable: `db`'s data and size, and any
-    /// new blob files with their entries (one `readdir` tells; blobs are rare).
+    /// Makes a group that sled has just flushed durable: any new blob files with their
+    /// entries first (one `readdir` tells; blobs are rare), then `db`'s data and size.
+    /// Blobs first: `db`'s log points at them, and a durable pointer to a blob that is
+    /// not is a store sled cannot read.
     pub(super) fn after_flush(&mut self) -> io::Result<()> {
-        self.db.sync_data()?;
         let now = list(&self.blobs)?;
         if now != self.synced_blobs {
             for (name, _) in now.difference(&self.synced_blobs) {
-                File::open(self.blobs.join(name))?.sync_data()?;
+                match File::open(self.blobs.join(name)) {
+                    Ok(blob) => blob.sync_data()?,
+                    // sled already removed it (replaced by a newer one): nothing to keep.
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(e),
+                }
             }
             sync_dir(&self.blobs)?;
             self.synced_blobs = now;
         }
-        Ok(())
+        self.db.sync_data()
     }
 }
 

@@ -48,6 +48,7 @@ impl Registry {
             current: Arc::clone(&current),
             watch: watch_tx,
             options: options.clone(),
+            stopped: None,
         };
         std::thread::Builder::new()
             .name("registry-writer".into())

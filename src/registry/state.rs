@@ -37,8 +37,8 @@ pub enum Change {
         access: Access,
         /// Replace an existing command of the same name.
         replace: bool,
-        /// On a replace, take `access` whole; otherwise only what it mentions changes (see
-        /// [`Access::updated_by`]).
+        /// On a replace, take `access` whole; otherwise it only narrows (see
+        /// [`Access::narrowed_by`]).
         replace_access: bool,
     },
     /// Remove a command.
@@ -177,7 +177,7 @@ impl State {
         let (seq, body, applied) = match self.commands.get(spec.name.as_str()) {
             Some(old) => {
                 if !replace_access {
-                    access = old.access.updated_by(&access);
+                    access = old.access.narrowed_by(&access);
                 }
                 // Without a handler the existing body stays: a gateway may register its
                 // specs (with or without override) at every start, and a built-in or a
@@ -453,7 +453,7 @@ mod tests {
     }
 
     #[test]
-    fn an_override_keeps_the_access_it_does_not_mention() {
+    fn an_override_only_narrows_access() {
         use crate::rules::policy::Role;
         let mut s = State::default();
         let restricted = Access {
@@ -474,20 +474,23 @@ mod tests {
         // A gateway re-registering its spec with override at start: nothing widens.
         assert_eq!(send(&mut s, Access::default(), false), Applied::Unchanged);
         assert_eq!(s.commands.get("deploy").unwrap().access, restricted);
-        // Roles it names replace the roles; hidden stays.
+        // Roles it names do not replace a restriction already set (they could widen it).
+        let wider = Access {
+            roles: Some(vec![Role::Admin, Role::Assignee]),
+            hidden: false,
+        };
+        assert_eq!(send(&mut s, wider, false), Applied::Unchanged);
+        assert_eq!(s.commands.get("deploy").unwrap().access, restricted);
+        // Widening is an explicit act.
+        assert_eq!(send(&mut s, Access::default(), true), Applied::Replaced);
+        assert!(s.commands.get("deploy").unwrap().access.is_default());
+        // A command every role may run takes the roles an override names: that narrows.
         let reporters = Access {
             roles: Some(vec![Role::Reporter]),
             hidden: false,
         };
-        assert_eq!(send(&mut s, reporters, false), Applied::Replaced);
-        let now = &s.commands.get("deploy").unwrap().access;
-        assert_eq!(
-            (now.roles.as_deref(), now.hidden),
-            (Some(&[Role::Reporter][..]), true)
-        );
-        // Widening is an explicit act.
-        assert_eq!(send(&mut s, Access::default(), true), Applied::Replaced);
-        assert!(s.commands.get("deploy").unwrap().access.is_default());
+        assert_eq!(send(&mut s, reporters.clone(), false), Applied::Replaced);
+        assert_eq!(s.commands.get("deploy").unwrap().access, reporters);
     }
 
     #[test]

@@ -63,10 +63,14 @@ impl Served {
 
     /// Writes `batch` atomically and returns once it survives a power cut: sled's flush,
     /// then the syncs sled does not do (see [`durable`]).
-    pub(super) fn commit(&mut self, batch: sled::Batch) -> Result<(), Error> {
-        self.db.apply_batch(batch).map_err(error)?;
-        self.db.flush().map_err(error)?;
-        self.durable.after_flush().map_err(|e| io_error(&e))
+    pub(super) fn commit(&mut self, batch: sled::Batch) -> Result<(), Failed> {
+        self.db
+            .apply_batch(batch)
+            .map_err(|e| Failed::Write(error(e)))?;
+        self.db.flush().map_err(|e| Failed::Write(error(e)))?;
+        self.durable
+            .after_flush()
+            .map_err(|e| Failed::Sync(io_error(&e)))
     }
 
     /// Reads the whole registry.
@@ -78,6 +82,18 @@ impl Served {
     pub(super) fn flush(&self) -> Result<(), Error> {
         self.db.flush().map(drop).map_err(error)
     }
+}
+
+/// Why a group did not become durable.
+#[derive(Debug)]
+pub(super) enum Failed {
+    /// sled could not write it. Nothing claims it reached the disk, so closing sled and
+    /// opening it again (and re-reading what it holds) may go on.
+    Write(Error),
+    /// A sync failed. The kernel may have dropped the data it held while still reading
+    /// it back, and a later sync would not say so: nothing can be trusted to be on disk
+    /// until a restart checks the store against what was acknowledged.
+    Sync(Error),
 }
 
 /// Opens the store in `dir` for serving: the directory is created if missing (and its
@@ -227,7 +243,13 @@ fn refuse_if_locked(dir: &Path) -> Result<(), String> {
 
 /// Opens the sled store in `dir`; the error is one line for the operator.
 pub(super) fn open(dir: &Path, cache_bytes: u64) -> Result<sled::Db, String> {
-    let config = sled::Config::new().path(dir).cache_capacity(cache_bytes);
+    // No periodic flush: the writer flushes and syncs every group itself, and sled's
+    // flusher would sync `db` at moments of its own, possibly before the blobs `db`
+    // points at (see `durable`).
+    let config = sled::Config::new()
+        .path(dir)
+        .cache_capacity(cache_bytes)
+        .flush_every_ms(None);
     // sled panics on some kinds of damage instead of returning an error; either way the
     // operator must get one clear line (not a panic message and a backtrace before it),
     // and the data must be left as it is.
@@ -268,6 +290,11 @@ fn silent_while_quiet(previous: Hook) -> Hook {
 fn quietly<T>(f: impl FnOnce() -> T) -> T {
     static HOOK: std::sync::Once = std::sync::Once::new();
     HOOK.call_once(|| std::panic::set_hook(silent_while_quiet(std::panic::take_hook())));
+    with_quiet_flag(f)
+}
+
+/// Runs `f` with this thread marked quiet (see [`silent_while_quiet`]).
+fn with_quiet_flag<T>(f: impl FnOnce() -> T) -> T {
     QUIET.with(|q| q.set(true));
     let result = f();
     QUIET.with(|q| q.set(false));
@@ -425,13 +452,14 @@ mod tests {
     fn a_panic_while_opening_stays_off_stderr_and_others_do_not() {
         // A recorder stands in for the default hook (which prints the message and a
         // backtrace), wrapped as `quietly` wraps the hook it finds. The hook is the
-        // process's: it is given back at the end, so other tests' panics print again.
+        // process's: it is given back at once, so other tests' panics print again.
         let previous = std::panic::take_hook();
         std::panic::set_hook(silent_while_quiet(Box::new(|_| {
             REPORTED.lock().unwrap().push(std::thread::current().id());
         })));
         let me = std::thread::current().id();
-        let caught = quietly(|| std::panic::catch_unwind(|| panic!("sled: corrupt")));
+        // Not `quietly`: its one-time hook must not wrap this test's recorder.
+        let caught = with_quiet_flag(|| std::panic::catch_unwind(|| panic!("sled: corrupt")));
         let silent = !REPORTED.lock().unwrap().contains(&me);
         let outside = std::panic::catch_unwind(|| panic!("a bug elsewhere"));
         let reported = REPORTED.lock().unwrap().contains(&me);

@@ -14,7 +14,7 @@ use crate::metrics::metrics;
 use crate::registry::seal::{Fingerprint, Seal};
 use crate::registry::snapshot::Snapshot;
 use crate::registry::state::{Change, ChangeResult, State, Writes};
-use crate::registry::store::{self, Options, Served};
+use crate::registry::store::{self, Failed, Options, Served};
 
 /// Most changes one flush covers; bounds the latency a change adds to its group.
 const MAX_GROUP: usize = 512;
@@ -38,6 +38,10 @@ pub(super) struct Writer {
     pub(super) current: Arc<ArcSwap<Snapshot>>,
     pub(super) watch: watch::Sender<Arc<Snapshot>>,
     pub(super) options: Options,
+    /// Set once a sync failed: every later change gets this error until a restart (a
+    /// failed `fsync` is not reported again, so a retry could acknowledge what the
+    /// disk never got).
+    pub(super) stopped: Option<Error>,
 }
 
 impl Writer {
@@ -95,6 +99,12 @@ impl Writer {
         if changes.is_empty() {
             return;
         }
+        if let Some(err) = &self.stopped {
+            for (_, reply) in changes {
+                let _ = reply.send(Err(err.clone()));
+            }
+            return;
+        }
         let db = match self.store() {
             Ok(()) => self.db.as_mut().expect("the store is open"),
             Err(err) => {
@@ -118,17 +128,19 @@ impl Writer {
             let written = self
                 .seal
                 .write(Fingerprint::of(&self.state), Fingerprint::of(&next))
-                .map_err(|e| store::io_error(&e))
+                .map_err(|e| Failed::Sync(store::io_error(&e)))
                 .and_then(|()| db.commit(store::batch(&writes, &next)));
             let flushed = started.elapsed();
             if written.is_ok() {
                 // Now only the new state is acknowledged: a store that later turns out to
                 // hold the one before it lost this group, and must be refused. If this
-                // write fails the group is still durable (the record allows both states);
-                // only that check is lost, until the next group's record.
+                // write fails the group is still durable (the record allows both states,
+                // and a torn slot falls back to the other), so it is acknowledged; but
+                // the record is no longer trusted, so no later change is taken.
                 let after = Fingerprint::of(&next);
                 if let Err(err) = self.seal.write(after, after) {
-                    tracing::warn!(error = %err, "the acknowledged-state record was not confirmed");
+                    tracing::error!(error = %err, "the acknowledged-state record was not confirmed");
+                    self.stop_changes(store::io_error(&err));
                 }
             }
             match written {
@@ -144,7 +156,7 @@ impl Writer {
                         "group committed"
                     );
                 }
-                Err(err) => {
+                Err(Failed::Write(err)) => {
                     tracing::error!(error = %err, changes = replies.len(), "registry write failed; the store will be reopened");
                     // Nothing in this group is acknowledged, and reads keep the last
                     // acknowledged state. sled is unusable after an I/O error, so it is
@@ -152,11 +164,30 @@ impl Writer {
                     self.db = None;
                     results = replies.iter().map(|_| Err(err.clone())).collect();
                 }
+                Err(Failed::Sync(err)) => {
+                    // Nothing in this group is acknowledged, and reads keep the last
+                    // acknowledged state; no later change is taken (see `stopped`).
+                    self.stop_changes(err.clone());
+                    results = replies.iter().map(|_| Err(err.clone())).collect();
+                }
             }
         }
         for (reply, result) in replies.into_iter().zip(results) {
             let _ = reply.send(result);
         }
+    }
+
+    /// Refuses every later change: a sync failed (see `stopped`).
+    fn stop_changes(&mut self, cause: Error) {
+        tracing::error!(error = %cause, "a sync of the registry failed; no more changes are taken until the service restarts");
+        let detail = match &cause {
+            Error::DiskFull(detail) | Error::Storage(detail) => detail.clone(),
+            other => other.to_string(),
+        };
+        self.stopped = Some(Error::Storage(format!(
+            "a sync of the data directory failed ({detail}), so the registry takes no \
+             more changes until the service restarts; reads go on"
+        )));
     }
 
     /// Opens the store again (and re-reads the registry from it) if a write failed.

@@ -112,12 +112,13 @@ pub struct Access {
 }
 
 impl Access {
-    /// This access changed only by what `update` mentions: its roles if it names any,
-    /// and hidden if it hides. What it does not mention is kept, so re-sending a spec
-    /// never widens who may run a command or shows a hidden one.
-    pub fn updated_by(&self, update: &Access) -> Access {
+    /// This access, only ever narrowed by `update`: roles are taken from it only while
+    /// every role may run the command (a restriction already set is kept), and hidden
+    /// only ever turns on. So re-sending a spec, whatever it says, never widens who may
+    /// run a command or shows a hidden one; widening is `replace_access`.
+    pub fn narrowed_by(&self, update: &Access) -> Access {
         Access {
-            roles: update.roles.clone().or_else(|| self.roles.clone()),
+            roles: self.roles.clone().or_else(|| update.roles.clone()),
             hidden: self.hidden || update.hidden,
         }
     }

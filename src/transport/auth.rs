@@ -58,7 +58,9 @@ impl AdminAuth {
             Ok(Some(token)) => token,
             Err(e) => {
                 tracing::error!(error = %e, "cannot read the admin token; refusing changes");
-                return Err(Error::TokenUnavailable(e));
+                // The path and the OS error go to the log only: the caller is not yet
+                // known to hold the token.
+                return Err(Error::TokenUnavailable);
             }
         };
         let Some(value) = metadata.get("authorization") else {

@@ -15,7 +15,7 @@ pub fn code(err: &Error) -> Code {
         Error::Unauthenticated => Code::Unauthenticated,
         Error::PermissionDenied => Code::PermissionDenied,
         Error::RegistryFull(_) | Error::DiskFull(_) => Code::ResourceExhausted,
-        Error::Storage(_) | Error::TokenUnavailable(_) | Error::ShuttingDown => Code::Unavailable,
+        Error::Storage(_) | Error::TokenUnavailable | Error::ShuttingDown => Code::Unavailable,
     }
 }
 
