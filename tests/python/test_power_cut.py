@@ -709,12 +709,15 @@ def test_acknowledged_changes_survive_power_cuts(fs, stubs, tmp_path, capsys):
 
 @pytest.mark.parametrize("mode, drop", [
     ("posix", {"drop_fsyncdir": r"^/$"}),
+    ("posix", {"drop_fsyncdir": r"^/data$"}),
     ("ext4", {"drop_fsync": r"/db$"}),
-], ids=["posix-without-the-parent-dir-sync", "ext4-without-the-db-sync"])
+], ids=["posix-without-the-parent-dir-sync", "posix-without-the-data-dir-sync",
+        "ext4-without-the-db-sync"])
 def test_the_check_catches_a_missing_sync(mode, drop, stubs, tmp_path):
     """The power-cut test has teeth: with one kind of sync made to do nothing (the
-    mount root's fsyncdir, which makes the data directory's own entry durable; or
-    sled's `db` fsync), a few rounds must find lost changes or a refused start."""
+    mount root's fsyncdir, which makes the data directory's own entry durable; the data
+    directory's, which makes sled's files and the record findable; or sled's `db`
+    fsync), a few rounds must find lost changes or a refused start."""
     try:
         fs = PowerCutFs(tmp_path / "mnt", mode, tmp_path / "fs-daemon.log", **drop)
     except FuseUnavailable as e:
