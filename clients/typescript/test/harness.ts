@@ -315,3 +315,46 @@ export async function runScenario(gateway: Gateway, scenario: Scenario, stream: 
     if (step.taskData) assert.deepEqual(turn.stored.metadata?.[TASK_DATA_KEY] ?? {}, step.taskData, where);
   }
 }
+
+/** A gateway running as its own process (an example, or the README's as installed). */
+export interface GatewayProcess {
+  /** Its JSON-RPC URL. */
+  url: string;
+  /** Stops it and waits for it to exit. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts `node <args>` and waits, on readiness rather than time, for the stdout line from
+ * which `listening` reads the gateway's URL; fails if the process exits first.
+ */
+export async function spawnGateway(
+  args: string[],
+  options: { cwd?: string; env: NodeJS.ProcessEnv; listening: (line: string) => string | undefined },
+): Promise<GatewayProcess> {
+  const child = spawn(process.execPath, args, { cwd: options.cwd, env: options.env, stdio: ["ignore", "pipe", "inherit"] });
+  const exited = once(child, "exit");
+  const url = await new Promise<string>((resolve, reject) => {
+    createInterface({ input: child.stdout! }).on("line", (line) => {
+      const found = options.listening(line);
+      if (found) resolve(found);
+    });
+    void exited.then(() => reject(new Error(`${args.join(" ")} exited before listening`)));
+  });
+  return {
+    url,
+    stop: async () => {
+      child.kill("SIGTERM");
+      await exited;
+    },
+  };
+}
+
+/** Sends `text` (on `taskId`, if given) with the SDK's client: the task, and its reply's text. */
+export async function ask(client: Client, text: string, taskId?: string): Promise<{ task: Task; text: string }> {
+  const message = Message.fromJSON({ messageId: randomUUID(), role: "ROLE_USER", parts: [{ text }], taskId });
+  const result = await client.sendMessage({ tenant: "", message, configuration: undefined, metadata: undefined });
+  assert.ok("id" in result, "a task, not a message");
+  const part = result.status?.message?.parts[0]?.content;
+  return { task: result, text: part?.$case === "text" ? part.value : "" };
+}

@@ -4,19 +4,16 @@
  * README's gateway block run there, verbatim, against the real sidecar.
  */
 import assert from "node:assert/strict";
-import { execFileSync, spawn } from "node:child_process";
-import { randomUUID } from "node:crypto";
-import { once } from "node:events";
+import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { after, before, test } from "node:test";
-import { Message, TaskState } from "@a2a-js/sdk";
+import { TaskState } from "@a2a-js/sdk";
 import { ClientFactory, DefaultAgentCardResolver } from "@a2a-js/sdk/client";
 import { COMMANDS_EXTENSION_URI } from "a2a-commands";
-import { startSidecar, type Sidecar } from "./harness.js";
+import { ask, spawnGateway, startSidecar, type GatewayProcess, type Sidecar } from "./harness.js";
 
 const KIT = fileURLToPath(new URL("../../", import.meta.url));
 const ROOT = join(KIT, "..", "..");
@@ -56,7 +53,7 @@ export const myExecutor = {
 
 let sidecar: Sidecar;
 let project: string;
-const gateway = { url: "", stop: async () => {} };
+let gateway: GatewayProcess;
 
 before(async () => {
   sidecar = await startSidecar();
@@ -73,24 +70,14 @@ before(async () => {
   writeFileSync(join(project, "my-agent.js"), MY_AGENT);
   writeFileSync(join(project, "gateway.mjs"), block("## Slash commands in an existing agent", "ts"));
 
-  const child = spawn(process.execPath, ["gateway.mjs"], {
+  gateway = await spawnGateway(["gateway.mjs"], {
     cwd: project,
     env: { ...process.env, PORT: "0", A2A_COMMANDS_ADDR: `http://${sidecar.address}` },
-    stdio: ["ignore", "pipe", "inherit"],
+    listening: (line) => {
+      const port = /^listening .*port: (\d+)/.exec(line)?.[1];
+      return port === undefined ? undefined : `http://127.0.0.1:${port}/`;
+    },
   });
-  const exited = once(child, "exit");
-  const port = await new Promise<number>((resolve, reject) => {
-    createInterface({ input: child.stdout! }).on("line", (line) => {
-      const match = /^listening .*port: (\d+)/.exec(line);
-      if (match) resolve(Number(match[1]));
-    });
-    void exited.then(() => reject(new Error("the README gateway exited before listening")));
-  });
-  gateway.url = `http://127.0.0.1:${port}/`;
-  gateway.stop = async () => {
-    child.kill("SIGTERM");
-    await exited;
-  };
 });
 
 after(async () => {
@@ -112,17 +99,11 @@ test("the README gateway answers commands, passes the rest on, and lists the com
   assert.deepEqual((entry?.params?.commands as { name: string }[]).map((c) => c.name), ["model", "effort", "sub-task", "status"]);
   card.supportedInterfaces[0]!.url = gateway.url;
   const client = await new ClientFactory().createFromAgentCard(card);
-  const ask = async (text: string, taskId?: string) => {
-    const message = Message.fromJSON({ messageId: randomUUID(), role: "ROLE_USER", parts: [{ text }], taskId });
-    const result = await client.sendMessage({ tenant: "", message, configuration: undefined, metadata: undefined });
-    assert.ok("id" in result);
-    const part = result.status?.message?.parts[0]?.content;
-    return { task: result, text: part?.$case === "text" ? part.value : "" };
-  };
-  const first = await ask("/model");
+
+  const first = await ask(client, "/model");
   assert.match(first.text, /^Model: gpt-x \(default\)\n/);
   assert.equal(first.task.status?.state, TaskState.TASK_STATE_INPUT_REQUIRED);
   // Anonymous callers are watchers by default: they may read, not change.
-  assert.equal((await ask("/effort high", first.task.id)).text, "refused: a watcher may not change the task with /effort");
-  assert.equal((await ask("hello", first.task.id)).text, "echo: hello");
+  assert.equal((await ask(client, "/effort high", first.task.id)).text, "refused: a watcher may not change the task with /effort");
+  assert.equal((await ask(client, "hello", first.task.id)).text, "echo: hello");
 });
