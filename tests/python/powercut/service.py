@@ -12,18 +12,11 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 
 START_TIMEOUT = 60.0  # a bound against a hang; readiness is the "serving" line
-BINARY_WAIT = 300.0  # how long a binary being rebuilt may be missing
-
-
 def binary():
-    """The server binary (A2A_COMMANDS_BIN, else target/debug), waiting while a rebuild
-    has it briefly missing."""
+    """The server binary: A2A_COMMANDS_BIN, else target/debug (as tests/python/conftest.py)."""
     path = os.environ.get("A2A_COMMANDS_BIN") or str(ROOT / "target" / "debug" / "a2a-commands")
-    deadline = time.monotonic() + BINARY_WAIT
-    while not os.access(path, os.X_OK):
-        if time.monotonic() > deadline:
-            raise FileNotFoundError(f"{path} is missing: run cargo build first")
-        time.sleep(0.5)  # a rebuild replaces it; bounded
+    if not os.access(path, os.X_OK):
+        raise FileNotFoundError(f"{path} is missing: run cargo build first")
     return path
 
 
@@ -44,18 +37,8 @@ class Service:
         self.serving = None
         args = [binary(), "serve", "--listen", "127.0.0.1:0", "--health-listen", "127.0.0.1:0",
                 "--log-format", "json", "--data-dir", self.data_dir, *extra]
-        for attempt in range(20):
-            try:
-                self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL,
-                                             stdout=subprocess.DEVNULL,
-                                             stderr=subprocess.PIPE, text=True)
-                break
-            except OSError:
-                # ETXTBSY or ENOENT while the binary is being replaced by a build.
-                if attempt == 19:
-                    raise
-                time.sleep(0.5)
-                args[0] = binary()
+        self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE, text=True)
         self._pump = threading.Thread(target=self._read, daemon=True)
         self._pump.start()
 
