@@ -4,8 +4,8 @@
 //! Per-call metrics (calls, their latency, Execute's outcomes) are recorded only by a
 //! server that serves them (`--metrics-listen`; its call log decides, see
 //! `transport::call_log::CallLog`): without a scraper they would be work on every call
-//! for nobody. The rest (registry,
-//! writer, handlers, commands file, WatchSpecs) changes rarely and is always kept.
+//! for nobody. The rest (registry, writer, handlers, commands file, WatchSpecs) changes
+//! rarely and is always kept.
 //!
 //! Label sets stay bounded: methods and gRPC codes are fixed sets, and a command name
 //! is a label only where it is registered (Execute's outcomes of commands, handler

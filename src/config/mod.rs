@@ -149,7 +149,7 @@ impl Settings {
         }
     }
 
-    /// The effective configuration as JSON (`serve --print-config`, and the start line):
+    /// The effective configuration as JSON (`serve --print-config`):
     /// every setting as resolved, with file paths, never a secret's content.
     pub fn describe(&self) -> serde_json::Value {
         let addr = |a: Option<SocketAddr>| a.map_or_else(|| "off".to_owned(), |a| a.to_string());

@@ -139,7 +139,6 @@ impl Writer {
                 // the record is no longer trusted, so no later change is taken.
                 let after = Fingerprint::of(&next);
                 if let Err(err) = self.seal.write(after, after) {
-                    tracing::error!(error = %err, "the acknowledged-state record was not confirmed");
                     self.stop_changes(store::io_error(&err));
                 }
             }
