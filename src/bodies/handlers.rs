@@ -18,6 +18,7 @@ use crate::bodies::mcp::McpClient;
 use crate::metrics::{metrics, HandlerLabels, TransportLabels};
 use crate::pb;
 use crate::rules::body::{HandlerAnswer, HandlerBinding, HandlerKind, HandlerPolicy};
+use crate::rules::complete::{self, ArgumentQuery, Completions};
 
 /// What is kept per endpoint URL: its concurrency slots and its call counter (JSON-RPC
 /// ids count per endpoint, as the reference's do).
@@ -151,11 +152,40 @@ impl Handlers {
         })
     }
 
+    /// Suggestions for `query`'s argument from its handler, cut to `limit`: Complete's
+    /// handler half. The handler sees the command, what was typed, the `sender` and the
+    /// `task` (a default one when the request sent none).
+    pub async fn suggest(
+        &self,
+        query: &ArgumentQuery<'_>,
+        sender: Option<pb::Sender>,
+        task: Option<pb::TaskSnapshot>,
+        limit: usize,
+        trace: &Trace,
+    ) -> Completions {
+        let task = task.unwrap_or_default();
+        let invocation = pb::Invocation {
+            task_id: task.id.clone(),
+            correlation_id: String::new(),
+            attempt: 1,
+            command: query.command.to_owned(),
+            arguments: query.argument.to_owned(),
+            sender,
+            task: Some(task),
+            message: None,
+        };
+        let timeout = std::time::Duration::from_millis(complete::HANDLER_TIMEOUT_MS);
+        let (values, total) = self
+            .complete(&query.handler, &invocation, trace, timeout)
+            .await;
+        complete::from_handler(query, values, total, limit)
+    }
+
     /// Asks the handler for argument suggestions (`invocation.arguments` is what was
     /// typed): within `timeout`, and any failure (none implemented, an error, a slow or
     /// malformed answer) is no suggestions, logged at debug. Returns the values and how
     /// many the handler says there are.
-    pub async fn complete(
+    async fn complete(
         &self,
         binding: &HandlerBinding,
         invocation: &pb::Invocation,

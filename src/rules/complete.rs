@@ -1,11 +1,14 @@
 //! Argument completion, as pure functions: what the text typed so far asks to complete
 //! (a command name, or a registered command's argument), and the suggestions the
 //! service makes itself (names by prefix; `/model`'s selectable models, `/effort`'s
-//! accepted efforts). Handler commands' suggestions come from their handler; the
-//! transport calls it and cuts the answer with [`Completions::cut`].
+//! accepted efforts). [`plan`] decides a whole request; when a handler command's
+//! suggestions come from its handler, the plan says what to ask it ([`ArgumentQuery`]),
+//! and the handler clients ask and cut the answer with [`Completions::cut`], as Execute
+//! delegates.
 
+use crate::error::Error;
 use crate::pb::ParticipantRole;
-use crate::rules::body::Body;
+use crate::rules::body::{Body, HandlerBinding};
 use crate::rules::builtins::{Builtin, Catalogue};
 use crate::rules::parse::Lookup;
 use crate::rules::policy::{changes_task, Access};
@@ -194,6 +197,114 @@ pub fn argument_source(body: &Body) -> ArgumentSource<'_> {
         Body::Handler { handler } => ArgumentSource::Handler(handler),
         Body::None => ArgumentSource::None,
     }
+}
+
+/// What a Complete request is answered with.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Plan<'t> {
+    /// The answer: `completions` for `command` ("" when names or nothing were completed).
+    Answer {
+        /// The suggestions.
+        completions: Completions,
+        /// The command whose argument was completed.
+        command: &'t str,
+    },
+    /// The answer is the command's handler's: ask it.
+    Ask(ArgumentQuery<'t>),
+}
+
+/// What to ask a handler for: values for the argument typed after `head`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ArgumentQuery<'t> {
+    /// The command.
+    pub command: &'t str,
+    /// The text before the argument; each value is offered after it.
+    pub head: &'t str,
+    /// The argument typed so far.
+    pub argument: &'t str,
+    /// The command's handler (a copy: the registry's state is not held while it runs).
+    pub handler: HandlerBinding,
+}
+
+/// Plans the answer to completing `text` for a sender of `role`, against the
+/// registered `commands` (looked up by name, and `listing` them in registration order
+/// with their descriptions), with at most `limit` suggestions. Completing a command
+/// needs a role: an unspecified one is an error.
+pub fn plan<'t, 'c>(
+    text: &'t str,
+    role: ParticipantRole,
+    commands: &'c impl Lookup,
+    listing: impl Iterator<Item = (&'c str, &'c str, &'c Access)>,
+    catalogue: &Catalogue,
+    limit: usize,
+) -> Result<Plan<'t>, Error> {
+    let answer = |completions, command| {
+        Ok(Plan::Answer {
+            completions,
+            command,
+        })
+    };
+    let target = target(text, commands);
+    if target == Target::Nothing {
+        return answer(Completions::default(), "");
+    }
+    if role == ParticipantRole::Unspecified {
+        return Err(Error::invalid(
+            "sender.role",
+            "must be set to complete a command (PARTICIPANT_ROLE_NONE for a sender \
+             with no role on the task)",
+        ));
+    }
+    let (name, head, argument) = match target {
+        Target::Name { prefix } => return answer(names(prefix, role, listing, limit), ""),
+        Target::Argument {
+            name,
+            head,
+            argument,
+        } => (name, head, argument),
+        Target::Nothing => unreachable!("returned above"),
+    };
+    let Some(body) = commands.body(name) else {
+        return answer(Completions::default(), "");
+    };
+    if !offered(role, name, commands.access(name)) {
+        return answer(Completions::default(), name);
+    }
+    let values = match argument_source(body) {
+        ArgumentSource::Builtin(builtin) => {
+            builtin_values(builtin, name, head, argument, role, catalogue)
+        }
+        ArgumentSource::None => Vec::new(),
+        ArgumentSource::Handler(handler) => {
+            return Ok(Plan::Ask(ArgumentQuery {
+                command: name,
+                head,
+                argument,
+                handler: handler.clone(),
+            }))
+        }
+    };
+    let total = values.len();
+    answer(Completions::cut(values, total, limit), name)
+}
+
+/// A handler's `values` (with descriptions) for `query`, of `total` it knows of, cut to
+/// `limit`.
+pub fn from_handler(
+    query: &ArgumentQuery<'_>,
+    values: Vec<(String, String)>,
+    total: usize,
+    limit: usize,
+) -> Completions {
+    let all = values
+        .into_iter()
+        .map(|(value, description)| Suggestion {
+            text: format!("{}{value}", query.head),
+            value,
+            description,
+        })
+        .collect();
+    Completions::cut(all, total, limit)
 }
 
 #[cfg(test)]

@@ -1,6 +1,4 @@
-//! The one log line per call: method, status code, latency, command name and, for
-//! Execute, the outcome and the caller's trace id. Message text and arguments are never
-//! logged, since they may carry secrets.
+//! Writing the call lines that the observing layer (`layers::observe`) hands over.
 //!
 //! A call's line is most of what a cheap call costs if it goes through `tracing` (about
 //! 3 µs of formatting, an allocation and a wake-up of the log thread per line). So when
@@ -14,87 +12,11 @@ use std::io::Write as _;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::thread::{JoinHandle, Thread};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
-use tonic::{Code, Response, Status};
+use tonic::Code;
 
 use crate::codes;
-use crate::error::Error;
-use crate::metrics::metrics;
-use crate::transport::status::code;
-
-/// How one server logs and counts its calls: built from its settings and handed to its
-/// service, so two servers in one process keep their own.
-#[derive(Debug)]
-pub struct CallLog {
-    /// One in how many successful calls is logged (1: every call).
-    sample: u64,
-    /// Successful calls so far, for sampling.
-    successes: AtomicU64,
-    /// Whether per-call metrics are recorded (only when they are served).
-    metrics: bool,
-}
-
-impl CallLog {
-    /// Logs one successful call in `sample` (0 and 1: every call), failures always; with
-    /// `metrics`, also counts every call and every Execute outcome.
-    pub fn new(sample: u64, metrics: bool) -> Self {
-        Self {
-            sample: sample.max(1),
-            successes: AtomicU64::new(0),
-            metrics,
-        }
-    }
-
-    /// Records how an Execute of the registered `command` ended.
-    pub(crate) fn outcome(&self, command: &str, outcome: &'static str) {
-        if self.metrics {
-            metrics().outcome(command, outcome);
-        }
-    }
-
-    /// Logs the call's one line and wraps the answer.
-    pub(crate) fn logged<T>(
-        &self,
-        method: &'static str,
-        started: Instant,
-        command: &str,
-        result: Result<T, Error>,
-    ) -> Result<Response<T>, Status> {
-        self.record(method, started, &result, command, "", "");
-        result.map(Response::new).map_err(Status::from)
-    }
-
-    /// Logs the call's one line (method, status code, latency and command name) and
-    /// counts it.
-    pub(crate) fn record<T>(
-        &self,
-        method: &'static str,
-        started: Instant,
-        result: &Result<T, Error>,
-        command: &str,
-        outcome: &'static str,
-        trace_id: &str,
-    ) {
-        let code = result.as_ref().map_or_else(code, |_| Code::Ok);
-        let elapsed = started.elapsed();
-        if self.metrics {
-            metrics().call(method, codes::name(code), elapsed);
-        }
-        // Successful calls may be sampled (--call-log-sample); a failure always has its
-        // line.
-        if code == Code::Ok
-            && self.sample > 1
-            && !self
-                .successes
-                .fetch_add(1, Ordering::Relaxed)
-                .is_multiple_of(self.sample)
-        {
-            return;
-        }
-        write_line(method, code, elapsed, command, outcome, trace_id);
-    }
-}
 
 /// How long queued lines may wait before they are written: long enough that a busy
 /// server writes many lines per wake-up, short enough for someone tailing the log.
@@ -106,7 +28,7 @@ const MAX_QUEUED: usize = 1 << 16;
 
 /// The longest command name copied into a line, in bytes. Registered names are at
 /// most 64; longer ones are what a refused Register sent, cut at a character boundary.
-const MAX_COMMAND: usize = 128;
+pub(crate) const MAX_COMMAND: usize = 128;
 
 /// The call log's output format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -119,13 +41,23 @@ pub enum Format {
 
 /// Bytes copied inline, so that queuing a line allocates nothing.
 #[derive(Clone, Copy)]
-struct Inline<const N: usize> {
+pub(crate) struct Inline<const N: usize> {
     len: u8,
     bytes: [u8; N],
 }
 
+impl<const N: usize> Default for Inline<N> {
+    fn default() -> Self {
+        Self {
+            len: 0,
+            bytes: [0; N],
+        }
+    }
+}
+
 impl<const N: usize> Inline<N> {
-    fn new(text: &str) -> Self {
+    /// `text`, cut to at most `N` bytes at a character boundary.
+    pub(crate) fn new(text: &str) -> Self {
         let mut len = text.len().min(N);
         while !text.is_char_boundary(len) {
             len -= 1;
@@ -138,7 +70,8 @@ impl<const N: usize> Inline<N> {
         }
     }
 
-    fn as_str(&self) -> &str {
+    /// The text.
+    pub(crate) fn as_str(&self) -> &str {
         std::str::from_utf8(&self.bytes[..usize::from(self.len)]).expect("cut at a boundary")
     }
 }
@@ -267,7 +200,7 @@ impl Writer {
 }
 
 /// Queues the line for the writer thread (or, before it starts, through `tracing`).
-fn write_line(
+pub(crate) fn write_line(
     method: &'static str,
     code: Code,
     elapsed: Duration,
@@ -430,42 +363,9 @@ struct Rfc3339(SystemTime);
 
 impl std::fmt::Display for Rfc3339 {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let since = self
-            .0
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .unwrap_or_default();
-        let seconds = since.as_secs();
-        let (year, month, day) = civil_date(seconds / 86_400);
-        let of_day = seconds % 86_400;
-        write!(
-            f,
-            "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:06}Z",
-            of_day / 3600,
-            of_day / 60 % 60,
-            of_day % 60,
-            since.subsec_micros()
-        )
+        let at = chrono::DateTime::<chrono::Utc>::from(self.0);
+        f.write_str(&at.to_rfc3339_opts(chrono::SecondsFormat::Micros, true))
     }
-}
-
-/// The proleptic Gregorian date `days` after 1970-01-01 (Hinnant's days-to-civil).
-fn civil_date(days: u64) -> (u64, u64, u64) {
-    // Shift the epoch to 0000-03-01, so that leap days end each 400-year era.
-    let z = days + 719_468;
-    let era = z / 146_097;
-    let day_of_era = z % 146_097;
-    let year_of_era =
-        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let month_index = (5 * day_of_year + 2) / 153; // 0 = March
-    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
-    let month = if month_index < 10 {
-        month_index + 3
-    } else {
-        month_index - 9
-    };
-    let year = era * 400 + year_of_era + u64::from(month <= 2);
-    (year, month, day)
 }
 
 #[cfg(test)]
@@ -473,11 +373,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn dates_follow_the_calendar() {
-        assert_eq!(civil_date(0), (1970, 1, 1));
-        assert_eq!(civil_date(59), (1970, 3, 1));
-        assert_eq!(civil_date(11_016), (2000, 2, 29));
-        assert_eq!(civil_date(20_790), (2026, 12, 3));
+    fn times_are_written_as_tracing_writes_them() {
         let at = SystemTime::UNIX_EPOCH + Duration::from_micros(1_796_281_323_004_005);
         assert_eq!(Rfc3339(at).to_string(), "2026-12-03T07:02:03.004005Z");
     }

@@ -83,8 +83,19 @@ pub fn list_response(snapshot: &Snapshot, with_struct: bool) -> pb::ListSpecsRes
     }
 }
 
+/// The ListSpecs answer to `request` at `snapshot`: only the revision when the
+/// caller's `known_revision` is current, else every command (with the card entry as a
+/// message when asked).
+pub fn list_specs(snapshot: &Snapshot, request: &pb::ListSpecsRequest) -> pb::ListSpecsResponse {
+    if request.known_revision == Some(snapshot.revision()) {
+        unchanged_response(snapshot.revision())
+    } else {
+        list_response(snapshot, request.include_card_extension)
+    }
+}
+
 /// The ListSpecs answer when the caller's `known_revision` is current: a few bytes.
-pub fn unchanged_response(revision: u64) -> pb::ListSpecsResponse {
+fn unchanged_response(revision: u64) -> pb::ListSpecsResponse {
     pb::ListSpecsResponse {
         revision,
         unchanged: true,

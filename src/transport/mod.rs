@@ -1,15 +1,17 @@
 //! The gRPC transport: everything that knows about tonic, HTTP/2 and statuses.
 //!
 //! `service` implements `CommandService` by translating requests into calls of the
-//! rules, the registry and the handler clients; `routes` sits in front of it (ListSpecs
-//! from cached bytes, clear statuses for undecodable requests); `server` wires the
-//! listeners, health, reflection, TLS and drain. `status` is the one place errors
-//! become gRPC statuses.
+//! rules, the registry and the handler clients; `routes` sits in front of it (decoding
+//! limits, ListSpecs from cached bytes, clear statuses for undecodable requests);
+//! `layers` are what every connection and call passes first, one concern each, and the
+//! observing layer that logs and counts calls (written out by `call_log`); `server`
+//! wires the listeners, health, reflection, TLS and drain. `status` is the one place
+//! errors become gRPC statuses.
 
 pub mod auth;
 pub mod call_log;
-pub mod connection;
 pub mod convert;
+pub mod layers;
 pub mod routes;
 pub mod server;
 pub mod service;

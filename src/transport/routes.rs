@@ -1,15 +1,16 @@
-//! ListSpecs answered from bytes encoded once per registry revision.
+//! The route in front of the generated `CommandServiceServer`: each call decoded under
+//! this server's limits, undecodable requests given statuses that blame the client,
+//! and ListSpecs answered from bytes encoded once per registry revision.
 //!
 //! A ListSpecs answer carries every spec plus the card twice as JSON, so building and
 //! encoding it costs far more than the call around it. The registry changes rarely and
-//! reads are frequent, so the encoded answer is kept for the current revision and every
-//! call until the next change sends the same bytes. This route sits in front of the
-//! generated `CommandServiceServer` and takes only the ListSpecs path; all else passes
-//! through. Reflection still describes ListSpecs as declared in the proto.
+//! reads are frequent, so the encoded answer to the plain request is kept for the
+//! current revision and every call until the next change sends the same bytes; other
+//! requests get `convert::list_specs`'s answer, the one rule for both. Reflection still
+//! describes ListSpecs as declared in the proto.
 
 use std::convert::Infallible;
 use std::sync::Arc;
-use std::time::Instant;
 
 use arc_swap::ArcSwapOption;
 use prost::Message as _;
@@ -20,9 +21,9 @@ use tonic::{Request, Response, Status};
 
 use crate::pb::{self, command_service_server::CommandServiceServer};
 use crate::registry::{Registry, Snapshot};
-use crate::transport::call_log::CallLog;
-use crate::transport::convert::{list_response, unchanged_response};
+use crate::transport::convert::list_specs;
 use crate::transport::service::{Api, SERVICE_NAME};
+use crate::wire;
 
 const LIST_SPECS_PATH: &str = "/a2a.commands.v1.CommandService/ListSpecs";
 
@@ -46,7 +47,8 @@ impl ListCache {
                 return cached.bytes.clone();
             }
         }
-        let bytes = Bytes::from(list_response(snapshot, false).encode_to_vec());
+        let plain = pb::ListSpecsRequest::default();
+        let bytes = Bytes::from(list_specs(snapshot, &plain).encode_to_vec());
         self.latest.store(Some(Arc::new(Encoded {
             revision: snapshot.revision(),
             bytes: bytes.clone(),
@@ -91,7 +93,6 @@ impl Codec for EncodedCodec {
 struct ListSpecs {
     registry: Arc<Registry>,
     cache: Arc<ListCache>,
-    calls: Arc<CallLog>,
 }
 
 impl UnaryService<pb::ListSpecsRequest> for ListSpecs {
@@ -101,20 +102,19 @@ impl UnaryService<pb::ListSpecsRequest> for ListSpecs {
     fn call(&mut self, request: Request<pb::ListSpecsRequest>) -> Self::Future {
         let registry = Arc::clone(&self.registry);
         let cache = Arc::clone(&self.cache);
-        let calls = Arc::clone(&self.calls);
         Box::pin(async move {
-            let started = Instant::now();
             let request = request.get_ref();
             let snapshot = registry.snapshot();
-            let bytes = if request.known_revision == Some(snapshot.revision()) {
-                Bytes::from(unchanged_response(snapshot.revision()).encode_to_vec())
-            } else if request.include_card_extension {
-                // Rarely asked for: built each time rather than cached.
-                Bytes::from(list_response(&snapshot, true).encode_to_vec())
-            } else {
+            let plain = request.known_revision != Some(snapshot.revision())
+                && !request.include_card_extension;
+            let bytes = if plain {
                 cache.answer(&snapshot)
+            } else {
+                // An unchanged answer is a few bytes, and the card as a message is rarely
+                // asked for: both are built each time.
+                Bytes::from(list_specs(&snapshot, request).encode_to_vec())
             };
-            calls.logged("ListSpecs", started, "", Ok(bytes))
+            Ok(Response::new(bytes))
         })
     }
 }
@@ -177,23 +177,24 @@ fn clarify_decode_errors(
 pub struct Routes {
     registry: Arc<Registry>,
     cache: Arc<ListCache>,
-    calls: Arc<CallLog>,
     generated: CommandServiceServer<Api>,
     max_decoding_message_size: usize,
+    max_elements: usize,
 }
 
 impl Routes {
-    /// Routes for `api`, accepting requests up to `max_decoding_message_size` bytes.
-    pub fn new(api: Arc<Api>, max_decoding_message_size: usize) -> Self {
+    /// Routes for `api`, accepting requests up to `max_decoding_message_size` bytes
+    /// and `max_elements` repeated elements.
+    pub fn new(api: Arc<Api>, max_decoding_message_size: usize, max_elements: usize) -> Self {
         let generated = CommandServiceServer::from_arc(Arc::clone(&api))
             .max_decoding_message_size(max_decoding_message_size)
             .max_encoding_message_size(usize::MAX);
         Self {
             registry: Arc::clone(api.registry()),
             cache: Arc::default(),
-            calls: Arc::clone(api.calls()),
             generated,
             max_decoding_message_size,
+            max_elements,
         }
     }
 }
@@ -214,13 +215,13 @@ impl Service<http::Request<tonic::body::Body>> for Routes {
     fn call(&mut self, request: http::Request<tonic::body::Body>) -> Self::Future {
         let max = self.max_decoding_message_size;
         if request.uri().path() != LIST_SPECS_PATH {
-            let answer = self.generated.call(request);
+            // The codec reads this server's element limit while it decodes.
+            let answer = wire::with_max_elements(self.max_elements, self.generated.call(request));
             return Box::pin(async move { Ok(clarify_decode_errors(answer.await?, max)) });
         }
         let method = ListSpecs {
             registry: Arc::clone(&self.registry),
             cache: Arc::clone(&self.cache),
-            calls: Arc::clone(&self.calls),
         };
         Box::pin(async move {
             let mut grpc =

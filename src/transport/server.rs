@@ -23,12 +23,15 @@ use crate::pb::{self, command_service_server::CommandServiceServer};
 use crate::registry::commands_file::{self, FileError};
 use crate::registry::{Change, OpenError, Registry};
 use crate::transport::auth::AdminAuth;
-use crate::transport::call_log::CallLog;
-use crate::transport::connection::{GuardLayer, IdleIo};
+use crate::transport::layers::budget::BudgetLayer;
+use crate::transport::layers::grpc_only;
+use crate::transport::layers::idle::{IdleIo, InFlightLayer};
+use crate::transport::layers::observe::{CallLog, Observed};
+use crate::transport::layers::read_deadline::ReadDeadlineLayer;
+use crate::transport::layers::write_joining::JoinedWrites;
 use crate::transport::routes::Routes;
 use crate::transport::service::{Api, SERVICE_NAME};
 use crate::transport::tls::{tls_config, TlsError};
-use crate::wire;
 
 /// Why the server could not start.
 #[derive(Debug, thiserror::Error)]
@@ -173,16 +176,16 @@ fn reflection_builder() -> tonic_reflection::server::Builder<'static> {
 }
 
 /// Accepted connections with Nagle's algorithm off (a gRPC answer is written in pieces,
-/// and waiting to coalesce them costs tens of milliseconds against delayed ACKs), each
-/// closed after `idle` with no call in flight.
+/// and waiting to coalesce them costs tens of milliseconds against delayed ACKs), their
+/// small writes joined, each closed after `idle` with no call in flight.
 fn incoming(
     listener: TcpListener,
     idle: Option<Duration>,
-) -> impl tokio_stream::Stream<Item = std::io::Result<IdleIo>> {
+) -> impl tokio_stream::Stream<Item = std::io::Result<IdleIo<JoinedWrites>>> {
     use tokio_stream::StreamExt as _;
     TcpIncoming::from(listener)
         .with_nodelay(Some(true))
-        .map(move |accepted| accepted.map(|stream| IdleIo::new(stream, idle)))
+        .map(move |accepted| accepted.map(|stream| IdleIo::new(JoinedWrites::new(stream), idle)))
 }
 
 /// Serves `GET /metrics` (OpenMetrics text) on `listener` until aborted.
@@ -205,12 +208,24 @@ async fn serve_metrics(listener: TcpListener) {
     }
 }
 
-/// A server builder with the connection limits of `limits`, whose calls share `guard`'s
-/// request memory budget.
-fn server_builder(
-    limits: &Limits,
-    guard: &GuardLayer,
-) -> tonic::transport::Server<tower_layer::Stack<GuardLayer, tower_layer::Identity>> {
+/// The layers every call passes, outermost first (see `layers`).
+type CallLayers = tower_layer::Stack<
+    BudgetLayer,
+    tower_layer::Stack<
+        ReadDeadlineLayer,
+        tower_layer::Stack<
+            InFlightLayer,
+            tower_layer::Stack<
+                tower_http::validate_request::ValidateRequestHeaderLayer<grpc_only::GrpcOnly>,
+                tower_layer::Identity,
+            >,
+        >,
+    >,
+>;
+
+/// A server builder with the connection limits of `limits`, whose calls share
+/// `budget`. This is where the per-call layers are put together.
+fn server_builder(limits: &Limits, budget: &BudgetLayer) -> tonic::transport::Server<CallLayers> {
     tonic::transport::Server::builder()
         .max_concurrent_streams(limits.max_concurrent_streams)
         .http2_max_header_list_size(limits.max_header_list_bytes)
@@ -220,7 +235,10 @@ fn server_builder(
         // here because SECURITY.md's worst case is computed from them).
         .initial_connection_window_size(CONNECTION_WINDOW)
         .initial_stream_window_size(CONNECTION_WINDOW)
-        .layer(guard.clone())
+        .layer(grpc_only::layer())
+        .layer(InFlightLayer)
+        .layer(ReadDeadlineLayer::new(limits.request_read_timeout))
+        .layer(budget.clone())
 }
 
 /// The HTTP/2 flow-control window of a connection (and of each stream), in bytes.
@@ -295,22 +313,22 @@ pub async fn start(settings: Settings) -> Result<RunningServer, StartError> {
             .map_err(|e| StartError::Security(e.to_string()))?,
         auth,
         draining.clone(),
-        Arc::new(CallLog::new(
-            settings.call_log_sample,
-            settings.metrics_listen.is_some(),
-        )),
     ));
     let (health, health_service) = tonic_health::server::health_reporter();
     health.set_serving::<CommandServiceServer<Api>>().await;
-    let api = Routes::new(api, settings.max_message_bytes);
+    let max_elements = settings.limits.max_request_elements;
+    let calls = CallLog::new(settings.call_log_sample, settings.metrics_listen.is_some());
+    let api = Observed::new(
+        Routes::new(api, settings.max_message_bytes, max_elements),
+        Arc::new(calls),
+    );
 
-    wire::set_max_elements(settings.limits.max_request_elements);
-    let guard = GuardLayer::new(
+    let budget = BudgetLayer::new(
         settings.limits.max_request_memory,
         settings.max_message_bytes,
-        settings.limits.request_read_timeout,
+        max_elements,
     );
-    let mut builder = server_builder(&settings.limits, &guard);
+    let mut builder = server_builder(&settings.limits, &budget);
     if let Some(tls) = tls {
         builder = builder
             .tls_config(tls)
@@ -339,7 +357,7 @@ pub async fn start(settings: Settings) -> Result<RunningServer, StartError> {
                     .with_service_name("grpc.health.v1.Health")
             };
             let task = tokio::spawn(
-                server_builder(&settings.limits, &guard)
+                server_builder(&settings.limits, &budget)
                     .add_service(health_service)
                     .add_service(reflection().build_v1()?)
                     .add_service(reflection().build_v1alpha()?)

@@ -1,13 +1,11 @@
 //! The `CommandService` implementation: the gRPC layer, which only translates.
 //!
 //! Each method checks the request's shape, calls the plain functions (registry,
-//! classify, execute, handlers), converts the result to protobuf, and logs one line:
-//! method, status code, latency and command name. Message text and arguments are never
-//! logged, since they may carry secrets.
+//! classify, execute, handlers), and converts the result to protobuf. It [`note`]s the
+//! command it concerns for the observing layer, which logs and counts every call.
 
 use std::pin::Pin;
 use std::sync::Arc;
-use std::time::Instant;
 
 use tokio_stream::{Stream, StreamExt};
 use tokio_util::sync::CancellationToken;
@@ -21,7 +19,7 @@ use crate::pb::{self, Outcome, ParticipantRole};
 use crate::registry::{Applied, Change, Registry};
 use crate::rules::body::{Body, HandlerAnswer, HandlerBinding};
 use crate::rules::builtins::Catalogue;
-use crate::rules::complete::{self, ArgumentSource, Completions, Target};
+use crate::rules::complete::{self, Completions, Plan};
 use crate::rules::event::Forms;
 use crate::rules::execute::{execute, handler_reply, reply_event, Execution};
 use crate::rules::parse::{classify, Classification};
@@ -29,10 +27,8 @@ use crate::rules::policy::Access;
 use crate::rules::spec::{CommandName, CommandSpec};
 use crate::rules::task::Task;
 use crate::transport::auth::AdminAuth;
-use crate::transport::call_log::CallLog;
-use crate::transport::convert::{
-    list_response, now, ordinary, outcome_to_proto, unchanged_response,
-};
+use crate::transport::convert::{list_response, list_specs, now, ordinary, outcome_to_proto};
+use crate::transport::layers::observe::note;
 
 /// The `CommandService` implementation.
 pub struct Api {
@@ -43,20 +39,18 @@ pub struct Api {
     /// Cancelled when the server starts draining: WatchSpecs streams end then, so they
     /// do not hold the drain open until its timeout.
     draining: CancellationToken,
-    /// This server's call log and call metrics.
-    calls: Arc<CallLog>,
 }
 
 impl Api {
     /// The API over `registry`, running built-ins with `catalogue` and handlers with
-    /// `handlers`; changes need `auth`; every call goes to `calls`.
+    /// `handlers`; changes need `auth`; WatchSpecs streams end when `draining` is
+    /// cancelled.
     pub fn new(
         registry: Arc<Registry>,
         catalogue: Catalogue,
         handlers: Handlers,
         auth: AdminAuth,
         draining: CancellationToken,
-        calls: Arc<CallLog>,
     ) -> Self {
         Self {
             registry,
@@ -64,13 +58,7 @@ impl Api {
             handlers: Arc::new(handlers),
             auth,
             draining,
-            calls,
         }
-    }
-
-    /// This server's call log.
-    pub(crate) fn calls(&self) -> &Arc<CallLog> {
-        &self.calls
     }
 
     /// The registry served.
@@ -168,87 +156,42 @@ impl Api {
         if let Some(task) = &request.task {
             Task::from_proto(task)?;
         }
-        let snapshot = self.registry.snapshot();
-        let revision = snapshot.revision();
-        let target = complete::target(&request.text, &snapshot);
-        if target == Target::Nothing {
-            return Ok(completion_response(Completions::default(), "", revision));
-        }
         let role = request
             .sender
             .as_ref()
             .and_then(|s| ParticipantRole::try_from(s.role).ok())
             .unwrap_or(ParticipantRole::Unspecified);
-        if role == ParticipantRole::Unspecified {
-            return Err(Error::invalid(
-                "sender.role",
-                "must be set to complete a command (PARTICIPANT_ROLE_NONE for a sender \
-                 with no role on the task)",
-            ));
-        }
-        let (name, head, argument) = match target {
-            Target::Name { prefix } => {
-                let commands = snapshot
-                    .commands()
-                    .map(|c| (c.spec.name.as_str(), c.spec.description.as_str(), &c.access));
-                let names = complete::names(prefix, role, commands, limit);
-                return Ok(completion_response(names, "", revision));
-            }
-            Target::Argument {
-                name,
-                head,
-                argument,
-            } => (name, head, argument),
-            Target::Nothing => unreachable!("returned above"),
-        };
-        let Some(command) = snapshot.get(name) else {
-            return Ok(completion_response(Completions::default(), "", revision));
-        };
-        if !complete::offered(role, name, Some(&command.access)) {
-            return Ok(completion_response(Completions::default(), name, revision));
-        }
-        let suggestions = match complete::argument_source(&command.body) {
-            ArgumentSource::Builtin(builtin) => {
-                complete::builtin_values(builtin, name, head, argument, role, &self.catalogue)
-            }
-            ArgumentSource::None => Vec::new(),
-            ArgumentSource::Handler(binding) => {
-                let binding = binding.clone();
-                let task = request.task.clone().unwrap_or_default();
-                drop(snapshot);
-                let invocation = pb::Invocation {
-                    task_id: task.id.clone(),
-                    correlation_id: String::new(),
-                    attempt: 1,
-                    command: name.to_owned(),
-                    arguments: argument.to_owned(),
-                    sender: request.sender.clone(),
-                    task: Some(task),
-                    message: None,
-                };
-                let timeout = std::time::Duration::from_millis(complete::HANDLER_TIMEOUT_MS);
-                let (values, total) = self
+        let snapshot = self.registry.snapshot();
+        let revision = snapshot.revision();
+        let listing = snapshot
+            .commands()
+            .map(|c| (c.spec.name.as_str(), c.spec.description.as_str(), &c.access));
+        let plan = complete::plan(
+            &request.text,
+            role,
+            &*snapshot,
+            listing,
+            &self.catalogue,
+            limit,
+        )?;
+        // Not held across a handler call: a slow handler must not keep old states alive.
+        drop(snapshot);
+        let (completions, command) = match plan {
+            Plan::Answer {
+                completions,
+                command,
+            } => (completions, command),
+            Plan::Ask(query) => {
+                let sender = request.sender.clone();
+                let task = request.task.clone();
+                let completions = self
                     .handlers
-                    .complete(&binding, &invocation, trace, timeout)
+                    .suggest(&query, sender, task, limit, trace)
                     .await;
-                let all: Vec<_> = values
-                    .into_iter()
-                    .map(|(value, description)| complete::Suggestion {
-                        text: format!("{head}{value}"),
-                        value,
-                        description,
-                    })
-                    .collect();
-                let completions = Completions::cut(all, total, limit);
-                return Ok(completion_response(completions, name, revision));
+                (completions, query.command)
             }
         };
-        let total = suggestions.len();
-        Ok(completion_response(
-            Completions::cut(suggestions, total, limit),
-            name,
-            revision,
-        ))
+        Ok(completion_response(completions, command, revision))
     }
 
     async fn execute(
@@ -370,20 +313,6 @@ fn completion_response(
     }
 }
 
-/// The command and outcome of an Execute answer, for its log line.
-fn command_of_execute(response: &Result<pb::ExecuteResponse, Error>) -> (&str, &'static str) {
-    match response {
-        Ok(pb::ExecuteResponse {
-            result: Some(pb::execute_response::Result::Command(outcome)),
-            ..
-        }) => (
-            outcome.command.as_ref().map_or("", |c| c.name.as_str()),
-            outcome.outcome().as_str_name(),
-        ),
-        _ => ("", ""),
-    }
-}
-
 /// The stream WatchSpecs answers with.
 pub type WatchStream = Pin<Box<dyn Stream<Item = Result<pb::ListSpecsResponse, Status>> + Send>>;
 
@@ -393,50 +322,34 @@ impl CommandService for Api {
         &self,
         request: Request<pb::RegisterRequest>,
     ) -> Result<Response<pb::RegisterResponse>, Status> {
-        let started = Instant::now();
-        let name = request
-            .get_ref()
-            .spec
-            .as_ref()
-            .map(|s| s.name.clone())
-            .unwrap_or_default();
-        let result = Api::register(self, request).await;
-        self.calls.logged("Register", started, &name, result)
+        if let Some(spec) = &request.get_ref().spec {
+            note(&spec.name, "", "");
+        }
+        answer(Api::register(self, request).await)
     }
 
     async fn unregister(
         &self,
         request: Request<pb::UnregisterRequest>,
     ) -> Result<Response<pb::UnregisterResponse>, Status> {
-        let started = Instant::now();
-        let name = request.get_ref().name.clone();
-        let result = Api::unregister(self, request).await;
-        self.calls.logged("Unregister", started, &name, result)
+        note(&request.get_ref().name, "", "");
+        answer(Api::unregister(self, request).await)
     }
 
-    /// Served by `list_route::Routes` from cached bytes when the server is wired by
-    /// `server::start`; this is the same answer for anyone using the generated server
-    /// directly.
+    /// Served by `routes::Routes` from bytes cached per revision when the server is
+    /// wired by `server::start`; the same rule here for anyone serving `Api` directly.
     async fn list_specs(
         &self,
         request: Request<pb::ListSpecsRequest>,
     ) -> Result<Response<pb::ListSpecsResponse>, Status> {
-        let started = Instant::now();
-        let request = request.get_ref();
         let snapshot = self.registry.snapshot();
-        let response = if request.known_revision == Some(snapshot.revision()) {
-            unchanged_response(snapshot.revision())
-        } else {
-            list_response(&snapshot, request.include_card_extension)
-        };
-        self.calls.logged("ListSpecs", started, "", Ok(response))
+        Ok(Response::new(list_specs(&snapshot, request.get_ref())))
     }
 
     async fn watch_specs(
         &self,
         request: Request<pb::WatchSpecsRequest>,
     ) -> Result<Response<WatchStream>, Status> {
-        let started = Instant::now();
         let with_struct = request.get_ref().include_card_extension;
         // A watch channel holds only the latest snapshot: a slow reader skips ahead and
         // the writer never waits for it.
@@ -447,74 +360,58 @@ impl CommandService for Api {
             updates: Box::pin(updates),
             drained: Box::pin(self.draining.clone().cancelled_owned()),
         };
-        self.calls.logged(
-            "WatchSpecs",
-            started,
-            "",
-            Ok(Box::pin(updates) as WatchStream),
-        )
+        Ok(Response::new(Box::pin(updates) as WatchStream))
     }
 
     async fn complete(
         &self,
         request: Request<pb::CompleteRequest>,
     ) -> Result<Response<pb::CompleteResponse>, Status> {
-        let started = Instant::now();
         let trace = trace_of(request.metadata());
         let result = Api::complete(self, request.get_ref(), &trace).await;
         let command = result.as_ref().map_or("", |r| r.command.as_str());
-        self.calls
-            .record("Complete", started, &result, command, "", trace.trace_id());
-        result.map(Response::new).map_err(Status::from)
+        note(command, "", trace.trace_id());
+        answer(result)
     }
 
     async fn classify(
         &self,
         request: Request<pb::ClassifyRequest>,
     ) -> Result<Response<pb::ClassifyResponse>, Status> {
-        let started = Instant::now();
         let result = Api::classify(self, request.get_ref());
-        // The name is read from the answer in place: nothing is copied to log it.
-        let command = match &result {
-            Ok(pb::ClassifyResponse {
-                result: Some(pb::classify_response::Result::Command(c)),
-                ..
-            }) => c.name.as_str(),
-            _ => "",
-        };
-        self.calls
-            .record("Classify", started, &result, command, "", "");
-        result.map(Response::new).map_err(Status::from)
+        if let Ok(pb::ClassifyResponse {
+            result: Some(pb::classify_response::Result::Command(command)),
+            ..
+        }) = &result
+        {
+            note(&command.name, "", "");
+        }
+        answer(result)
     }
 
     async fn execute(
         &self,
         request: Request<pb::ExecuteRequest>,
     ) -> Result<Response<pb::ExecuteResponse>, Status> {
-        let started = Instant::now();
         let trace = trace_of(request.metadata());
         let result = Api::execute(self, request.get_ref(), &trace).await;
-        let (command, outcome) = command_of_execute(&result);
-        if !command.is_empty() {
-            // Only commands: their names are registered, so the label set is bounded.
-            let outcome = match outcome {
-                "OUTCOME_OK" => "ok",
-                "OUTCOME_REFUSED" => "refused",
-                "OUTCOME_FAILED" => "failed",
-                _ => "no_handler",
-            };
-            self.calls.outcome(command, outcome);
+        match &result {
+            Ok(pb::ExecuteResponse {
+                result: Some(pb::execute_response::Result::Command(outcome)),
+                ..
+            }) => {
+                let command = outcome.command.as_ref().map_or("", |c| c.name.as_str());
+                note(command, outcome.outcome().as_str_name(), trace.trace_id());
+            }
+            _ => note("", "", trace.trace_id()),
         }
-        self.calls.record(
-            "Execute",
-            started,
-            &result,
-            command,
-            outcome,
-            trace.trace_id(),
-        );
-        result.map(Response::new).map_err(Status::from)
+        answer(result)
     }
+}
+
+/// A method's result as gRPC answers it.
+fn answer<T>(result: Result<T, Error>) -> Result<Response<T>, Status> {
+    result.map(Response::new).map_err(Status::from)
 }
 
 /// A WatchSpecs stream that ends (OK) when the server starts draining; the client's

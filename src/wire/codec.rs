@@ -11,8 +11,8 @@
 //! element of a repeated or map field; more than the limit is RESOURCE_EXHAUSTED, and
 //! nothing is allocated for it.
 
+use std::future::Future;
 use std::marker::PhantomData;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use tonic::codec::{BufferSettings, Codec, DecodeBuf, Decoder};
 use tonic::Status;
@@ -22,18 +22,27 @@ use tonic_prost::ProstCodec;
 /// sub-tasks, event forms, ...) one request may hold.
 pub const DEFAULT_MAX_ELEMENTS: usize = 10_000;
 
-/// The limit in force; set once at start from the settings (codecs are built by the
-/// generated code with `Default`, so they cannot carry it).
-static MAX_ELEMENTS: AtomicUsize = AtomicUsize::new(DEFAULT_MAX_ELEMENTS);
-
-/// The most elements a request may hold.
-pub fn max_elements() -> usize {
-    MAX_ELEMENTS.load(Ordering::Relaxed)
+tokio::task_local! {
+    /// The limit of the call being decoded. Codecs are built by the generated code with
+    /// `Default`, so they cannot carry it; each server's route sets it around its calls
+    /// instead, so that two servers in one process keep their own.
+    static MAX_ELEMENTS: usize;
 }
 
-/// Sets the most elements a request may hold, for every codec of this process.
-pub fn set_max_elements(max: usize) {
-    MAX_ELEMENTS.store(max, Ordering::Relaxed);
+/// Runs `call` with `max` as the most elements a request it decodes may hold.
+pub fn with_max_elements<F: Future>(
+    max: usize,
+    call: F,
+) -> tokio::task::futures::TaskLocalFuture<usize, F> {
+    MAX_ELEMENTS.scope(max, call)
+}
+
+/// The most elements a request may hold: the limit set around the current call, or the
+/// default.
+pub fn max_elements() -> usize {
+    MAX_ELEMENTS
+        .try_with(|max| *max)
+        .unwrap_or(DEFAULT_MAX_ELEMENTS)
 }
 
 /// Which of our message shapes a wire message has, for the element count.
@@ -224,7 +233,7 @@ where
 
     fn decode(&mut self, buf: &mut DecodeBuf<'_>) -> Result<Option<U>, Status> {
         use bytes::Buf as _;
-        let max = MAX_ELEMENTS.load(Ordering::Relaxed);
+        let max = max_elements();
         let bytes = buf.chunk();
         // Every element counted takes at least one byte on the wire, so a message no
         // longer than the limit cannot pass it: most requests need no walk.

@@ -7,6 +7,6 @@ pub mod codec;
 mod shapes;
 
 pub use codec::{
-    count_elements, max_elements, set_max_elements, BoundedCodec, BoundedDecoder, ScanError,
+    count_elements, max_elements, with_max_elements, BoundedCodec, BoundedDecoder, ScanError,
     Scanned, Shape, DEFAULT_MAX_ELEMENTS,
 };

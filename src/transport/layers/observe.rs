@@ -1,0 +1,259 @@
+//! The observing layer: every API call's one log line and its metrics, taken around the
+//! call, so that no RPC method times, logs or counts itself.
+//!
+//! The line says the method, the status code, the latency (from the call's start to its
+//! answer), the command name and, for Execute, the outcome and the caller's trace id.
+//! The code is read from the answer; the rest only the method knows, so the method
+//! [`note`]s it on the call (a task-local slot this layer gives each call, and reads
+//! when the answer is ready). Message text and arguments are never logged, since they
+//! may carry secrets.
+
+use std::cell::RefCell;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::task::{ready, Context, Poll};
+use std::time::{Duration, Instant};
+
+use tokio::task::futures::TaskLocalFuture;
+use tonic::codegen::{http, Service};
+use tonic::server::NamedService;
+use tonic::Code;
+
+use crate::codes;
+use crate::metrics::metrics;
+use crate::transport::call_log::{self, Inline, MAX_COMMAND};
+
+tokio::task_local! {
+    static NOTE: RefCell<Note>;
+}
+
+/// What a method says of its call, for the line.
+#[derive(Default)]
+struct Note {
+    command: Inline<MAX_COMMAND>,
+    outcome: &'static str,
+    trace_id: Inline<32>,
+}
+
+/// Notes on the call being served the command it concerns, how it ended (Execute's
+/// `OUTCOME_*` name, or "") and the caller's trace id (or ""). Outside an observed call
+/// it does nothing.
+pub fn note(command: &str, outcome: &'static str, trace_id: &str) {
+    let _ = NOTE.try_with(|note| {
+        *note.borrow_mut() = Note {
+            command: Inline::new(command),
+            outcome,
+            trace_id: Inline::new(trace_id),
+        }
+    });
+}
+
+/// How one server logs and counts its calls: built from its settings, so two servers
+/// in one process keep their own.
+#[derive(Debug)]
+pub struct CallLog {
+    /// One in how many successful calls is logged (1: every call).
+    sample: u64,
+    /// Successful calls so far, for sampling.
+    successes: AtomicU64,
+    /// Whether per-call metrics are recorded (only when they are served).
+    metrics: bool,
+}
+
+impl CallLog {
+    /// Logs one successful call in `sample` (0 and 1: every call), failures always; with
+    /// `metrics`, also counts every call and every Execute outcome.
+    pub fn new(sample: u64, metrics: bool) -> Self {
+        Self {
+            sample: sample.max(1),
+            successes: AtomicU64::new(0),
+            metrics,
+        }
+    }
+
+    /// Counts the call and writes its line (unless sampled out).
+    fn record(&self, method: &'static str, code: Code, elapsed: Duration, note: &Note) {
+        let command = note.command.as_str();
+        if self.metrics {
+            metrics().call(method, codes::name(code), elapsed);
+            // Only commands: their names are registered, so the label set is bounded.
+            if method == "Execute" && !command.is_empty() {
+                let outcome = match note.outcome {
+                    "OUTCOME_OK" => "ok",
+                    "OUTCOME_REFUSED" => "refused",
+                    "OUTCOME_FAILED" => "failed",
+                    _ => "no_handler",
+                };
+                metrics().outcome(command, outcome);
+            }
+        }
+        // Successful calls may be sampled (--call-log-sample); a failure always has its
+        // line.
+        if code == Code::Ok
+            && self.sample > 1
+            && !self
+                .successes
+                .fetch_add(1, Ordering::Relaxed)
+                .is_multiple_of(self.sample)
+        {
+            return;
+        }
+        call_log::write_line(
+            method,
+            code,
+            elapsed,
+            command,
+            note.outcome,
+            note.trace_id.as_str(),
+        );
+    }
+}
+
+/// The method a request path calls, if it is one of `service`'s (a `&'static str`, so
+/// that metrics' labels stay bounded).
+fn method_of(path: &str, service: &str) -> Option<&'static str> {
+    let name = path
+        .strip_prefix('/')?
+        .strip_prefix(service)?
+        .strip_prefix('/')?;
+    const METHODS: [&str; 7] = [
+        "Register",
+        "Unregister",
+        "ListSpecs",
+        "WatchSpecs",
+        "Classify",
+        "Execute",
+        "Complete",
+    ];
+    METHODS.into_iter().find(|m| *m == name)
+}
+
+/// The gRPC code of an answer as it starts: a failure is "trailers-only", with its
+/// status in the headers; an answer that starts without one has succeeded so far.
+fn code_of<B>(answer: &http::Response<B>) -> Code {
+    answer
+        .headers()
+        .get("grpc-status")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<i32>().ok())
+        .map_or(Code::Ok, Code::from_i32)
+}
+
+/// Wraps a service: its calls are logged and counted by `calls`.
+#[derive(Clone, Debug)]
+pub struct Observed<S> {
+    inner: S,
+    calls: Arc<CallLog>,
+}
+
+impl<S> Observed<S> {
+    /// `inner`, observed by `calls`.
+    pub fn new(inner: S, calls: Arc<CallLog>) -> Self {
+        Self { inner, calls }
+    }
+}
+
+impl<S: NamedService> NamedService for Observed<S> {
+    const NAME: &'static str = S::NAME;
+}
+
+impl<S, B, R> Service<http::Request<B>> for Observed<S>
+where
+    S: Service<http::Request<B>, Response = http::Response<R>> + NamedService,
+{
+    type Response = http::Response<R>;
+    type Error = S::Error;
+    type Future = Observing<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: http::Request<B>) -> Self::Future {
+        let method = method_of(request.uri().path(), S::NAME);
+        Observing {
+            inner: NOTE.scope(RefCell::default(), self.inner.call(request)),
+            started: Instant::now(),
+            method,
+            calls: Arc::clone(&self.calls),
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// An observed call's answer.
+    pub struct Observing<F> {
+        #[pin]
+        inner: TaskLocalFuture<RefCell<Note>, F>,
+        started: Instant,
+        method: Option<&'static str>,
+        calls: Arc<CallLog>,
+    }
+}
+
+impl<F, R, E> Future for Observing<F>
+where
+    F: Future<Output = Result<http::Response<R>, E>>,
+{
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let mut this = self.project();
+        let answer = ready!(this.inner.as_mut().poll(cx));
+        if let (Some(method), Ok(response)) = (*this.method, &answer) {
+            let note = this.inner.take_value().map(RefCell::into_inner);
+            let note = note.unwrap_or_default();
+            this.calls
+                .record(method, code_of(response), this.started.elapsed(), &note);
+        }
+        Poll::Ready(answer)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn methods_are_known_by_their_path() {
+        let service = "a2a.commands.v1.CommandService";
+        assert_eq!(
+            method_of("/a2a.commands.v1.CommandService/Execute", service),
+            Some("Execute")
+        );
+        assert_eq!(
+            method_of("/a2a.commands.v1.CommandService/Nope", service),
+            None
+        );
+        assert_eq!(method_of("/grpc.health.v1.Health/Check", service), None);
+        assert_eq!(
+            method_of("/a2a.commands.v1.CommandServiceX/Execute", service),
+            None
+        );
+    }
+
+    #[test]
+    fn the_code_is_the_answer_s_status_header_or_ok() {
+        let ok = http::Response::new(());
+        assert_eq!(code_of(&ok), Code::Ok);
+        let failed = tonic::Status::not_found("gone").into_http::<()>();
+        assert_eq!(code_of(&failed), Code::NotFound);
+    }
+
+    #[tokio::test]
+    async fn a_note_outside_an_observed_call_does_nothing_and_inside_is_read() {
+        note("ignored", "", "");
+        let seen = NOTE
+            .scope(RefCell::default(), async {
+                note("deploy", "OUTCOME_OK", "abc");
+                NOTE.with(|n| {
+                    let n = n.borrow();
+                    (n.command.as_str().to_owned(), n.outcome)
+                })
+            })
+            .await;
+        assert_eq!(seen, ("deploy".to_owned(), "OUTCOME_OK"));
+    }
+}
