@@ -85,6 +85,15 @@ impl TestServer {
     }
 }
 
+/// A channel to `addr` over plain text (a listener other than the API's, e.g. health).
+pub async fn connect(addr: SocketAddr) -> Channel {
+    Channel::from_shared(format!("http://{addr}"))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap()
+}
+
 pub fn spec(name: &str, description: &str, hint: &str) -> pb::CommandSpec {
     pb::CommandSpec {
         name: name.into(),
