@@ -97,26 +97,28 @@ fn reply_of(response: pb::ExecuteResponse) -> (Outcome, String) {
     }
 }
 
-async fn health_status(channel: Channel, service: &str) -> ServingStatus {
-    HealthClient::new(channel)
-        .check(HealthCheckRequest {
-            service: service.into(),
-        })
-        .await
-        .unwrap()
-        .into_inner()
-        .status()
-}
-
-/// Polls health until it reads `want` (each check is a real call; no sleeping).
+/// Waits on the health Watch stream (overall status) until it reports `want`. The
+/// stream sends the current status, then each change, so there is nothing to poll.
 async fn until_health(channel: &Channel, want: ServingStatus) {
-    for _ in 0..10_000 {
-        if health_status(channel.clone(), "").await == want {
-            return;
+    let watch = async {
+        let mut updates = HealthClient::new(channel.clone())
+            .watch(HealthCheckRequest {
+                service: String::new(),
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        while let Some(update) = updates.message().await.unwrap() {
+            if update.status() == want {
+                return;
+            }
         }
-        tokio::task::yield_now().await;
-    }
-    panic!("health never became {want:?}");
+        panic!("the health stream ended before {want:?}");
+    };
+    // Only a hang guard: the status normally arrives at once.
+    tokio::time::timeout(Duration::from_secs(60), watch)
+        .await
+        .unwrap_or_else(|_| panic!("health never became {want:?}"));
 }
 
 #[tokio::test]
