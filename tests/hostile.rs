@@ -72,15 +72,6 @@ fn classify_bytes(message: pb::Message) -> Vec<u8> {
     .encode_to_vec()
 }
 
-async fn still_serving(server: &TestServer) {
-    let mut client = server.client().await;
-    let got = classify(&mut client, text_message("m", "/status")).await;
-    assert!(
-        matches!(got, Classified::Command(_)),
-        "still serving: {got:?}"
-    );
-}
-
 #[tokio::test]
 async fn oversized_requests_are_resource_exhausted() {
     let server = TestServer::start_with(|s| s.max_message_bytes = 64 * 1024).await;

@@ -11,6 +11,8 @@ use a2a_commands::transport::server::{self, RunningServer};
 use tonic::transport::Channel;
 
 pub mod handlers;
+pub mod http2;
+pub mod metrics;
 pub mod pki;
 pub mod process;
 
@@ -164,4 +166,14 @@ pub async fn classify(client: &mut Client, message: pb::Message) -> pb::classify
         .into_inner()
         .result
         .unwrap()
+}
+
+/// Asserts that `server` still serves: a new connection classifies `/status`.
+pub async fn still_serving(server: &TestServer) {
+    let mut client = server.client().await;
+    let got = classify(&mut client, text_message("m", "/status")).await;
+    assert!(
+        matches!(got, pb::classify_response::Result::Command(_)),
+        "still serving: {got:?}"
+    );
 }
