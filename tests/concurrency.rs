@@ -1,10 +1,13 @@
 //! Many writers and readers at once: every ListSpecs, WatchSpecs or Classify answer is a
-//! state that existed, that is, exactly the changes up to its revision.
+//! state that existed, that is, exactly the changes up to its revision, and readers saw
+//! states from the middle of the writes, not only from before or after them.
 
 mod common;
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use a2a_commands::pb::{self, classify_response::Result as Classified};
 use common::*;
@@ -14,6 +17,8 @@ type State = (u64, Vec<String>);
 
 const WRITERS: usize = 6;
 const PER_WRITER: usize = 60;
+/// Reads each reader makes at least; it goes on until the writers have finished.
+const READS: usize = 300;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn readers_only_see_states_that_existed() {
@@ -23,6 +28,13 @@ async fn readers_only_see_states_that_existed() {
     let created: Arc<Mutex<HashMap<String, u64>>> = Arc::default();
     let lists: Arc<Mutex<Vec<State>>> = Arc::default();
     let classified: Arc<Mutex<Vec<(u64, String, bool)>>> = Arc::default();
+    // Readers read for as long as writers write (and at least a set number of times).
+    let writing = Arc::new(AtomicBool::new(true));
+    // Set once a ListSpecs answer listed two commands or more. Each registration has its
+    // own revision, so that answer's revision is past the first registration's; the
+    // last registration waits for it, so the answer is also before the last one. This
+    // makes the overlap certain instead of likely.
+    let middle_seen = Arc::new(tokio::sync::watch::Sender::new(false));
 
     let mut watch = server
         .client()
@@ -48,12 +60,20 @@ async fn readers_only_see_states_that_existed() {
         seen
     });
 
-    let mut tasks = Vec::new();
+    let mut writers = Vec::new();
     for w in 0..WRITERS {
         let mut client = server.client().await;
         let created = Arc::clone(&created);
-        tasks.push(tokio::spawn(async move {
+        let mut middle = middle_seen.subscribe();
+        writers.push(tokio::spawn(async move {
             for i in 0..PER_WRITER {
+                if w == 0 && i == PER_WRITER - 1 {
+                    // Only a hang guard: readers see such a state almost at once.
+                    tokio::time::timeout(Duration::from_secs(60), middle.wait_for(|seen| *seen))
+                        .await
+                        .expect("no reader saw a state in the middle of the writes")
+                        .unwrap();
+                }
                 let name = format!("w{w}-{i}");
                 let r = register(&mut client, spec(&name, "d", ""), false)
                     .await
@@ -62,18 +82,25 @@ async fn readers_only_see_states_that_existed() {
             }
         }));
     }
+    let mut readers = Vec::new();
     for r in 0..3 {
         let mut client = server.client().await;
         let lists = Arc::clone(&lists);
         let classified = Arc::clone(&classified);
-        tasks.push(tokio::spawn(async move {
-            for i in 0..300 {
+        let writing = Arc::clone(&writing);
+        let middle_seen = Arc::clone(&middle_seen);
+        readers.push(tokio::spawn(async move {
+            let mut i = 0;
+            while i < READS || writing.load(Ordering::Acquire) {
                 let listed = list(&mut client).await;
-                let names = listed
+                let names: Vec<String> = listed
                     .commands
                     .into_iter()
                     .map(|c| c.spec.unwrap().name)
                     .collect();
+                if names.len() >= 2 {
+                    middle_seen.send_replace(true);
+                }
                 lists.lock().unwrap().push((listed.revision, names));
                 let name = format!("w{}-{}", (i + r) % WRITERS, (i * 7) % PER_WRITER);
                 let response = client
@@ -88,11 +115,16 @@ async fn readers_only_see_states_that_existed() {
                     .lock()
                     .unwrap()
                     .push((response.revision, name, is_command));
+                i += 1;
             }
         }));
     }
-    for task in tasks {
-        task.await.unwrap();
+    for writer in writers {
+        writer.await.unwrap();
+    }
+    writing.store(false, Ordering::Release);
+    for reader in readers {
+        reader.await.unwrap();
     }
     let seen_by_watch = watched.await.unwrap();
 
@@ -124,6 +156,14 @@ async fn readers_only_see_states_that_existed() {
             "{name} at revision {revision}"
         );
     }
+    // The reads overlapped the writes: some answer is of a state after the first
+    // registration and before the last.
+    let first = *created.values().min().unwrap();
+    let last = *created.values().max().unwrap();
+    assert!(
+        lists.iter().any(|(r, _)| first < *r && *r < last),
+        "no ListSpecs answer between revisions {first} and {last}"
+    );
     let revisions: Vec<u64> = seen_by_watch.iter().map(|(r, _)| *r).collect();
     assert!(
         revisions.windows(2).all(|w| w[0] < w[1]),

@@ -4,10 +4,11 @@
 mod common;
 
 use a2a_commands::pb::{
-    self, execute_response::Result as Executed, EventForm, EventJsonFormat, OrdinaryReason,
-    Outcome, ParticipantRole as Role, SubState, TaskState,
+    self, execute_response::Result as Executed, handler_binding::Endpoint, EventForm,
+    EventJsonFormat, OrdinaryReason, Outcome, ParticipantRole as Role, SubState, TaskState,
 };
 use a2a_commands::rules::builtins::Catalogue;
+use common::handlers::{self, binding, register_with, start_grpc_handler};
 use common::*;
 use prost_types::value::Kind;
 use tonic::Code;
@@ -502,6 +503,50 @@ async fn role_rules() {
     // A watcher may read, and may run commands that have no built-in body.
     let out = run(&mut c, "/deploy prod", task(), Role::Watcher).await;
     check(&out, Outcome::NoHandler, "command /deploy has no handler");
+}
+
+/// The role rules stay with a built-in's name: a handler that replaces it is not called
+/// for a change the sender may not make.
+#[tokio::test]
+async fn role_rules_run_by_name_before_any_handler() {
+    let (addr, handler) = start_grpc_handler().await;
+    let server = TestServer::start().await;
+    let mut client = server.client().await;
+    let grpc = binding(Endpoint::Grpc(format!("http://{addr}")), 1_000);
+    for name in ["model", "effort", "sub-task"] {
+        register_with(&mut client, name, grpc.clone(), true)
+            .await
+            .unwrap();
+    }
+    for (text, name) in [
+        ("/model gpt-x", "model"),
+        ("/effort  high ", "effort"),
+        ("/sub-task", "sub-task"),
+        ("/sub-task reply", "sub-task"),
+    ] {
+        let out = handlers::execute(&mut client, text, Role::Watcher).await;
+        assert_eq!(
+            (out.outcome(), out.reply.as_str()),
+            (
+                Outcome::Refused,
+                format!("refused: a watcher may not change the task with /{name}").as_str()
+            ),
+            "{text}"
+        );
+        let out = handlers::execute(&mut client, text, Role::None).await;
+        assert_eq!(out.reply, "refused: the sender has no role on this task");
+    }
+    assert!(
+        handler.seen.lock().unwrap().is_empty(),
+        "no refused command reached the handler"
+    );
+    // Reading is allowed: `/model` alone reaches the operator's body.
+    let out = handlers::execute(&mut client, "/model", Role::Watcher).await;
+    assert_eq!(
+        (out.outcome(), out.reply.as_str()),
+        (Outcome::Ok, "unexpected ")
+    );
+    assert_eq!(handler.seen.lock().unwrap().len(), 1);
 }
 
 #[tokio::test]

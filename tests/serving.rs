@@ -1,14 +1,11 @@
-//! Serving as an operator sees it: reflection, health, startup failures, signals.
+//! Starting to serve: the services the API listener offers (reflection), and start-ups
+//! that fail clearly, leaving the data directory alone.
 
 mod common;
 
-use a2a_commands::pb::command_service_client::CommandServiceClient;
 use a2a_commands::transport::service::SERVICE_NAME;
-use common::process::{serve_command, ServeProcess};
+use common::process::serve_command;
 use common::*;
-use tonic_health::pb::health_check_response::ServingStatus;
-use tonic_health::pb::health_client::HealthClient;
-use tonic_health::pb::HealthCheckRequest;
 
 #[tokio::test]
 async fn reflection_v1_lists_services_and_serves_descriptors() {
@@ -96,30 +93,6 @@ async fn reflection_v1alpha_lists_the_service() {
 }
 
 #[tokio::test]
-async fn health_is_serving_overall_and_per_service() {
-    let server = TestServer::start().await;
-    let mut health = HealthClient::new(server.channel().await);
-    for service in ["", SERVICE_NAME] {
-        let status = health
-            .check(HealthCheckRequest {
-                service: service.into(),
-            })
-            .await
-            .unwrap()
-            .into_inner()
-            .status();
-        assert_eq!(status, ServingStatus::Serving, "{service:?}");
-    }
-    let unknown = health
-        .check(HealthCheckRequest {
-            service: "no.such.Service".into(),
-        })
-        .await
-        .unwrap_err();
-    assert_eq!(unknown.code(), tonic::Code::NotFound);
-}
-
-#[tokio::test]
 async fn a_second_instance_on_the_same_directory_fails_clearly() {
     let server = TestServer::start().await;
     let output = serve_command(&server.data_dir(), &[]).output().unwrap();
@@ -180,120 +153,5 @@ fn bad_configuration_fails_clearly() {
     assert!(
         stderr.contains("default-model: \"nope\" is not one of the selectable models"),
         "{stderr}"
-    );
-}
-
-#[tokio::test]
-async fn sigterm_and_sigint_drain_flush_and_exit_zero() {
-    let dir = tempfile::tempdir().unwrap();
-    for signal in ["TERM", "INT"] {
-        let process = ServeProcess::start(dir.path(), &[]);
-        let mut client = CommandServiceClient::connect(process.url()).await.unwrap();
-        let name = format!("after-{}", signal.to_lowercase());
-        register(
-            &mut client,
-            spec(&name, "Registered before the signal", ""),
-            false,
-        )
-        .await
-        .unwrap();
-        drop(client);
-        process.signal(signal);
-        let (status, lines) = tokio::task::spawn_blocking(move || process.wait())
-            .await
-            .unwrap();
-        assert!(status.success(), "{signal}: {status:?} {lines:#?}");
-        assert!(
-            lines.iter().any(|l| l.contains("stopped cleanly")),
-            "{lines:#?}"
-        );
-    }
-    let process = ServeProcess::start(dir.path(), &[]);
-    let mut client = CommandServiceClient::connect(process.url()).await.unwrap();
-    let names = names(&mut client).await;
-    assert_eq!(names[4..], ["after-term", "after-int"]);
-}
-
-/// A signal right after the "serving" line drains and exits 0: the handlers are in place
-/// before the line is written.
-#[test]
-fn a_signal_right_after_serving_drains() {
-    let dir = tempfile::tempdir().unwrap();
-    for _ in 0..10 {
-        let process = ServeProcess::start(dir.path(), &[]);
-        process.signal("TERM");
-        let (status, lines) = process.wait();
-        assert!(status.success(), "{status:?} {lines:#?}");
-    }
-}
-
-/// Open WatchSpecs streams end (OK) when the drain starts, so they do not hold it open
-/// until its timeout.
-#[tokio::test]
-async fn a_drain_ends_watch_streams() {
-    let dir = tempfile::tempdir().unwrap();
-    let process = ServeProcess::start(dir.path(), &["--drain-seconds", "60"]);
-    let mut client = CommandServiceClient::connect(process.url()).await.unwrap();
-    let mut watch = client
-        .watch_specs(a2a_commands::pb::WatchSpecsRequest::default())
-        .await
-        .unwrap()
-        .into_inner();
-    watch.message().await.unwrap().expect("the current state");
-    process.signal("TERM");
-    assert_eq!(
-        watch.message().await.unwrap(),
-        None,
-        "the stream ends cleanly"
-    );
-    let (status, lines) = tokio::task::spawn_blocking(move || process.wait())
-        .await
-        .unwrap();
-    assert!(status.success(), "{status:?} {lines:#?}");
-    assert!(
-        !lines.iter().any(|l| l.contains("drain timed out")),
-        "{lines:#?}"
-    );
-}
-
-/// With --call-log-sample, successful calls are sampled but every failure keeps its
-/// line.
-#[tokio::test]
-async fn sampled_call_logs_keep_every_failure() {
-    let dir = tempfile::tempdir().unwrap();
-    let process = ServeProcess::start(dir.path(), &["--call-log-sample", "1000"]);
-    let mut client = CommandServiceClient::connect(process.url()).await.unwrap();
-    for _ in 0..5 {
-        client
-            .classify(a2a_commands::pb::ClassifyRequest {
-                message: Some(text_message("m", "/model")),
-            })
-            .await
-            .unwrap();
-    }
-    for _ in 0..3 {
-        client
-            .classify(a2a_commands::pb::ClassifyRequest { message: None })
-            .await
-            .unwrap_err();
-    }
-    drop(client);
-    process.signal("TERM");
-    let (_, lines) = tokio::task::spawn_blocking(move || process.wait())
-        .await
-        .unwrap();
-    let calls: Vec<&String> = lines
-        .iter()
-        .filter(|l| l.contains("\"message\":\"call\"") && l.contains("Classify"))
-        .collect();
-    let failed = calls
-        .iter()
-        .filter(|l| l.contains("InvalidArgument"))
-        .count();
-    assert_eq!(failed, 3, "{calls:#?}");
-    assert_eq!(
-        calls.len() - failed,
-        1,
-        "one success in 1000 is logged: {calls:#?}"
     );
 }

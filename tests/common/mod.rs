@@ -10,6 +10,9 @@ use a2a_commands::pb::command_service_client::CommandServiceClient;
 use a2a_commands::transport::server::{self, RunningServer};
 use tonic::transport::Channel;
 
+pub mod handlers;
+pub mod http2;
+pub mod metrics;
 pub mod pki;
 pub mod process;
 
@@ -85,6 +88,15 @@ impl TestServer {
     }
 }
 
+/// A channel to `addr` over plain text (a listener other than the API's, e.g. health).
+pub async fn connect(addr: SocketAddr) -> Channel {
+    Channel::from_shared(format!("http://{addr}"))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap()
+}
+
 pub fn spec(name: &str, description: &str, hint: &str) -> pb::CommandSpec {
     pb::CommandSpec {
         name: name.into(),
@@ -154,4 +166,14 @@ pub async fn classify(client: &mut Client, message: pb::Message) -> pb::classify
         .into_inner()
         .result
         .unwrap()
+}
+
+/// Asserts that `server` still serves: a new connection classifies `/status`.
+pub async fn still_serving(server: &TestServer) {
+    let mut client = server.client().await;
+    let got = classify(&mut client, text_message("m", "/status")).await;
+    assert!(
+        matches!(got, pb::classify_response::Result::Command(_)),
+        "still serving: {got:?}"
+    );
 }
