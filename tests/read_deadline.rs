@@ -81,7 +81,6 @@ async fn a_message_cut_short_is_deadline_exceeded_and_the_connection_goes_on() {
 }
 
 #[tokio::test]
-#[ignore = "needs the read deadline to cover the first frame"]
 async fn a_request_with_no_data_frame_is_deadline_exceeded() {
     let server = server().await;
     let mut connection = Http2::connect(server.addr()).await;

@@ -1,7 +1,6 @@
 //! The element limit (`--max-request-elements`): a request with more repeated elements
-//! is RESOURCE_EXHAUSTED before it is decoded, whoever sends it. Its own test binary:
-//! the limit is process-wide, so a server started with another one beside it would
-//! change it under this test.
+//! is RESOURCE_EXHAUSTED before it is decoded, whoever sends it. (That two servers keep
+//! their own limit is in `settings_per_server.rs`.)
 
 mod common;
 

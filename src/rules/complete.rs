@@ -120,13 +120,9 @@ pub fn limit(requested: u32) -> usize {
 /// allowed both by the reference's role rules (a watcher is refused `/sub-task` whatever
 /// its argument) and by its own access.
 pub fn offered(role: ParticipantRole, name: &str, access: Option<&Access>) -> bool {
-    let access = access.cloned().unwrap_or_default();
     let always_refused = role == ParticipantRole::Watcher && changes_task(name, "");
-    !access.hidden
-        && role != ParticipantRole::None
-        && !always_refused
-        && access.allows(role)
-        && !name.is_empty()
+    let own = access.is_none_or(|access| !access.hidden && access.allows(role));
+    own && role != ParticipantRole::None && !always_refused && !name.is_empty()
 }
 
 /// Command names starting with `prefix`, in registration order, that `role` is
@@ -137,16 +133,26 @@ pub fn names<'a>(
     commands: impl Iterator<Item = (&'a str, &'a str, &'a Access)>,
     limit: usize,
 ) -> Completions {
-    let all: Vec<Suggestion> = commands
-        .filter(|(name, _, access)| name.starts_with(prefix) && offered(role, name, Some(access)))
-        .map(|(name, description, _)| Suggestion {
-            value: name.to_owned(),
-            text: format!("/{name} "),
-            description: description.to_owned(),
-        })
-        .collect();
-    let total = all.len();
-    Completions::cut(all, total, limit)
+    // Every match is counted; only the first `limit` are built.
+    let mut total = 0;
+    let mut values = Vec::with_capacity(limit.min(DEFAULT_LIMIT));
+    let offered_here = commands
+        .filter(|(name, _, access)| name.starts_with(prefix) && offered(role, name, Some(access)));
+    for (name, description, _) in offered_here {
+        total += 1;
+        if values.len() < limit {
+            let mut text = String::with_capacity(name.len() + 2);
+            text.push('/');
+            text.push_str(name);
+            text.push(' ');
+            values.push(Suggestion {
+                value: name.to_owned(),
+                text,
+                description: description.to_owned(),
+            });
+        }
+    }
+    Completions::cut(values, total, limit)
 }
 
 /// The values a built-in suggests for `argument` (by prefix), or none: `/model` the

@@ -13,7 +13,6 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use http_body::Body as _;
 use tokio::sync::Semaphore;
 use tonic::codegen::{http, BoxFuture, Bytes, Service};
 
@@ -98,13 +97,14 @@ fn over_budget() -> tonic::Status {
     )
 }
 
-impl<S> Service<http::Request<tonic::body::Body>> for Budget<S>
+impl<S, B> Service<http::Request<B>> for Budget<S>
 where
     S: Service<http::Request<tonic::body::Body>, Response = http::Response<tonic::body::Body>>
         + Clone
         + Send
         + 'static,
     S::Future: Send + 'static,
+    B: http_body::Body<Data = Bytes, Error = tonic::Status> + Unpin + Send + 'static,
 {
     type Response = http::Response<tonic::body::Body>;
     type Error = S::Error;
@@ -114,7 +114,7 @@ where
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, request: http::Request<tonic::body::Body>) -> Self::Future {
+    fn call(&mut self, request: http::Request<B>) -> Self::Future {
         let budget = Arc::clone(&self.layer.budget);
         let layer = self.layer.clone();
         // The service that is ready now serves this call; a clone takes its place.
@@ -145,12 +145,15 @@ where
 }
 
 /// A request body whose first frame was read ahead, and is given back first.
-struct Replay {
+struct Replay<B> {
     first: Option<http_body::Frame<Bytes>>,
-    rest: tonic::body::Body,
+    rest: B,
 }
 
-impl http_body::Body for Replay {
+impl<B> http_body::Body for Replay<B>
+where
+    B: http_body::Body<Data = Bytes, Error = tonic::Status> + Unpin,
+{
     type Data = Bytes;
     type Error = tonic::Status;
 

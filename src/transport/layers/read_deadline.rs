@@ -47,9 +47,10 @@ pub struct ReadDeadline<S> {
     timeout: Option<Duration>,
 }
 
-impl<S> Service<http::Request<tonic::body::Body>> for ReadDeadline<S>
+/// The body is wrapped, not boxed: the next layer boxes it once.
+impl<S, B> Service<http::Request<B>> for ReadDeadline<S>
 where
-    S: Service<http::Request<tonic::body::Body>>,
+    S: Service<http::Request<Deadline<B>>>,
 {
     type Response = S::Response;
     type Error = S::Error;
@@ -59,26 +60,21 @@ where
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, request: http::Request<tonic::body::Body>) -> S::Future {
-        let Some(timeout) = self.timeout else {
-            return self.inner.call(request);
-        };
-        let read_by = Instant::now() + timeout;
-        self.inner.call(request.map(|body| {
-            tonic::body::Body::new(Deadline {
-                body,
-                read_by: Some(read_by),
-                prefix: [0; PREFIX],
-                received: 0,
-                timer: None,
-            })
+    fn call(&mut self, request: http::Request<B>) -> S::Future {
+        let read_by = self.timeout.map(|timeout| Instant::now() + timeout);
+        self.inner.call(request.map(|body| Deadline {
+            body,
+            read_by,
+            prefix: [0; PREFIX],
+            received: 0,
+            timer: None,
         }))
     }
 }
 
-/// A request body whose first message must arrive by `read_by`.
-struct Deadline {
-    body: tonic::body::Body,
+/// A request body whose first message must arrive by `read_by` (if there is one).
+pub struct Deadline<B> {
+    body: B,
     /// `None` once the first message is whole (or the body ended).
     read_by: Option<Instant>,
     /// The first message's prefix, as far as it has arrived.
@@ -89,7 +85,7 @@ struct Deadline {
     timer: Option<Pin<Box<Sleep>>>,
 }
 
-impl Deadline {
+impl<B> Deadline<B> {
     /// Takes note of `data`; ends the deadline once the first message is whole.
     fn received(&mut self, data: &Bytes) {
         if self.received < PREFIX {
@@ -106,7 +102,10 @@ impl Deadline {
     }
 }
 
-impl http_body::Body for Deadline {
+impl<B> http_body::Body for Deadline<B>
+where
+    B: http_body::Body<Data = Bytes, Error = tonic::Status> + Unpin,
+{
     type Data = Bytes;
     type Error = tonic::Status;
 
@@ -159,7 +158,7 @@ mod tests {
     use super::*;
     use http_body::Body as _;
 
-    fn deadline() -> Deadline {
+    fn deadline() -> Deadline<tonic::body::Body> {
         Deadline {
             body: tonic::body::Body::empty(),
             read_by: Some(Instant::now()),

@@ -51,8 +51,12 @@ impl AsyncWrite for JoinedWrites {
         Pin::new(&mut self.0).poll_write_vectored(cx, bufs)
     }
 
+    /// Reported as not vectored, on purpose: h2 then copies a data frame of up to 1 KiB
+    /// into its own write buffer (256 bytes when vectored), so a small answer reaches
+    /// the `BufWriter` as one write instead of a chain of slices (callgrind: about 200
+    /// instructions a call fewer).
     fn is_write_vectored(&self) -> bool {
-        self.0.is_write_vectored()
+        false
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
