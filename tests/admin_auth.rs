@@ -76,19 +76,11 @@ async fn admin_token_guards_changes_only() {
         .await
         .unwrap();
     anonymous
-        .execute(pb::ExecuteRequest {
-            message: Some(text_message("m", "/status")),
-            task: Some(pb::TaskSnapshot {
-                id: "t-1".into(),
-                state: pb::TaskState::Working.into(),
-                ..Default::default()
-            }),
-            sender: Some(pb::Sender {
-                id: "u".into(),
-                role: pb::ParticipantRole::Assignee.into(),
-            }),
-            ..Default::default()
-        })
+        .execute(execute_request(
+            "m",
+            "/status",
+            pb::ParticipantRole::Assignee,
+        ))
         .await
         .unwrap();
 

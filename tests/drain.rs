@@ -75,19 +75,7 @@ async fn register_slow(client: &mut Client, url: &str) {
 }
 
 fn slow_request() -> pb::ExecuteRequest {
-    pb::ExecuteRequest {
-        message: Some(text_message("m-slow", "/slow")),
-        task: Some(pb::TaskSnapshot {
-            id: "t-1".into(),
-            state: pb::TaskState::Working.into(),
-            ..Default::default()
-        }),
-        sender: Some(pb::Sender {
-            id: "u".into(),
-            role: pb::ParticipantRole::Admin.into(),
-        }),
-        ..Default::default()
-    }
+    execute_request("m-slow", "/slow", pb::ParticipantRole::Admin)
 }
 
 fn reply_of(response: pb::ExecuteResponse) -> (Outcome, String) {

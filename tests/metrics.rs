@@ -65,19 +65,7 @@ async fn calls_are_counted_by_method_and_code() {
 
 async fn execute(client: &mut Client, text: &str, role: Role) {
     client
-        .execute(pb::ExecuteRequest {
-            message: Some(text_message("m", text)),
-            task: Some(pb::TaskSnapshot {
-                id: "t-1".into(),
-                state: pb::TaskState::Working.into(),
-                ..Default::default()
-            }),
-            sender: Some(pb::Sender {
-                id: "u".into(),
-                role: role.into(),
-            }),
-            ..Default::default()
-        })
+        .execute(execute_request("m", text, role))
         .await
         .unwrap();
 }

@@ -26,9 +26,10 @@ pub const BATCH_INTERVAL: Duration = Duration::from_millis(20);
 /// letting a stalled stderr grow memory or slow calls.
 const MAX_QUEUED: usize = 1 << 16;
 
-/// The longest command name copied into a line, in bytes. Registered names are at
-/// most 64; longer ones are what a refused Register sent, cut at a character boundary.
-pub(crate) const MAX_COMMAND: usize = 128;
+/// The longest command name copied into a line, in bytes: a registered name's longest
+/// (64 ASCII characters). A longer one is what a refused Register sent, cut at a
+/// character boundary; the cut keeps every call's note small.
+pub(crate) const MAX_COMMAND: usize = 64;
 
 /// The call log's output format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -200,13 +201,14 @@ impl Writer {
 }
 
 /// Queues the line for the writer thread (or, before it starts, through `tracing`).
+/// The command and trace id come already cut to size, as the observing layer keeps them.
 pub(crate) fn write_line(
     method: &'static str,
     code: Code,
     elapsed: Duration,
-    command: &str,
+    command: &Inline<MAX_COMMAND>,
     outcome: &'static str,
-    trace_id: &str,
+    trace_id: &Inline<32>,
 ) {
     let latency_us = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX);
     match WRITER.get() {
@@ -215,17 +217,17 @@ pub(crate) fn write_line(
             method,
             code,
             latency_us,
-            command: Inline::new(command),
+            command: *command,
             outcome,
-            trace_id: Inline::new(trace_id),
+            trace_id: *trace_id,
         }),
         _ => tracing::info!(
             method,
             code = ?code,
             latency_us,
-            command,
+            command = command.as_str(),
             outcome,
-            trace_id,
+            trace_id = trace_id.as_str(),
             "call"
         ),
     }
@@ -455,6 +457,6 @@ mod tests {
     fn long_names_are_cut_at_a_character_boundary() {
         let name = "é".repeat(100);
         let cut = Inline::<MAX_COMMAND>::new(&name);
-        assert_eq!(cut.as_str(), "é".repeat(64));
+        assert_eq!(cut.as_str(), "é".repeat(32));
     }
 }

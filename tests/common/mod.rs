@@ -149,6 +149,28 @@ pub fn text_message(id: &str, text: &str) -> pb::Message {
     }
 }
 
+/// An Execute request of `text` (message `message_id`) on a working task `t-1`, from
+/// sender `u` of `role`.
+pub fn execute_request(
+    message_id: &str,
+    text: &str,
+    role: pb::ParticipantRole,
+) -> pb::ExecuteRequest {
+    pb::ExecuteRequest {
+        message: Some(text_message(message_id, text)),
+        task: Some(pb::TaskSnapshot {
+            id: "t-1".into(),
+            state: pb::TaskState::Working.into(),
+            ..Default::default()
+        }),
+        sender: Some(pb::Sender {
+            id: "u".into(),
+            role: role.into(),
+        }),
+        ..Default::default()
+    }
+}
+
 pub fn text_part(text: &str) -> pb::Part {
     pb::Part {
         content: Some(pb::part::Content::Text(text.into())),

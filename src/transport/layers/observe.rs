@@ -38,14 +38,15 @@ struct Note {
 }
 
 /// Notes on the call being served the command it concerns, how it ended (Execute's
-/// `OUTCOME_*` name, or "") and the caller's trace id (or ""). Outside an observed call
-/// it does nothing.
+/// `OUTCOME_*` name, or "") and the caller's trace id ("" leaves it unset). Outside an
+/// observed call it does nothing.
 pub fn note(command: &str, outcome: &'static str, trace_id: &str) {
     let _ = NOTE.try_with(|note| {
-        *note.borrow_mut() = Note {
-            command: Inline::new(command),
-            outcome,
-            trace_id: Inline::new(trace_id),
+        let mut note = note.borrow_mut();
+        note.command = Inline::new(command);
+        note.outcome = outcome;
+        if !trace_id.is_empty() {
+            note.trace_id = Inline::new(trace_id);
         }
     });
 }
@@ -104,9 +105,9 @@ impl CallLog {
             method,
             code,
             elapsed,
-            command,
+            &note.command,
             note.outcome,
-            note.trace_id.as_str(),
+            &note.trace_id,
         );
     }
 }
@@ -133,9 +134,11 @@ fn method_of(path: &str, service: &str) -> Option<&'static str> {
 /// The gRPC code of an answer as it starts: a failure is "trailers-only", with its
 /// status in the headers; an answer that starts without one has succeeded so far.
 fn code_of<B>(answer: &http::Response<B>) -> Code {
+    // A `HeaderName`, not a `&str`: the name is then not parsed again on every call.
+    const GRPC_STATUS: http::HeaderName = http::HeaderName::from_static("grpc-status");
     answer
         .headers()
-        .get("grpc-status")
+        .get(GRPC_STATUS)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<i32>().ok())
         .map_or(Code::Ok, Code::from_i32)
