@@ -10,10 +10,14 @@
 //! describes ListSpecs as declared in the proto.
 
 use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::ready;
 
 use arc_swap::ArcSwapOption;
 use prost::Message as _;
+use tokio::task::futures::TaskLocalFuture;
 use tonic::codec::{Codec, EncodeBuf, Encoder};
 use tonic::codegen::{http, BoxFuture, Bytes, Context, Poll, Service};
 use tonic::server::{Grpc, NamedService, UnaryService};
@@ -206,30 +210,74 @@ impl NamedService for Routes {
 impl Service<http::Request<tonic::body::Body>> for Routes {
     type Response = http::Response<tonic::body::Body>;
     type Error = Infallible;
-    type Future = BoxFuture<Self::Response, Infallible>;
+    type Future = Clarified;
 
     fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
         Poll::Ready(Ok(()))
     }
 
-    fn call(&mut self, request: http::Request<tonic::body::Body>) -> Self::Future {
+    fn call(&mut self, request: http::Request<tonic::body::Body>) -> Clarified {
         let max = self.max_decoding_message_size;
         if request.uri().path() != LIST_SPECS_PATH {
             // The codec reads this server's element limit while it decodes.
-            let answer = wire::with_max_elements(self.max_elements, self.generated.call(request));
-            return Box::pin(async move { Ok(clarify_decode_errors(answer.await?, max)) });
+            let inner = wire::with_max_elements(self.max_elements, self.generated.call(request));
+            return Clarified {
+                answer: Routed::Scoped { inner },
+                max,
+            };
         }
         let method = ListSpecs {
             registry: Arc::clone(&self.registry),
             cache: Arc::clone(&self.cache),
         };
-        Box::pin(async move {
+        let inner = Box::pin(async move {
             let mut grpc =
                 Grpc::new(EncodedCodec).apply_max_message_size_config(Some(max), Some(usize::MAX));
-            Ok(clarify_decode_errors(
-                grpc.unary(method, request).await,
-                max,
-            ))
-        })
+            Ok(grpc.unary(method, request).await)
+        });
+        Clarified {
+            answer: Routed::Plain { inner },
+            max,
+        }
+    }
+}
+
+/// A routed call's answer.
+type Answer = BoxFuture<http::Response<tonic::body::Body>, Infallible>;
+
+pin_project_lite::pin_project! {
+    /// A routed call's answer, its decode errors clarified (see
+    /// [`clarify_decode_errors`]); a generated method's runs under this server's
+    /// element limit. Not boxed again: the generated service's future already is.
+    pub struct Clarified {
+        #[pin]
+        answer: Routed,
+        max: usize,
+    }
+}
+
+pin_project_lite::pin_project! {
+    #[project = RoutedProjection]
+    enum Routed {
+        /// A method of the generated service, under the element limit.
+        Scoped {
+            #[pin]
+            inner: TaskLocalFuture<usize, Answer>,
+        },
+        /// ListSpecs, which decodes nothing the limit bounds.
+        Plain { inner: Answer },
+    }
+}
+
+impl Future for Clarified {
+    type Output = Result<http::Response<tonic::body::Body>, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let answer = match this.answer.project() {
+            RoutedProjection::Scoped { inner } => ready!(inner.poll(cx))?,
+            RoutedProjection::Plain { inner } => ready!(inner.as_mut().poll(cx))?,
+        };
+        Poll::Ready(Ok(clarify_decode_errors(answer, *this.max)))
     }
 }

@@ -9,12 +9,13 @@
 //! waiting calls fills the connection's HTTP/2 window, and the calls holding the budget
 //! could not finish reading theirs.
 
+use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::{ready, Context, Poll};
 
-use tokio::sync::Semaphore;
-use tonic::codegen::{http, BoxFuture, Bytes, Service};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tonic::codegen::{http, Bytes, Service};
 
 use crate::transport::layers::read_deadline::PREFIX;
 
@@ -100,47 +101,105 @@ fn over_budget() -> tonic::Status {
 impl<S, B> Service<http::Request<B>> for Budget<S>
 where
     S: Service<http::Request<tonic::body::Body>, Response = http::Response<tonic::body::Body>>
-        + Clone
-        + Send
-        + 'static,
-    S::Future: Send + 'static,
+        + Clone,
     B: http_body::Body<Data = Bytes, Error = tonic::Status> + Unpin + Send + 'static,
 {
     type Response = http::Response<tonic::body::Body>;
     type Error = S::Error;
-    type Future = BoxFuture<Self::Response, Self::Error>;
+    type Future = Budgeted<S, S::Future, B>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
         self.inner.poll_ready(cx)
     }
 
     fn call(&mut self, request: http::Request<B>) -> Self::Future {
-        let budget = Arc::clone(&self.layer.budget);
-        let layer = self.layer.clone();
         // The service that is ready now serves this call; a clone takes its place.
         let clone = self.inner.clone();
-        let mut inner = std::mem::replace(&mut self.inner, clone);
-        Box::pin(async move {
-            let (parts, mut body) = request.into_parts();
-            let first = std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await;
-            let first = match first {
-                Some(Ok(frame)) => Some(frame),
-                Some(Err(status)) => return Ok(status.into_http()),
-                None => None,
+        let inner = std::mem::replace(&mut self.inner, clone);
+        Budgeted {
+            state: State::Reading {
+                request: Some(request.into_parts()),
+                inner: Some(inner),
+                layer: self.layer.clone(),
+            },
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A call waiting for its first frame (to learn what it needs from the budget),
+    /// then running with its share held until its answer starts.
+    pub struct Budgeted<S, F, B> {
+        #[pin]
+        state: State<S, F, B>,
+    }
+}
+
+pin_project_lite::pin_project! {
+    #[project = StateProjection]
+    enum State<S, F, B> {
+        /// Reading the first frame: the request until it is passed on, the service
+        /// that will answer it.
+        Reading {
+            request: Option<(http::request::Parts, B)>,
+            inner: Option<S>,
+            layer: BudgetLayer,
+        },
+        /// Running, with its share held until the answer starts.
+        Running {
+            #[pin]
+            answer: F,
+            held: Option<OwnedSemaphorePermit>,
+        },
+    }
+}
+
+impl<S, B> Future for Budgeted<S, S::Future, B>
+where
+    S: Service<http::Request<tonic::body::Body>, Response = http::Response<tonic::body::Body>>,
+    B: http_body::Body<Data = Bytes, Error = tonic::Status> + Unpin + Send + 'static,
+{
+    type Output = Result<http::Response<tonic::body::Body>, S::Error>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut state = self.project().state;
+        loop {
+            let next = match state.as_mut().project() {
+                StateProjection::Running { answer, held } => {
+                    let answer = ready!(answer.poll(cx));
+                    // The answer starts: what the request took goes back to the budget.
+                    held.take();
+                    return Poll::Ready(answer);
+                }
+                StateProjection::Reading {
+                    request,
+                    inner,
+                    layer,
+                } => {
+                    let (_, body) = request.as_mut().expect("polled after it answered");
+                    let first = match ready!(Pin::new(body).poll_frame(cx)) {
+                        Some(Ok(frame)) => Some(frame),
+                        Some(Err(status)) => return Poll::Ready(Ok(status.into_http())),
+                        None => None,
+                    };
+                    let need = first
+                        .as_ref()
+                        .and_then(|frame| frame.data_ref())
+                        .map_or(0, |data| layer.need(data));
+                    let Ok(held) = Arc::clone(&layer.budget).try_acquire_many_owned(need) else {
+                        return Poll::Ready(Ok(over_budget().into_http()));
+                    };
+                    let (parts, rest) = request.take().expect("taken once");
+                    let body = tonic::body::Body::new(Replay { first, rest });
+                    let mut inner = inner.take().expect("taken once");
+                    State::Running {
+                        answer: inner.call(http::Request::from_parts(parts, body)),
+                        held: Some(held),
+                    }
+                }
             };
-            let need = first
-                .as_ref()
-                .and_then(|frame| frame.data_ref())
-                .map_or(0, |data| layer.need(data));
-            let Ok(held) = budget.try_acquire_many_owned(need) else {
-                return Ok(over_budget().into_http());
-            };
-            let body = tonic::body::Body::new(Replay { first, rest: body });
-            let answer = inner.call(http::Request::from_parts(parts, body)).await;
-            // The answer starts: what the request took goes back to the budget.
-            drop(held);
-            answer
-        })
+            state.set(next);
+        }
     }
 }
 
