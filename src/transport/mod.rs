@@ -2,7 +2,8 @@
 //!
 //! `service` implements `CommandService` by translating requests into calls of the
 //! rules, the registry and the handler clients; `routes` sits in front of it (decoding
-//! limits, ListSpecs from cached bytes, clear statuses for undecodable requests);
+//! limits, clear statuses for undecodable requests, ListSpecs to `list_specs`, which
+//! answers from bytes cached per revision);
 //! `layers` are what every connection and call passes first, one concern each, and the
 //! observing layer that logs and counts calls (written out by `call_log`); `server`
 //! wires the listeners, health, reflection, TLS and drain. `status` is the one place
@@ -12,6 +13,7 @@ pub mod auth;
 pub mod call_log;
 pub mod convert;
 pub mod layers;
+pub mod list_specs;
 pub mod routes;
 pub mod server;
 pub mod service;

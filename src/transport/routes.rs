@@ -1,13 +1,7 @@
 //! The route in front of the generated `CommandServiceServer`: each call decoded under
-//! this server's limits, undecodable requests given statuses that blame the client,
-//! and ListSpecs answered from bytes encoded once per registry revision.
-//!
-//! A ListSpecs answer carries every spec plus the card twice as JSON, so building and
-//! encoding it costs far more than the call around it. The registry changes rarely and
-//! reads are frequent, so the encoded answer to the plain request is kept for the
-//! current revision and every call until the next change sends the same bytes; other
-//! requests get `convert::list_specs`'s answer, the one rule for both. Reflection still
-//! describes ListSpecs as declared in the proto.
+//! this server's limits and undecodable requests given statuses that blame the
+//! client; ListSpecs goes to its cached answer (`list_specs`), the rest to the
+//! generated service.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -15,113 +9,15 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::ready;
 
-use arc_swap::ArcSwapOption;
-use prost::Message as _;
 use tokio::task::futures::TaskLocalFuture;
-use tonic::codec::{Codec, EncodeBuf, Encoder};
-use tonic::codegen::{http, BoxFuture, Bytes, Context, Poll, Service};
-use tonic::server::{Grpc, NamedService, UnaryService};
-use tonic::{Request, Response, Status};
+use tonic::codegen::{http, BoxFuture, Context, Poll, Service};
+use tonic::server::NamedService;
+use tonic::Status;
 
-use crate::pb::{self, command_service_server::CommandServiceServer};
-use crate::registry::{Registry, Snapshot};
-use crate::transport::convert::list_specs;
+use crate::pb::command_service_server::CommandServiceServer;
+use crate::transport::list_specs::{self, CachedListSpecs};
 use crate::transport::service::{Api, SERVICE_NAME};
 use crate::wire;
-
-const LIST_SPECS_PATH: &str = "/a2a.commands.v1.CommandService/ListSpecs";
-
-/// The encoded default ListSpecs answer for one revision.
-struct Encoded {
-    revision: u64,
-    bytes: Bytes,
-}
-
-/// Keeps the encoded answer of the latest revision asked for.
-#[derive(Default)]
-struct ListCache {
-    latest: ArcSwapOption<Encoded>,
-}
-
-impl ListCache {
-    /// The encoded answer for `snapshot`.
-    fn answer(&self, snapshot: &Snapshot) -> Bytes {
-        if let Some(cached) = self.latest.load().as_ref() {
-            if cached.revision == snapshot.revision() {
-                return cached.bytes.clone();
-            }
-        }
-        let plain = pb::ListSpecsRequest::default();
-        let bytes = Bytes::from(list_specs(snapshot, &plain).encode_to_vec());
-        self.latest.store(Some(Arc::new(Encoded {
-            revision: snapshot.revision(),
-            bytes: bytes.clone(),
-        })));
-        bytes
-    }
-}
-
-/// Decodes ListSpecs requests; encodes answers that are already bytes.
-#[derive(Clone, Copy, Default)]
-struct EncodedCodec;
-
-struct PassThrough;
-
-impl Encoder for PassThrough {
-    type Item = Bytes;
-    type Error = Status;
-
-    fn encode(&mut self, item: Bytes, dst: &mut EncodeBuf<'_>) -> Result<(), Status> {
-        use bytes::BufMut as _;
-        dst.put_slice(&item);
-        Ok(())
-    }
-}
-
-impl Codec for EncodedCodec {
-    type Encode = Bytes;
-    type Decode = pb::ListSpecsRequest;
-    type Encoder = PassThrough;
-    type Decoder = tonic_prost::ProstDecoder<pb::ListSpecsRequest>;
-
-    fn encoder(&mut self) -> PassThrough {
-        PassThrough
-    }
-
-    fn decoder(&mut self) -> Self::Decoder {
-        tonic_prost::ProstDecoder::default()
-    }
-}
-
-/// The ListSpecs method over the cache.
-struct ListSpecs {
-    registry: Arc<Registry>,
-    cache: Arc<ListCache>,
-}
-
-impl UnaryService<pb::ListSpecsRequest> for ListSpecs {
-    type Response = Bytes;
-    type Future = BoxFuture<Response<Bytes>, Status>;
-
-    fn call(&mut self, request: Request<pb::ListSpecsRequest>) -> Self::Future {
-        let registry = Arc::clone(&self.registry);
-        let cache = Arc::clone(&self.cache);
-        Box::pin(async move {
-            let request = request.get_ref();
-            let snapshot = registry.snapshot();
-            let plain = request.known_revision != Some(snapshot.revision())
-                && !request.include_card_extension;
-            let bytes = if plain {
-                cache.answer(&snapshot)
-            } else {
-                // An unchanged answer is a few bytes, and the card as a message is rarely
-                // asked for: both are built each time.
-                Bytes::from(list_specs(&snapshot, request).encode_to_vec())
-            };
-            Ok(Response::new(bytes))
-        })
-    }
-}
 
 /// Rewrites the statuses tonic gives requests it cannot decode, which blame the server:
 /// a request over the size limit is OUT_OF_RANGE there and RESOURCE_EXHAUSTED here;
@@ -176,11 +72,10 @@ fn clarify_decode_errors(
     answer
 }
 
-/// `CommandService` with ListSpecs served from the cache.
+/// `CommandService`, with ListSpecs served from its cache.
 #[derive(Clone)]
 pub struct Routes {
-    registry: Arc<Registry>,
-    cache: Arc<ListCache>,
+    list_specs: CachedListSpecs,
     generated: CommandServiceServer<Api>,
     max_decoding_message_size: usize,
     max_elements: usize,
@@ -194,8 +89,7 @@ impl Routes {
             .max_decoding_message_size(max_decoding_message_size)
             .max_encoding_message_size(usize::MAX);
         Self {
-            registry: Arc::clone(api.registry()),
-            cache: Arc::default(),
+            list_specs: CachedListSpecs::new(Arc::clone(api.registry())),
             generated,
             max_decoding_message_size,
             max_elements,
@@ -218,7 +112,7 @@ impl Service<http::Request<tonic::body::Body>> for Routes {
 
     fn call(&mut self, request: http::Request<tonic::body::Body>) -> Clarified {
         let max = self.max_decoding_message_size;
-        if request.uri().path() != LIST_SPECS_PATH {
+        if request.uri().path() != list_specs::PATH {
             // The codec reads this server's element limit while it decodes.
             let inner = wire::with_max_elements(self.max_elements, self.generated.call(request));
             return Clarified {
@@ -226,15 +120,7 @@ impl Service<http::Request<tonic::body::Body>> for Routes {
                 max,
             };
         }
-        let method = ListSpecs {
-            registry: Arc::clone(&self.registry),
-            cache: Arc::clone(&self.cache),
-        };
-        let inner = Box::pin(async move {
-            let mut grpc =
-                Grpc::new(EncodedCodec).apply_max_message_size_config(Some(max), Some(usize::MAX));
-            Ok(grpc.unary(method, request).await)
-        });
+        let inner = self.list_specs.call(request, max);
         Clarified {
             answer: Routed::Plain { inner },
             max,
