@@ -2,9 +2,9 @@
 //! in one process-wide set that every layer records into and `--metrics-listen` serves.
 //!
 //! Per-call metrics (calls, their latency, Execute's outcomes) are recorded only by a
-//! server that serves them (`--metrics-listen`; its call log decides, see
-//! `transport::call_log::CallLog`): without a scraper they would be work on every call
-//! for nobody. The rest (registry, writer, handlers, commands file, WatchSpecs) changes
+//! server that serves them (`--metrics-listen`; its observing layer decides, see
+//! `transport::layers::observe::CallLog`): without a scraper they would be work on every
+//! call for nobody. The rest (registry, writer, handlers, commands file, WatchSpecs) changes
 //! rarely and is always kept.
 //!
 //! Label sets stay bounded: methods and gRPC codes are fixed sets, and a command name

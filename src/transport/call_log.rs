@@ -1,4 +1,5 @@
-//! Writing the call lines that the observing layer (`layers::observe`) hands over.
+//! Writing the call lines that the observing layer (`layers::observe`, which also owns
+//! `CallLog`: sampling and call metrics) hands over.
 //!
 //! A call's line is most of what a cheap call costs if it goes through `tracing` (about
 //! 3 µs of formatting, an allocation and a wake-up of the log thread per line). So when

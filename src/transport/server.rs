@@ -208,7 +208,9 @@ async fn serve_metrics(listener: TcpListener) {
     }
 }
 
-/// The layers every call passes, outermost first (see `layers`).
+/// The layers every call of a listener passes (see `layers`). The type nests them
+/// innermost first; `server_builder` adds them outermost first. The API alone is also
+/// wrapped in the observing layer, in `start`.
 type CallLayers = tower_layer::Stack<
     BudgetLayer,
     tower_layer::Stack<

@@ -176,7 +176,10 @@ where
                     inner,
                     layer,
                 } => {
-                    let (_, body) = request.as_mut().expect("polled after it answered");
+                    // Taken only on the way to `Running`: a refusal returns with it here.
+                    let (_, body) = request
+                        .as_mut()
+                        .expect("the request is here until passed on");
                     let first = match ready!(Pin::new(body).poll_frame(cx)) {
                         Some(Ok(frame)) => Some(frame),
                         Some(Err(status)) => return Poll::Ready(Ok(status.into_http())),

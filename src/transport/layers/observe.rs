@@ -1,12 +1,14 @@
 //! The observing layer: every API call's one log line and its metrics, taken around the
 //! call, so that no RPC method times, logs or counts itself.
 //!
-//! The line says the method, the status code, the latency (from the call's start to its
-//! answer), the command name and, for Execute, the outcome and the caller's trace id.
-//! The code is read from the answer; the rest only the method knows, so the method
-//! [`note`]s it on the call (a task-local slot this layer gives each call, and reads
-//! when the answer is ready). Message text and arguments are never logged, since they
-//! may carry secrets.
+//! The line says the method, the status code, the latency (from when the call reaches
+//! this layer, its first data read by the budget, to its answer: reading the rest and
+//! decoding included), the command name, and for Execute the outcome and for Execute
+//! and Complete the caller's trace id. The code is read from the answer; the rest only
+//! the method knows, so the method [`note`]s it on the call (a task-local slot this
+//! layer gives each call, and reads when the answer is ready). Calls refused by the
+//! layers outside it (405/415, the budget, no data in time) never reach it. Message
+//! text and arguments are never logged, since they may carry secrets.
 
 use std::cell::RefCell;
 use std::future::Future;
@@ -218,6 +220,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::transport::service::SERVICE_NAME;
 
     #[test]
     fn methods_are_known_by_their_path() {
@@ -235,6 +238,33 @@ mod tests {
             method_of("/a2a.commands.v1.CommandServiceX/Execute", service),
             None
         );
+    }
+
+    /// A method missing from `METHODS` would go unlogged and uncounted.
+    #[test]
+    fn every_method_of_the_service_is_known() {
+        use prost::Message as _;
+        let set = prost_types::FileDescriptorSet::decode(crate::pb::FILE_DESCRIPTOR_SET)
+            .expect("the generated descriptor set");
+        let service = set
+            .file
+            .iter()
+            .flat_map(|file| {
+                let package = file.package().to_owned();
+                file.service.iter().map(move |s| (package.clone(), s))
+            })
+            .find(|(package, s)| format!("{package}.{}", s.name()) == SERVICE_NAME)
+            .expect("CommandService in the descriptors")
+            .1;
+        assert!(!service.method.is_empty());
+        for method in &service.method {
+            let path = format!("/{SERVICE_NAME}/{}", method.name());
+            assert_eq!(
+                method_of(&path, SERVICE_NAME),
+                Some(method.name()),
+                "{path}"
+            );
+        }
     }
 
     #[test]

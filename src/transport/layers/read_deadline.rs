@@ -87,7 +87,7 @@ pub struct Deadline<B> {
 
 impl<B> Deadline<B> {
     /// Takes note of `data`; ends the deadline once the first message is whole.
-    fn received(&mut self, data: &Bytes) {
+    fn take_note_of(&mut self, data: &Bytes) {
         if self.received < PREFIX {
             let take = (PREFIX - self.received).min(data.len());
             self.prefix[self.received..self.received + take].copy_from_slice(&data[..take]);
@@ -117,7 +117,7 @@ where
         match &polled {
             Poll::Ready(Some(Ok(frame))) if self.read_by.is_some() => {
                 if let Some(data) = frame.data_ref() {
-                    self.received(data);
+                    self.take_note_of(data);
                 }
                 return polled;
             }
@@ -171,17 +171,17 @@ mod tests {
     #[test]
     fn the_deadline_ends_when_the_first_message_is_whole_even_if_its_prefix_is_split() {
         let mut body = deadline();
-        body.received(&Bytes::from_static(&[0, 0, 0]));
-        body.received(&Bytes::from_static(&[0, 3, b'a']));
+        body.take_note_of(&Bytes::from_static(&[0, 0, 0]));
+        body.take_note_of(&Bytes::from_static(&[0, 3, b'a']));
         assert!(body.read_by.is_some(), "two of three bytes are here");
-        body.received(&Bytes::from_static(b"bc"));
+        body.take_note_of(&Bytes::from_static(b"bc"));
         assert!(body.read_by.is_none(), "the message is whole");
     }
 
     #[test]
     fn an_empty_message_is_whole_with_its_prefix() {
         let mut body = deadline();
-        body.received(&Bytes::from_static(&[0, 0, 0, 0, 0]));
+        body.take_note_of(&Bytes::from_static(&[0, 0, 0, 0, 0]));
         assert!(body.read_by.is_none());
         assert!(body.is_end_stream(), "the empty body has ended");
     }
