@@ -220,7 +220,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transport::service::SERVICE_NAME;
+    use crate::pb::command_service_server::SERVICE_NAME;
 
     #[test]
     fn methods_are_known_by_their_path() {
