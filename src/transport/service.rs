@@ -68,7 +68,7 @@ impl Api {
 }
 
 /// The gRPC service name of the API, as health and reflection know it.
-pub const SERVICE_NAME: &str = "a2a.commands.v1.CommandService";
+pub const SERVICE_NAME: &str = crate::pb::command_service_server::SERVICE_NAME;
 
 fn required<'a, T>(field: &str, value: &'a Option<T>) -> Result<&'a T, Error> {
     value
