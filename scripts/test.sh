@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: the Rust tests (unit, gRPC integration, property), the
-# cross-language Python tests against the real binary, then the two gateway kits'
-# suites (clients/python, clients/typescript) against the same binary. Installs the
-# Python and npm packages those need, so it works on a fresh machine.
+# cross-language Python tests against the real binary, then the gateway kits' suites
+# (clients/python, clients/typescript, clients/go) against the same binary. Installs the
+# Python, npm and Go packages those need, so it works on a fresh machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,3 +14,4 @@ python3 -m pytest -q tests/python
 
 bash scripts/test-python-kit.sh
 bash scripts/test-typescript-kit.sh
+bash scripts/test-go-kit.sh

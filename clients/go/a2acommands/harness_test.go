@@ -1,0 +1,323 @@
+package a2acommands
+
+// Real parts for the tests: the a2a-commands binary, and an a2a-go JSON-RPC gateway
+// wrapping an echo agent with the kit, driven by a2a-go's own client.
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"iter"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2aclient"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
+	"github.com/a2aproject/a2a-go/v2/a2asrv/taskstore"
+)
+
+// repoRoot is the checkout's root (docs/vectors, target/).
+func repoRoot(t testing.TB) string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "..")
+}
+
+// vectors reads docs/vectors/<name>.json, shared with the other kits and the Rust tests.
+func vectors(t testing.TB, name string) map[string]any {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(repoRoot(t), "docs", "vectors", name+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out map[string]any
+	if err := json.Unmarshal(raw, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// sidecar is a running `a2a-commands serve`.
+type sidecar struct {
+	address string
+	dataDir string
+	cmd     *exec.Cmd
+	exited  chan struct{}
+}
+
+// startSidecar starts the real binary (A2A_COMMANDS_BIN, else target/debug/a2a-commands)
+// on listen (empty: 127.0.0.1:0) and waits for its JSON "serving" line, which carries
+// the bound address. It is stopped when the test ends.
+func startSidecar(t testing.TB, dataDir, listen string, args ...string) *sidecar {
+	t.Helper()
+	binary := os.Getenv("A2A_COMMANDS_BIN")
+	if binary == "" {
+		binary = filepath.Join(repoRoot(t), "target", "debug", "a2a-commands")
+	}
+	if _, err := os.Stat(binary); err != nil {
+		t.Fatalf("%s is missing: build it or set A2A_COMMANDS_BIN", binary)
+	}
+	if dataDir == "" {
+		dataDir = t.TempDir()
+	}
+	if listen == "" {
+		listen = "127.0.0.1:0"
+	}
+	cmd := exec.Command(binary, append([]string{"serve", "--listen", listen, "--health-listen", "off", "--log-format", "json", "--data-dir", dataDir}, args...)...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s := &sidecar{dataDir: dataDir, cmd: cmd, exited: make(chan struct{})}
+	found := make(chan string, 1)
+	var seen []string
+	go func() {
+		lines := bufio.NewScanner(stderr)
+		for lines.Scan() {
+			seen = append(seen, lines.Text())
+			var event struct{ Message, Addr string }
+			if json.Unmarshal(lines.Bytes(), &event) == nil && event.Message == "serving" && event.Addr != "" {
+				found <- event.Addr
+			}
+		}
+		_ = cmd.Wait()
+		close(s.exited)
+	}()
+	select {
+	case s.address = <-found:
+	case <-s.exited:
+		t.Fatalf("a2a-commands exited before serving:\n%s", strings.Join(seen, "\n"))
+	}
+	t.Cleanup(func() { s.stop(t) })
+	return s
+}
+
+// stop sends SIGTERM and waits for the exit, which must be clean.
+func (s *sidecar) stop(t testing.TB) {
+	select {
+	case <-s.exited:
+		return
+	default:
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	<-s.exited
+	if code := s.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Errorf("a2a-commands exited with %d", code)
+	}
+}
+
+// echoAgent answers every message it gets with "echo: <text>", input-required.
+type echoAgent struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+func (e *echoAgent) Execute(_ context.Context, execCtx *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
+	text, _ := singleText(execCtx.Message)
+	e.mu.Lock()
+	e.seen = append(e.seen, text)
+	e.mu.Unlock()
+	return func(yield func(a2a.Event, error) bool) {
+		if execCtx.StoredTask == nil && !yield(a2a.NewSubmittedTask(execCtx, execCtx.Message), nil) {
+			return
+		}
+		reply := a2a.NewMessageForTask(a2a.MessageRoleAgent, execCtx, a2a.NewTextPart("echo: "+text))
+		yield(a2a.NewStatusUpdateEvent(execCtx, a2a.TaskStateInputRequired, reply), nil)
+	}
+}
+
+func (e *echoAgent) Cancel(_ context.Context, execCtx *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
+	return func(yield func(a2a.Event, error) bool) {
+		yield(a2a.NewStatusUpdateEvent(execCtx, a2a.TaskStateCanceled, nil), nil)
+	}
+}
+
+func (e *echoAgent) count() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.seen)
+}
+
+// roleFromHeader is the sender's role from the x-role header, else the assignee: a
+// stand-in for the gateway's own participants.
+func roleFromHeader(_ context.Context, execCtx *a2asrv.ExecutorContext) (Role, error) {
+	if execCtx.ServiceParams != nil {
+		if values, ok := execCtx.ServiceParams.Get("x-role"); ok && len(values) > 0 {
+			for role, name := range roleNames {
+				if name == values[0] {
+					return role, nil
+				}
+			}
+		}
+	}
+	return RoleAssignee, nil
+}
+
+// gateway is a running a2a-go gateway and the SDK client driving it.
+type gateway struct {
+	url      string
+	store    *taskstore.InMemory
+	echo     *echoAgent
+	card     *Card
+	commands *Client
+	client   *a2aclient.Client
+	logs     *logBuffer
+}
+
+// logBuffer keeps what the kit logged, for tests that check a failure is reported.
+type logBuffer struct {
+	mu    sync.Mutex
+	lines strings.Builder
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.lines.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.lines.String()
+}
+
+// startGateway serves an a2a-go JSON-RPC gateway on 127.0.0.1:0 wrapping echoAgent with
+// the kit, with the card handler and completion, as the README's gateway does.
+func startGateway(t testing.TB, sidecarAddress string) *gateway {
+	t.Helper()
+	commands, err := NewClient("http://"+sidecarAddress, WithTimeout(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := taskstore.NewInMemory(nil)
+	echo := &echoAgent{}
+	logs := &logBuffer{}
+	logger := slog.New(slog.NewTextHandler(logs, nil))
+	executor := NewExecutor(echo, commands, store, WithRole(roleFromHeader), WithLogger(logger))
+	card := NewCard(commands, WithCardLogger(logger))
+	ctx, cancel := context.WithCancel(context.Background())
+	go card.Run(ctx)
+	base := &a2a.AgentCard{
+		Name: "Echo", Description: "Echoes what it is told", Version: "1.0.0",
+		Capabilities:       a2a.AgentCapabilities{Streaming: true},
+		DefaultInputModes:  []string{"text/plain"},
+		DefaultOutputModes: []string{"text/plain"},
+	}
+	mux := http.NewServeMux()
+	server := httptest.NewServer(mux)
+	base.SupportedInterfaces = []*a2a.AgentInterface{a2a.NewAgentInterface(server.URL, a2a.TransportProtocolJSONRPC)}
+	handler := a2asrv.NewHandler(executor, a2asrv.WithTaskStore(store))
+	mux.Handle(a2asrv.WellKnownAgentCardPath, a2asrv.NewAgentCardHandler(card.Producer(base)))
+	mux.Handle("/", CompletionHandler(a2asrv.NewJSONRPCHandler(handler), executor, nil))
+	client, err := a2aclient.NewFromCard(context.Background(), base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		_ = client.Destroy()
+		server.Close()
+		_ = commands.Close()
+	})
+	return &gateway{url: server.URL, store: store, echo: echo, card: card, commands: commands, client: client, logs: logs}
+}
+
+// turn is what one send produced, the same for streaming and non-streaming sends.
+type turn struct {
+	taskID a2a.TaskID
+	state  a2a.TaskState
+	reply  *a2a.Message
+	text   string
+	kinds  []string
+	stored *a2a.Task
+}
+
+// send sends text (on taskID, or to a new task) through the SDK's client.
+func (g *gateway) send(t testing.TB, text string, taskID a2a.TaskID, stream bool) turn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	message := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart(text))
+	message.TaskID = taskID
+	request := &a2a.SendMessageRequest{Message: message}
+	var out turn
+	var status *a2a.TaskStatus
+	if stream {
+		for event, err := range g.client.SendStreamingMessage(ctx, request) {
+			if err != nil {
+				t.Fatalf("%s: %v", text, err)
+			}
+			switch e := event.(type) {
+			case *a2a.Task:
+				out.kinds, out.taskID, status = append(out.kinds, "task"), e.ID, &e.Status
+			case *a2a.TaskStatusUpdateEvent:
+				out.kinds, out.taskID, status = append(out.kinds, "statusUpdate"), e.TaskID, &e.Status
+			default:
+				out.kinds = append(out.kinds, fmt.Sprintf("%T", e))
+			}
+		}
+	} else {
+		result, err := g.client.SendMessage(ctx, request)
+		if err != nil {
+			t.Fatalf("%s: %v", text, err)
+		}
+		task, ok := result.(*a2a.Task)
+		if !ok {
+			t.Fatalf("%s: expected a Task, got %T", text, result)
+		}
+		out.kinds, out.taskID, status = []string{"task"}, task.ID, &task.Status
+	}
+	if status == nil || status.Message == nil {
+		t.Fatalf("%s: no reply message", text)
+	}
+	out.state, out.reply = status.State, status.Message
+	out.text, _ = singleText(status.Message)
+	stored, err := g.client.GetTask(ctx, &a2a.GetTaskRequest{ID: out.taskID})
+	if err != nil {
+		t.Fatalf("%s: tasks/get: %v", text, err)
+	}
+	out.stored = stored
+	return out
+}
+
+// rpc POSTs one JSON-RPC request to the gateway, as any HTTP client would: the response's
+// headers and its body.
+func (g *gateway) rpc(t testing.TB, method string, params any, headers map[string]string) (http.Header, map[string]any) {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 7, "method": method, "params": params})
+	request, _ := http.NewRequest(http.MethodPost, g.url, strings.NewReader(string(body)))
+	request.Header.Set("Content-Type", "application/json")
+	for k, v := range headers {
+		request.Header.Set(k, v)
+	}
+	response, err := http.DefaultClient.Do(request)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer response.Body.Close()
+	var answer map[string]any
+	if err := json.NewDecoder(response.Body).Decode(&answer); err != nil {
+		t.Fatal(err)
+	}
+	return response.Header, answer
+}
+
+// withRole makes the SDK client's calls on ctx send x-role: role.
+func withRole(ctx context.Context, role string) context.Context {
+	return a2aclient.AttachServiceParams(ctx, a2aclient.ServiceParams{"x-role": {role}})
+}

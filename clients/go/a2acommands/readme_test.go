@@ -1,0 +1,185 @@
+package a2acommands
+
+// README.md as written: its checkout install block run in an empty module, the gateway
+// block built there verbatim around an echo agent, and driven by a2a-go's own client,
+// with the sidecar stopped and restarted underneath.
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2aclient"
+	"github.com/a2aproject/a2a-go/v2/a2aclient/agentcard"
+)
+
+// readmeBlock is the fenced block right after the marker <!-- name --> in the README.
+func readmeBlock(t testing.TB, readme, name string) string {
+	t.Helper()
+	match := regexp.MustCompile("(?s)<!-- " + regexp.QuoteMeta(name) + " -->\n```[a-z]*\n(.*?)```").FindStringSubmatch(readme)
+	if match == nil {
+		t.Fatalf("README.md has no block marked %s", name)
+	}
+	return match[1]
+}
+
+// myAgentGo is the gateway's own agent, as a user of the README would have it.
+const myAgentGo = `package main
+
+import (
+	"context"
+	"iter"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
+)
+
+func agentCard(url string) *a2a.AgentCard {
+	return &a2a.AgentCard{
+		Name: "Echo", Description: "Echoes", Version: "1.0.0",
+		SupportedInterfaces: []*a2a.AgentInterface{a2a.NewAgentInterface(url, a2a.TransportProtocolJSONRPC)},
+		Capabilities:        a2a.AgentCapabilities{Streaming: true},
+		DefaultInputModes:   []string{"text/plain"}, DefaultOutputModes: []string{"text/plain"},
+	}
+}
+
+type echo struct{}
+
+func myAgent() a2asrv.AgentExecutor { return echo{} }
+
+func (echo) Execute(_ context.Context, execCtx *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
+	return func(yield func(a2a.Event, error) bool) {
+		if execCtx.StoredTask == nil && !yield(a2a.NewSubmittedTask(execCtx, execCtx.Message), nil) {
+			return
+		}
+		text := "echo: " + execCtx.Message.Parts[0].Text()
+		reply := a2a.NewMessageForTask(a2a.MessageRoleAgent, execCtx, a2a.NewTextPart(text))
+		yield(a2a.NewStatusUpdateEvent(execCtx, a2a.TaskStateInputRequired, reply), nil)
+	}
+}
+
+func (echo) Cancel(_ context.Context, execCtx *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
+	return func(yield func(a2a.Event, error) bool) {
+		yield(a2a.NewStatusUpdateEvent(execCtx, a2a.TaskStateCanceled, nil), nil)
+	}
+}
+`
+
+func run(t testing.TB, dir string, name string, args ...string) {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+}
+
+func TestReadmeGatewayAsWritten(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a gateway module")
+	}
+	root := repoRoot(t)
+	raw, err := os.ReadFile(filepath.Join(root, "clients", "go", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(raw)
+
+	// An empty module, the kit added by the README's checkout block.
+	project := t.TempDir()
+	run(t, project, "go", "mod", "init", "example.com/gateway")
+	install := strings.ReplaceAll(readmeBlock(t, readme, "install:checkout"), "../a2a-commands", root)
+	run(t, project, "bash", "-euc", install)
+	if err := os.WriteFile(filepath.Join(project, "main.go"), []byte(readmeBlock(t, readme, "gateway")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(project, "my_agent.go"), []byte(myAgentGo), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run(t, project, "go", "mod", "tidy")
+	run(t, project, "go", "build", "-o", "gateway", ".")
+
+	first := startSidecar(t, "", "")
+	gatewayCmd := exec.Command(filepath.Join(project, "gateway"))
+	gatewayCmd.Env = append(os.Environ(), "A2A_COMMANDS_ADDR=http://"+first.address, "PORT=")
+	stdout, _ := gatewayCmd.StdoutPipe()
+	gatewayCmd.Stderr = os.Stderr
+	if err := gatewayCmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = gatewayCmd.Process.Signal(syscall.SIGTERM)
+		_ = gatewayCmd.Wait()
+	})
+	lines := bufio.NewScanner(stdout)
+	var url string
+	for lines.Scan() {
+		if after, ok := strings.CutPrefix(lines.Text(), "listening on "); ok {
+			url = after
+			break
+		}
+	}
+	if url == "" {
+		t.Fatal("the gateway exited before listening")
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	card, err := agentcard.DefaultResolver.Resolve(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if names := cardCommands(t, card); strings.Join(names, " ") != "model effort sub-task status" {
+		t.Errorf("the served card lists %v", names)
+	}
+	client, err := a2aclient.NewFromCard(ctx, card)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ask := func(text string, taskID a2a.TaskID) (*a2a.Task, string) {
+		t.Helper()
+		message := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart(text))
+		message.TaskID = taskID
+		result, err := client.SendMessage(ctx, &a2a.SendMessageRequest{Message: message})
+		if err != nil {
+			t.Fatalf("%s: %v", text, err)
+		}
+		task := result.(*a2a.Task)
+		reply, _ := singleText(task.Status.Message)
+		return task, reply
+	}
+	task, reply := ask("hello", "")
+	equal(t, reply, "echo: hello", "a plain message reaches the agent")
+	_, reply = ask("/status", task.ID)
+	equal(t, reply, "Task "+string(task.ID)+" · \nState: INPUT_REQUIRED\nModel: gpt-x (default)\nEffort: provider default\nPlan: none\nSub-tasks: none", "/status from the sidecar")
+	_, reply = ask("/model gpt-x-mini", task.ID)
+	equal(t, reply, "refused: a watcher may not change the task with /model", "anonymous callers are watchers")
+
+	first.stop(t)
+	_, reply = ask("/status", task.ID)
+	equal(t, reply, "/status failed: commands are unavailable right now", "the fallback while the sidecar is down")
+	_, reply = ask("still there?", task.ID)
+	equal(t, reply, "echo: still there?", "plain messages while it is down")
+
+	startSidecar(t, first.dataDir, first.address)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, reply = ask("/model", task.ID); reply == "Model: gpt-x (default)\nSelectable: gpt-x, gpt-x-mini" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("commands did not come back after the restart: %q", reply)
+		}
+		// The channel reconnects with its own backoff; each try is a real request, not a
+		// sleep standing in for readiness.
+		time.Sleep(200 * time.Millisecond)
+	}
+}
