@@ -3,7 +3,8 @@
 # without the kit, driven by an outside load generator (wrk) in the same run.
 #
 # For each kit (Python: clients/python/tools/bench_gateway.py, a2a-sdk + uvicorn;
-# TypeScript: clients/typescript/tools/bench-gateway.mjs, @a2a-js/sdk + express), around
+# TypeScript: clients/typescript/tools/bench-gateway.mjs, @a2a-js/sdk + express; Go:
+# clients/go/tools/benchgateway, a2a-go + net/http, built here first), around
 # the same echo agent, it starts the release sidecar (target/release/a2a-commands, not
 # built here) and, for each row (a plain message `hello`; `/status`), runs ROUNDS rounds.
 # A round starts the kit gateway fresh, warms it up, measures it with wrk, stops it, then
@@ -26,7 +27,7 @@
 #   apt-get install -y wrk
 #   python3 -m pip install "./clients/python[server]"   # the Python gateway's packages
 #   (cd clients/typescript && npm ci && npm run build)  # the TypeScript kit's dist/
-#   bash scripts/bench-kits.sh          # BENCH_KITS ("python typescript"), BENCH_ROUNDS (5),
+#   bash scripts/bench-kits.sh          # BENCH_KITS ("python typescript go"), BENCH_ROUNDS (5),
 #                                       # BENCH_SECONDS (10), BENCH_WARMUP (3),
 #                                       # BENCH_CONNECTIONS (8, one wrk thread)
 #
@@ -34,7 +35,7 @@
 # (kit ÷ plain), their range, each side's median req/s, and the target.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-kits=${BENCH_KITS:-python typescript}
+kits=${BENCH_KITS:-python typescript go}
 rounds=${BENCH_ROUNDS:-5}
 seconds=${BENCH_SECONDS:-10}
 warmup=${BENCH_WARMUP:-3}
@@ -57,11 +58,15 @@ for kit in $kits; do
         echo "clients/typescript/dist is missing or older than src: (cd clients/typescript && npm ci && npm run build)" >&2
         exit 1
       fi ;;
-    *) echo "unknown kit $kit (python, typescript)" >&2; exit 1 ;;
+    go) command -v go >/dev/null || { echo "go is missing (Go 1.25 or newer)" >&2; exit 1; } ;;
+    *) echo "unknown kit $kit (python, typescript, go)" >&2; exit 1 ;;
   esac
 done
 
 dir=$(mktemp -d)
+case " $kits " in
+  *" go "*) (cd clients/go && go build -o "$dir/go-gateway" ./tools/benchgateway) ;;
+esac
 # The processes this script has running (at most one of each); each is cleared when it
 # is stopped, so the trap never signals a process id that may since have been reused.
 gateway_pid="" sidecar="" watcher=""
@@ -140,7 +145,7 @@ end
 EOF
 done
 
-# Starts one gateway (kit: python|typescript, side: kit|plain); sets `port` once its
+# Starts one gateway (kit: python|typescript|go, side: kit|plain); sets `port` once its
 # agent card is served (with the commands extension, for the kit side). Runs in this
 # shell, not in $(...), so that the trap knows its process.
 start_gateway() {
@@ -151,6 +156,7 @@ start_gateway() {
     python) A2A_COMMANDS_ADDR=$addr PYTHONPATH=clients/python/src \
               python3 clients/python/tools/bench_gateway.py "$side" > "$out" 2> "$dir/gateway.err" & ;;
     typescript) A2A_COMMANDS_ADDR=$addr node clients/typescript/tools/bench-gateway.mjs "$side" > "$out" 2> "$dir/gateway.err" & ;;
+    go) A2A_COMMANDS_ADDR=$addr "$dir/go-gateway" "$side" > "$out" 2> "$dir/gateway.err" & ;;
   esac
   gateway_pid=$!
   for i in $(seq 1 600); do # readiness is the card; the count only bounds the wait (60 s)

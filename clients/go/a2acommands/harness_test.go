@@ -8,7 +8,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"iter"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -26,6 +25,8 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 	"github.com/a2aproject/a2a-go/v2/a2asrv/taskstore"
+
+	"github.com/a2a-commands/a2a-commands/clients/go/internal/echoagent"
 )
 
 // repoRoot is the checkout's root (docs/vectors, target/).
@@ -120,38 +121,6 @@ func (s *sidecar) stop(t testing.TB) {
 	}
 }
 
-// echoAgent answers every message it gets with "echo: <text>", input-required.
-type echoAgent struct {
-	mu   sync.Mutex
-	seen []string
-}
-
-func (e *echoAgent) Execute(_ context.Context, execCtx *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
-	text, _ := singleText(execCtx.Message)
-	e.mu.Lock()
-	e.seen = append(e.seen, text)
-	e.mu.Unlock()
-	return func(yield func(a2a.Event, error) bool) {
-		if execCtx.StoredTask == nil && !yield(a2a.NewSubmittedTask(execCtx, execCtx.Message), nil) {
-			return
-		}
-		reply := a2a.NewMessageForTask(a2a.MessageRoleAgent, execCtx, a2a.NewTextPart("echo: "+text))
-		yield(a2a.NewStatusUpdateEvent(execCtx, a2a.TaskStateInputRequired, reply), nil)
-	}
-}
-
-func (e *echoAgent) Cancel(_ context.Context, execCtx *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
-	return func(yield func(a2a.Event, error) bool) {
-		yield(a2a.NewStatusUpdateEvent(execCtx, a2a.TaskStateCanceled, nil), nil)
-	}
-}
-
-func (e *echoAgent) count() int {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return len(e.seen)
-}
-
 // roleFromHeader is the sender's role from the x-role header, else the assignee: a
 // stand-in for the gateway's own participants.
 func roleFromHeader(_ context.Context, execCtx *a2asrv.ExecutorContext) (Role, error) {
@@ -171,7 +140,7 @@ func roleFromHeader(_ context.Context, execCtx *a2asrv.ExecutorContext) (Role, e
 type gateway struct {
 	url      string
 	store    *taskstore.InMemory
-	echo     *echoAgent
+	echo     *echoagent.Agent
 	card     *Card
 	commands *Client
 	client   *a2aclient.Client
@@ -205,7 +174,7 @@ func startGateway(t testing.TB, sidecarAddress string) *gateway {
 		t.Fatal(err)
 	}
 	store := taskstore.NewInMemory(nil)
-	echo := &echoAgent{}
+	echo := &echoagent.Agent{}
 	logs := &logBuffer{}
 	logger := slog.New(slog.NewTextHandler(logs, nil))
 	executor := NewExecutor(echo, commands, store, WithRole(roleFromHeader), WithLogger(logger))

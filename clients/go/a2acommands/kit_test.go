@@ -208,7 +208,7 @@ func TestSidecarStoppedAndRestartedUnderneath(t *testing.T) {
 	}
 	_, answer := g.rpc(t, CompleteMethod, map[string]any{"text": "/mo"}, nil)
 	equal(t, answer["error"], map[string]any{"code": float64(codeInternal), "message": "commands are unavailable right now"}, "completion while down")
-	for _, text := range g.echo.seen {
+	for _, text := range g.echo.Seen() {
 		if strings.HasPrefix(text, "/") {
 			t.Errorf("%q reached the agent", text)
 		}

@@ -251,7 +251,7 @@ func runScenario(t *testing.T, g *gateway, s scenario, stream bool) {
 	t.Helper()
 	var taskID a2a.TaskID
 	for _, step := range s.Steps {
-		seen := g.echo.count()
+		seen := len(g.echo.Seen())
 		on := a2a.TaskID("")
 		if step.Task == "same" {
 			on = taskID
@@ -271,7 +271,7 @@ func runScenario(t *testing.T, g *gateway, s scenario, stream bool) {
 			}
 			equal(t, turn.kinds, want, where+": events")
 		}
-		equal(t, g.echo.count() > seen, step.ReachesAgent, where+": reaches the agent")
+		equal(t, len(g.echo.Seen()) > seen, step.ReachesAgent, where+": reaches the agent")
 		if step.TaskData != nil {
 			stored := turn.stored.Metadata[TaskDataKey]
 			if stored == nil {
