@@ -10,12 +10,15 @@ use tonic::metadata::MetadataValue;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
 use tonic::Request;
 
+use crate::bodies::Handlers;
 use crate::config::{CtlArgs, CtlVerb, RegisterArgs};
 use crate::pb::{self, command_service_client::CommandServiceClient};
 use crate::registry::commands_file;
+use crate::registry::prompt_files;
 use crate::registry::Declared;
-use crate::rules::body::{Body, HandlerBinding, HandlerPolicy};
+use crate::rules::body::{Body, HandlerBinding, HandlerKind, HandlerPolicy, PromptBody};
 use crate::rules::policy::{Access, Role};
+use crate::rules::prompt::argument_hint;
 use crate::rules::spec::CommandSpec;
 
 type Client = CommandServiceClient<Channel>;
@@ -62,8 +65,31 @@ pub async fn run(args: CtlArgs) -> Result<(), String> {
         let policy = crate::config::handler_policy(handlers).map_err(|e| e.to_string())?;
         return check(file, &policy);
     }
+    let imported = match &args.verb {
+        CtlVerb::ImportPrompts { path, out } => Some((prompt_files::import(path)?, out)),
+        CtlVerb::ImportMcpPrompts { url, out } => Some((mcp_prompts(url).await?, out)),
+        _ => None,
+    };
+    if let Some((imported, Some(out))) = &imported {
+        // A commands file: nothing is sent, so no server is needed.
+        let text = commands_file::render(imported.commands.iter().map(|(s, b, a)| (s, b, a)));
+        std::fs::write(out, text).map_err(|e| format!("cannot write {}: {e}", out.display()))?;
+        say!(
+            "wrote {} prompt commands to {}",
+            imported.commands.len(),
+            out.display()
+        );
+        return refusals(&imported.refused);
+    }
     let mut client = connect(&args).await?;
-    let result = verb(&mut client, &args).await;
+    let result = match imported {
+        Some((imported, None)) => {
+            CHANGING.store(true, Ordering::Relaxed);
+            let registered = register_all(&mut client, &args, imported.commands, true, true).await;
+            registered.and(refusals(&imported.refused))
+        }
+        _ => verb(&mut client, &args).await,
+    };
     // A TLS 1.3 server that wants a client certificate ends the connection only after
     // the handshake, so the first call fails with a closed or broken connection.
     let tls_without_cert = args.addr.trim().starts_with("https://") && args.tls_cert.is_none();
@@ -80,7 +106,11 @@ pub async fn run(args: CtlArgs) -> Result<(), String> {
 async fn verb(client: &mut Client, args: &CtlArgs) -> Result<(), String> {
     let changes = matches!(
         args.verb,
-        CtlVerb::Register(_) | CtlVerb::Unregister { .. } | CtlVerb::Import { .. }
+        CtlVerb::Register(_)
+            | CtlVerb::Unregister { .. }
+            | CtlVerb::Import { .. }
+            | CtlVerb::ImportPrompts { out: None, .. }
+            | CtlVerb::ImportMcpPrompts { out: None, .. }
     );
     CHANGING.store(changes, Ordering::Relaxed);
     match &args.verb {
@@ -114,8 +144,70 @@ async fn verb(client: &mut Client, args: &CtlArgs) -> Result<(), String> {
             }
         }
         CtlVerb::Import { file } => register_all(client, args, read_file(file)?, true, true).await,
+        CtlVerb::ImportPrompts { .. } | CtlVerb::ImportMcpPrompts { .. } => {
+            unreachable!("handled in run")
+        }
         CtlVerb::Check { .. } => unreachable!("handled above"),
     }
+}
+
+/// Each file or prompt an import refused, on stderr; an error if there was any.
+fn refusals(refused: &[String]) -> Result<(), String> {
+    for line in refused {
+        eprintln!("{line}");
+    }
+    match refused.len() {
+        0 => Ok(()),
+        n => Err(format!("{n} not imported (see above)")),
+    }
+}
+
+/// Every prompt the MCP server at `url` lists, as prompt commands of the same name.
+async fn mcp_prompts(url: &str) -> Result<prompt_files::Imported, String> {
+    let policy = client_policy();
+    let server = HandlerBinding::parse_parts(
+        "url",
+        HandlerKind::Mcp,
+        url,
+        "url".to_owned(),
+        0,
+        &[],
+        &policy,
+    )
+    .map_err(|e| e.to_string())?;
+    let handlers = Handlers::new(policy.clone()).map_err(|e| e.to_string())?;
+    let listed = handlers.list_prompts(&server).await?;
+    let mut imported = prompt_files::Imported::default();
+    for prompt in listed {
+        let description = prompt
+            .description
+            .as_deref()
+            .map(|d| crate::rules::text::first_py_line(d.trim()).to_owned())
+            .filter(|d| !d.is_empty())
+            .unwrap_or_else(|| format!("The MCP prompt {}", prompt.name));
+        let description: String = description
+            .chars()
+            .take(crate::rules::spec::MAX_DESCRIPTION_CHARS)
+            .collect();
+        let hint = argument_hint(&prompt.arguments);
+        let spec = match CommandSpec::new("", &prompt.name, &description, &hint) {
+            Ok(spec) => spec,
+            Err(e) => {
+                imported
+                    .refused
+                    .push(format!("prompt {:?}: skipped: {e}", prompt.name));
+                continue;
+            }
+        };
+        let body = Body::Prompt {
+            prompt: PromptBody::Mcp {
+                server: server.clone(),
+                prompt: prompt.name,
+            },
+        };
+        imported.commands.push((spec, body, Access::default()));
+    }
+    Ok(imported)
 }
 
 /// The policy a client checks files with: the server's rules of shape; the server
@@ -291,6 +383,12 @@ async fn list(client: &mut Client, json: bool) -> Result<(), String> {
                 None => "handler",
             },
             (pb::CommandBody::Builtin, _) => "built-in",
+            (pb::CommandBody::Prompt, _) => {
+                match command.prompt.as_ref().and_then(|p| p.source.as_ref()) {
+                    Some(pb::prompt_binding::Source::Mcp(_)) => "mcp-prompt",
+                    _ => "prompt",
+                }
+            }
             _ => "none",
         };
         let source = match command.source() {
@@ -339,6 +437,10 @@ fn listing_json(listed: &pb::ListSpecsResponse) -> String {
                     pb::handler_binding::Endpoint::JsonRpc(u) => serde_json::json!({"json_rpc": u}),
                     pb::handler_binding::Endpoint::Mcp(u) => serde_json::json!({"mcp": u}),
                 }),
+                "prompt": command.prompt.as_ref().and_then(|p| p.source.as_ref()).map(|s| match s {
+                    pb::prompt_binding::Source::Template(t) => serde_json::json!({"template": t}),
+                    pb::prompt_binding::Source::Mcp(m) => serde_json::json!({"mcp": m.url, "name": m.name}),
+                }),
                 "roles": access.roles,
                 "hidden": access.hidden,
             })
@@ -359,12 +461,16 @@ fn declared_of(listed: &pb::ListSpecsResponse) -> Result<Vec<Declared>, String> 
             let s = c.spec.clone().unwrap_or_default();
             let spec = CommandSpec::new("spec", &s.name, &s.description, &s.argument_hint)
                 .map_err(|e| e.to_string())?;
-            let body = match &c.handler {
-                Some(binding) => Body::Handler {
+            let body = match (&c.handler, &c.prompt) {
+                (Some(binding), _) => Body::Handler {
                     handler: HandlerBinding::parse("handler", binding, &policy)
                         .map_err(|e| e.to_string())?,
                 },
-                None => Body::None,
+                (None, Some(binding)) => Body::Prompt {
+                    prompt: PromptBody::parse("prompt", binding, &policy)
+                        .map_err(|e| e.to_string())?,
+                },
+                (None, None) => Body::None,
             };
             let access = Access::parse("allowed_roles", &c.allowed_roles, c.hidden)
                 .map_err(|e| e.to_string())?;
@@ -432,6 +538,35 @@ fn declared_of_flags(flags: &RegisterArgs) -> Result<Declared, String> {
         (_, _, Some(url)) => Some(E::Mcp(url.clone())),
         _ => None,
     };
+    let template = match (&flags.prompt, &flags.prompt_file) {
+        (Some(text), _) => Some(text.clone()),
+        (None, Some(file)) => Some(
+            std::fs::read_to_string(file)
+                .map_err(|e| format!("cannot read {}: {e}", file.display()))?,
+        ),
+        (None, None) => None,
+    };
+    let prompt = match (template, &flags.mcp_prompt, &endpoint) {
+        (Some(template), _, _) => Some(pb::prompt_binding::Source::Template(template)),
+        (None, Some(name), Some(E::Mcp(url))) => {
+            Some(pb::prompt_binding::Source::Mcp(pb::McpPrompt {
+                url: url.clone(),
+                name: name.clone(),
+                timeout_ms: flags.timeout_ms,
+                headers: Vec::new(),
+            }))
+        }
+        _ => None,
+    };
+    if let Some(source) = prompt {
+        let binding = pb::PromptBinding {
+            source: Some(source),
+        };
+        let prompt =
+            PromptBody::parse("--prompt", &binding, &client_policy()).map_err(|e| e.to_string())?;
+        let access = access_of_flags(flags)?;
+        return Ok((spec, Body::Prompt { prompt }, access));
+    }
     let body = match endpoint {
         Some(endpoint) => Body::Handler {
             handler: HandlerBinding::parse(
@@ -447,6 +582,11 @@ fn declared_of_flags(flags: &RegisterArgs) -> Result<Declared, String> {
         },
         None => Body::None,
     };
+    Ok((spec, body, access_of_flags(flags)?))
+}
+
+/// The access `--role` and `--hidden` give.
+fn access_of_flags(flags: &RegisterArgs) -> Result<Access, String> {
     let roles = flags
         .roles
         .iter()
@@ -455,11 +595,10 @@ fn declared_of_flags(flags: &RegisterArgs) -> Result<Declared, String> {
                 .ok_or_else(|| format!("--role: {r:?} is not assignee, reporter, watcher or admin"))
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let access = Access {
+    Ok(Access {
         roles: (!roles.is_empty()).then_some(roles),
         hidden: flags.hidden,
-    };
-    Ok((spec, body, access))
+    })
 }
 
 /// One Register call's content.
@@ -502,6 +641,10 @@ async fn send_register(
             .collect(),
         hidden: access.hidden,
         replace_access,
+        prompt: match body {
+            Body::Prompt { prompt } => Some(prompt.to_proto()),
+            _ => None,
+        },
     };
     let answer = client
         .register(authorized(args, request)?)

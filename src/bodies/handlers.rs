@@ -19,6 +19,7 @@ use crate::metrics::{metrics, HandlerLabels, TransportLabels};
 use crate::pb;
 use crate::rules::body::{HandlerAnswer, HandlerBinding, HandlerKind, HandlerPolicy};
 use crate::rules::complete::{self, ArgumentQuery, Completions};
+use crate::rules::prompt::{ListedPrompt, PromptAnswer};
 
 /// What is kept per endpoint URL: its concurrency slots and its call counter (JSON-RPC
 /// ids count per endpoint, as the reference's do).
@@ -152,6 +153,65 @@ impl Handlers {
         })
     }
 
+    /// Gets an MCP prompt command's prompt `prompt` from `server`, for `command` typed
+    /// with `arguments`: bounded as [`Handlers::invoke`] is, and never failing: a
+    /// failure is [`PromptAnswer::Failed`] with a short reason (the detail is logged).
+    pub async fn prompt(
+        &self,
+        server: &HandlerBinding,
+        prompt: &str,
+        command: &str,
+        arguments: &str,
+        trace: &Trace,
+    ) -> PromptAnswer {
+        let call = async {
+            let (headers, endpoint) = self.prepare(server, trace)?;
+            let _slot = endpoint
+                .slots
+                .acquire()
+                .await
+                .map_err(|e| Failure::new("handler busy", e))?;
+            let max = self.policy.max_answer_bytes;
+            self.mcp
+                .prompt(server, prompt, command, arguments, &headers, max)
+                .await
+        };
+        let result = match tokio::time::timeout(server.timeout(), Box::pin(call)).await {
+            Ok(result) => result,
+            Err(_) => Err(Failure::timed_out(server, "deadline passed")),
+        };
+        result.unwrap_or_else(|failure| {
+            tracing::warn!(
+                command,
+                prompt_server = %server.url,
+                trace_id = trace.trace_id(),
+                reason = %failure.reason,
+                detail = %failure.detail,
+                "prompt failed"
+            );
+            PromptAnswer::Failed(failure.reason)
+        })
+    }
+
+    /// Every prompt the MCP server `server` lists (for `ctl import-mcp-prompts`),
+    /// within its timeout.
+    pub async fn list_prompts(&self, server: &HandlerBinding) -> Result<Vec<ListedPrompt>, String> {
+        let call = async {
+            let (headers, _) = self.prepare(server, &Trace::default())?;
+            self.mcp
+                .list_prompts(server, &headers, self.policy.max_answer_bytes)
+                .await
+        };
+        match tokio::time::timeout(server.timeout(), call).await {
+            Ok(Ok(prompts)) => Ok(prompts),
+            Ok(Err(failure)) => Err(format!("{}: {}", failure.reason, failure.detail)),
+            Err(_) => Err(format!(
+                "{}: no answer within {} ms",
+                server.url, server.timeout_ms
+            )),
+        }
+    }
+
     /// Suggestions for `query`'s argument from its handler, cut to `limit`: Complete's
     /// handler half. The handler sees the command, what was typed, the `sender` and the
     /// `task` (a default one when the request sent none).
@@ -175,10 +235,66 @@ impl Handlers {
             message: None,
         };
         let timeout = std::time::Duration::from_millis(complete::HANDLER_TIMEOUT_MS);
+        if let Some(prompt) = &query.prompt {
+            return self
+                .complete_prompt(query, prompt, trace, timeout, limit)
+                .await;
+        }
         let (values, total) = self
             .complete(&query.handler, &invocation, trace, timeout)
             .await;
         complete::from_handler(query, values, total, limit)
+    }
+
+    /// Suggestions for an MCP prompt command's argument from its server, within
+    /// `timeout`; any failure is no suggestions, logged at debug.
+    async fn complete_prompt(
+        &self,
+        query: &ArgumentQuery<'_>,
+        prompt: &str,
+        trace: &Trace,
+        timeout: std::time::Duration,
+        limit: usize,
+    ) -> Completions {
+        let server = &query.handler;
+        let call = async {
+            let (headers, endpoint) = self.prepare(server, trace)?;
+            let _slot = endpoint
+                .slots
+                .try_acquire()
+                .map_err(|e| Failure::new("handler busy", e))?;
+            let max = self.policy.max_answer_bytes;
+            self.mcp
+                .complete_prompt(server, prompt, query.argument, &headers, max)
+                .await
+        };
+        let result = match tokio::time::timeout(timeout.min(server.timeout()), Box::pin(call)).await
+        {
+            Ok(result) => result,
+            Err(_) => Err(Failure::new("timed out", "completion deadline passed")),
+        };
+        match result {
+            Ok((start, values, total)) => {
+                // Each value replaces the word being typed; the words before it stay.
+                let typed_before = &query.argument[..start];
+                let head = format!("{}{typed_before}", query.head);
+                let query = ArgumentQuery {
+                    head: &head,
+                    ..query.clone()
+                };
+                complete::from_handler(&query, values, total, limit)
+            }
+            Err(failure) => {
+                tracing::debug!(
+                    command = %query.command,
+                    prompt_server = %server.url,
+                    reason = %failure.reason,
+                    detail = %failure.detail,
+                    "prompt server gave no completions"
+                );
+                Completions::default()
+            }
+        }
     }
 
     /// Asks the handler for argument suggestions (`invocation.arguments` is what was

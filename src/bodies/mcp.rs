@@ -4,10 +4,18 @@
 //! tool's structured content, or else as JSON in its first text block, and is read by
 //! the same rules as a JSON-RPC `result`.
 //!
+//! Prompt commands whose prompt is an MCP server's are got the same way: `prompts/list`
+//! for the prompt's declared arguments, then `prompts/get`; their argument suggestions
+//! come from `completion/complete` with a `ref/prompt`.
+//!
 //! Each call is one MCP session (initialize, call, close): command bodies are called
 //! rarely, and a session per call needs no state kept between calls.
 
-use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::model::{
+    ArgumentInfo, CallToolRequestParams, CallToolResult, CompleteRequestParams, ContentBlock,
+    GetPromptRequestParams, Reference, Role,
+};
+use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::ServiceExt as _;
@@ -17,6 +25,10 @@ use crate::bodies::call::{shorten, CallHeaders, Failure};
 use crate::bodies::json_rpc::{invocation_context, parse_result};
 use crate::pb;
 use crate::rules::body::{HandlerAnswer, HandlerBinding};
+use crate::rules::prompt::{
+    completing, map_arguments, mcp_expansion, ListedPrompt, PromptAnswer, PromptArgument,
+    PromptPart,
+};
 
 /// The tool a command body is.
 pub const TOOL: &str = "hooks.command.invoked.in";
@@ -32,6 +44,27 @@ impl McpClient {
         Self { http }
     }
 
+    /// An MCP session with `binding`'s server, `headers` on every request, answers of
+    /// at most `max_answer_bytes` read.
+    async fn session(
+        &self,
+        binding: &HandlerBinding,
+        headers: &CallHeaders,
+        max_answer_bytes: usize,
+    ) -> Result<RunningService<RoleClient, ()>, Failure> {
+        let mut config = StreamableHttpClientTransportConfig::with_uri(binding.url.clone());
+        config.custom_headers = headers
+            .iter()
+            .map(|(name, value)| (name.clone(), value.clone()))
+            .collect();
+        config.max_json_response_size = max_answer_bytes;
+        config.reinit_on_expired_session = false;
+        let transport = StreamableHttpClientTransport::with_client(self.http.clone(), config);
+        ().serve(transport)
+            .await
+            .map_err(|e| Failure::new("handler unreachable", e))
+    }
+
     /// Calls the tool with `invocation`'s context and `headers` on every request of
     /// the session; answers of at most `max_answer_bytes` are read.
     pub(super) async fn call(
@@ -41,18 +74,7 @@ impl McpClient {
         headers: &CallHeaders,
         max_answer_bytes: usize,
     ) -> Result<HandlerAnswer, Failure> {
-        let mut config = StreamableHttpClientTransportConfig::with_uri(binding.url.clone());
-        config.custom_headers = headers
-            .iter()
-            .map(|(name, value)| (name.clone(), value.clone()))
-            .collect();
-        config.max_json_response_size = max_answer_bytes;
-        config.reinit_on_expired_session = false;
-        let transport = StreamableHttpClientTransport::with_client(self.http.clone(), config);
-        let session =
-            ().serve(transport)
-                .await
-                .map_err(|e| Failure::new("handler unreachable", e))?;
+        let session = self.session(binding, headers, max_answer_bytes).await?;
         let arguments = json!({"context": invocation_context(invocation)});
         let Value::Object(arguments) = arguments else {
             unreachable!("an object")
@@ -65,6 +87,166 @@ impl McpClient {
         let result = called.map_err(|e| Failure::new("handler call failed", e))?;
         answer_of(result)
     }
+}
+
+impl McpClient {
+    /// Gets the prompt `prompt` for the command `command` typed with `arguments`.
+    pub(super) async fn prompt(
+        &self,
+        server: &HandlerBinding,
+        prompt: &str,
+        command: &str,
+        arguments: &str,
+        headers: &CallHeaders,
+        max_answer_bytes: usize,
+    ) -> Result<PromptAnswer, Failure> {
+        let session = self.session(server, headers, max_answer_bytes).await?;
+        let got = get_prompt(&session, prompt, command, arguments).await;
+        let _ = session.cancel().await;
+        got
+    }
+
+    /// The server's suggestions for the argument of `prompt` that `typed` is completing:
+    /// the values, each with the text before it (`typed`'s prefix), and the total the
+    /// server knows of.
+    pub(super) async fn complete_prompt(
+        &self,
+        server: &HandlerBinding,
+        prompt: &str,
+        typed: &str,
+        headers: &CallHeaders,
+        max_answer_bytes: usize,
+    ) -> Result<(usize, Vec<(String, String)>, usize), Failure> {
+        let session = self.session(server, headers, max_answer_bytes).await?;
+        let asked = async {
+            let declared = declared_arguments(&session, prompt).await?;
+            let Some(first) = declared.first() else {
+                return Ok((0, Vec::new(), 0));
+            };
+            let (index, start) = completing(declared.len(), typed);
+            let argument = declared.get(index).unwrap_or(first);
+            let params = CompleteRequestParams::new(
+                Reference::for_prompt(prompt),
+                ArgumentInfo::new(argument.name.clone(), typed[start..].to_owned()),
+            );
+            let result = session
+                .complete(params)
+                .await
+                .map_err(|e| Failure::new("completion failed", e))?;
+            let completion = result.completion;
+            let total = completion
+                .total
+                .map_or(completion.values.len(), |t| t as usize);
+            let values = completion
+                .values
+                .into_iter()
+                .map(|v| (v, String::new()))
+                .collect();
+            Ok((start, values, total))
+        }
+        .await;
+        let _ = session.cancel().await;
+        asked
+    }
+}
+
+impl McpClient {
+    /// Every prompt `server` lists.
+    pub(super) async fn list_prompts(
+        &self,
+        server: &HandlerBinding,
+        headers: &CallHeaders,
+        max_answer_bytes: usize,
+    ) -> Result<Vec<ListedPrompt>, Failure> {
+        let session = self.session(server, headers, max_answer_bytes).await?;
+        let listed = session.list_all_prompts().await;
+        let _ = session.cancel().await;
+        let prompts = listed.map_err(|e| Failure::new("prompt listing failed", e))?;
+        Ok(prompts
+            .into_iter()
+            .map(|p| ListedPrompt {
+                name: p.name,
+                description: p.description.or(p.title),
+                arguments: declared_of(p.arguments),
+            })
+            .collect())
+    }
+}
+
+fn declared_of(arguments: Option<Vec<rmcp::model::PromptArgument>>) -> Vec<PromptArgument> {
+    arguments
+        .unwrap_or_default()
+        .into_iter()
+        .map(|a| PromptArgument {
+            name: a.name,
+            required: a.required.unwrap_or(false),
+        })
+        .collect()
+}
+
+/// The arguments `prompt` declares on the server; a prompt it does not list fails.
+async fn declared_arguments(
+    session: &RunningService<RoleClient, ()>,
+    prompt: &str,
+) -> Result<Vec<PromptArgument>, Failure> {
+    let prompts = session
+        .list_all_prompts()
+        .await
+        .map_err(|e| Failure::new("prompt listing failed", e))?;
+    let found = prompts
+        .into_iter()
+        .find(|p| p.name == prompt)
+        .ok_or_else(|| {
+            Failure::new(
+                format!("the server has no prompt {}", shorten(prompt, 64)),
+                prompt,
+            )
+        })?;
+    Ok(declared_of(found.arguments))
+}
+
+/// `prompts/get` with the arguments mapped from what was typed.
+async fn get_prompt(
+    session: &RunningService<RoleClient, ()>,
+    prompt: &str,
+    command: &str,
+    arguments: &str,
+) -> Result<PromptAnswer, Failure> {
+    let declared = declared_arguments(session, prompt).await?;
+    let mapped = match map_arguments(command, &declared, arguments) {
+        Ok(mapped) => mapped,
+        Err(usage) => return Ok(PromptAnswer::Usage(usage)),
+    };
+    let mut params = GetPromptRequestParams::new(prompt);
+    if !mapped.is_empty() {
+        params.arguments = Some(
+            mapped
+                .into_iter()
+                .map(|(name, value)| (name, Value::String(value)))
+                .collect(),
+        );
+    }
+    let result = session
+        .get_prompt(params)
+        .await
+        .map_err(|e| Failure::new("prompt call failed", e))?;
+    let parts: Vec<PromptPart> = result
+        .messages
+        .into_iter()
+        .map(|message| match (message.role, message.content) {
+            (Role::User, ContentBlock::Text(text)) => PromptPart::UserText(text.text.clone()),
+            (Role::Assistant, _) => PromptPart::Other("an assistant message".into()),
+            (_, ContentBlock::Image(_)) => PromptPart::Other("an image".into()),
+            (_, ContentBlock::Audio(_)) => PromptPart::Other("an audio clip".into()),
+            (_, ContentBlock::Resource(_)) => PromptPart::Other("a resource".into()),
+            (_, ContentBlock::ResourceLink(_)) => PromptPart::Other("a resource link".into()),
+            (_, _) => PromptPart::Other("content of another kind".into()),
+        })
+        .collect();
+    Ok(match mcp_expansion(&parts, &declared, arguments) {
+        Ok(text) => PromptAnswer::Expanded(text),
+        Err(reason) => PromptAnswer::Failed(reason),
+    })
 }
 
 /// Reads a tool result: an error result is a failure; otherwise the context is the

@@ -107,6 +107,27 @@ pub enum CtlVerb {
         /// The commands file.
         file: PathBuf,
     },
+    /// Register the prompt commands of a Claude Code (`.claude/commands/*.md`) or Gemini
+    /// CLI (`.gemini/commands/*.toml`) folder, replacing those of the same name; a file
+    /// that runs a shell or reads a file (`!{...}`, `` !`...` ``, `@{...}`, `@path`) is
+    /// refused, never run.
+    ImportPrompts {
+        /// The folder: a project holding `.claude/commands` or `.gemini/commands`, or a
+        /// commands folder itself.
+        path: PathBuf,
+        /// Write them as a commands file here instead of registering them.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Register every prompt an MCP server lists as a prompt command, replacing those of
+    /// the same name.
+    ImportMcpPrompts {
+        /// The MCP server (streamable HTTP): an http:// or https:// URL.
+        url: String,
+        /// Write them as a commands file here instead of registering them.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
     /// Check a commands file offline (no server needed) exactly as `serve` would, with
     /// the same handler flags: every error, one per line; exits non-zero if there is any.
     Check {
@@ -124,7 +145,7 @@ pub struct RegisterArgs {
     /// A commands file whose every command is registered (instead of the flags below).
     #[arg(long, conflicts_with_all = [
         "name", "description", "hint", "grpc", "json_rpc", "mcp", "timeout_ms", "roles",
-        "hidden", "replace_access",
+        "hidden", "replace_access", "prompt", "prompt_file", "mcp_prompt",
     ])]
     pub file: Option<PathBuf>,
     /// The name typed after `/`.
@@ -148,6 +169,15 @@ pub struct RegisterArgs {
     /// The handler's timeout in milliseconds (0: the server's default).
     #[arg(long, default_value_t = 0)]
     pub timeout_ms: u32,
+    /// Make it a prompt command with this template (`$ARGUMENTS`, `$1`..`$9`, `{{args}}`).
+    #[arg(long, conflicts_with_all = ["grpc", "json_rpc", "mcp", "prompt_file", "mcp_prompt"])]
+    pub prompt: Option<String>,
+    /// Make it a prompt command with the template in this file.
+    #[arg(long, conflicts_with_all = ["grpc", "json_rpc", "mcp", "mcp_prompt"])]
+    pub prompt_file: Option<PathBuf>,
+    /// Make it a prompt command with this prompt of the MCP server given by --mcp.
+    #[arg(long, requires = "mcp", conflicts_with_all = ["grpc", "json_rpc"])]
+    pub mcp_prompt: Option<String>,
     /// A role allowed to run it (repeat for several; none: every role).
     #[arg(long = "role")]
     pub roles: Vec<String>,

@@ -4,7 +4,8 @@
 //!
 //! The file has the shape of the harness's plugin `commands.json`, with our handler
 //! binding where that file has its hook: `{"commands": [{"name", "description",
-//! "argument_hint", "handler"}]}`. A file is checked whole before anything changes; a
+//! "argument_hint", "handler"}]}`; a prompt command has `"prompt"` instead, a template
+//! or `{"mcp": URL, "name": ...}`. A file is checked whole before anything changes; a
 //! bad file changes nothing.
 
 use std::collections::HashSet;
@@ -20,7 +21,7 @@ use crate::pb;
 use crate::registry::handle::Registry;
 use crate::registry::snapshot::{Registered, Source};
 use crate::registry::state::{Change, Declared};
-use crate::rules::body::{Body, HandlerBinding, HandlerKind, HandlerPolicy};
+use crate::rules::body::{Body, HandlerBinding, HandlerKind, HandlerPolicy, PromptBody};
 use crate::rules::builtins::Builtin;
 use crate::rules::policy::{Access, Role};
 use crate::rules::spec::CommandSpec;
@@ -41,6 +42,9 @@ struct Entry {
     argument_hint: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     handler: Option<HandlerEntry>,
+    /// A prompt command's prompt: a template, or an MCP server's prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    prompt: Option<PromptEntry>,
     /// The roles allowed to run it (`assignee`, `reporter`, `watcher`, `admin`);
     /// absent: every role.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -58,6 +62,24 @@ struct HandlerEntry {
     json_rpc: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     mcp: Option<String>,
+    #[serde(default)]
+    timeout_ms: u32,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    headers: Vec<HeaderEntry>,
+}
+
+#[derive(Deserialize, Serialize)]
+#[serde(untagged)]
+enum PromptEntry {
+    Template(String),
+    Mcp(McpPromptEntry),
+}
+
+#[derive(Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+struct McpPromptEntry {
+    mcp: String,
+    name: String,
     #[serde(default)]
     timeout_ms: u32,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -110,23 +132,51 @@ pub fn render<'a>(
                         json_rpc,
                         mcp,
                         timeout_ms: handler.timeout_ms,
-                        headers: handler
-                            .headers
-                            .iter()
-                            .map(|h| HeaderEntry {
-                                name: h.name.clone(),
-                                value_file: h.value_file.clone(),
-                            })
-                            .collect(),
+                        headers: headers_of(handler),
                     })
                 }
-                Body::Builtin { .. } | Body::None => None,
+                Body::Builtin { .. } | Body::None | Body::Prompt { .. } => None,
+            },
+            prompt: match body {
+                Body::Prompt {
+                    prompt: PromptBody::Template { template },
+                } => Some(PromptEntry::Template(template.as_str().to_owned())),
+                Body::Prompt {
+                    prompt: PromptBody::Mcp { server, prompt },
+                } => Some(PromptEntry::Mcp(McpPromptEntry {
+                    mcp: server.url.clone(),
+                    name: prompt.clone(),
+                    timeout_ms: server.timeout_ms,
+                    headers: headers_of(server),
+                })),
+                _ => None,
             },
         })
         .collect();
     let mut text = serde_json::to_string_pretty(&File { commands }).expect("serializes");
     text.push('\n');
     text
+}
+
+fn headers_of(binding: &HandlerBinding) -> Vec<HeaderEntry> {
+    binding
+        .headers
+        .iter()
+        .map(|h| HeaderEntry {
+            name: h.name.clone(),
+            value_file: h.value_file.clone(),
+        })
+        .collect()
+}
+
+fn headers_to_proto(headers: Vec<HeaderEntry>) -> Vec<pb::HandlerHeader> {
+    headers
+        .into_iter()
+        .map(|h| pb::HandlerHeader {
+            name: h.name,
+            value_file: h.value_file,
+        })
+        .collect()
 }
 
 /// A commands file that cannot be used; the message names the file and the problem.
@@ -178,9 +228,32 @@ fn parse_all(text: &str, policy: &HandlerPolicy) -> Result<Vec<Result<Declared, 
 fn parse_entry(at: &str, entry: Entry, policy: &HandlerPolicy) -> Result<Declared, String> {
     let spec = CommandSpec::new(at, &entry.name, &entry.description, &entry.argument_hint)
         .map_err(|e| e.to_string())?;
-    let body = match entry.handler {
-        None => Body::None,
-        Some(h) => {
+    let body = match (entry.handler, entry.prompt) {
+        (Some(_), Some(_)) => {
+            return Err(format!(
+                "{at}: a command has a handler or a prompt, never both"
+            ))
+        }
+        (None, Some(prompt)) => {
+            use pb::prompt_binding::Source;
+            let source = match prompt {
+                PromptEntry::Template(text) => Source::Template(text),
+                PromptEntry::Mcp(m) => Source::Mcp(pb::McpPrompt {
+                    url: m.mcp,
+                    name: m.name,
+                    timeout_ms: m.timeout_ms,
+                    headers: headers_to_proto(m.headers),
+                }),
+            };
+            let binding = pb::PromptBinding {
+                source: Some(source),
+            };
+            let prompt = PromptBody::parse(&format!("{at}.prompt"), &binding, policy)
+                .map_err(|e| e.to_string())?;
+            Body::Prompt { prompt }
+        }
+        (None, None) => Body::None,
+        (Some(h), None) => {
             use pb::handler_binding::Endpoint;
             let endpoint = match (h.grpc, h.json_rpc, h.mcp) {
                 (Some(url), None, None) => Some(Endpoint::Grpc(url)),
@@ -196,14 +269,7 @@ fn parse_entry(at: &str, entry: Entry, policy: &HandlerPolicy) -> Result<Declare
             let binding = pb::HandlerBinding {
                 endpoint,
                 timeout_ms: h.timeout_ms,
-                headers: h
-                    .headers
-                    .into_iter()
-                    .map(|h| pb::HandlerHeader {
-                        name: h.name,
-                        value_file: h.value_file,
-                    })
-                    .collect(),
+                headers: headers_to_proto(h.headers),
             };
             let handler = HandlerBinding::parse(&format!("{at}.handler"), &binding, policy)
                 .map_err(|e| e.to_string())?;

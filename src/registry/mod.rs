@@ -7,12 +7,14 @@
 //! [`store`] in one batch and flush, then publishes the new snapshot.
 //!
 //! The modules below import one another only downwards: `handle` → `writer` → `store` →
-//! `durable`, `seal` → `state` → `snapshot`; `commands_file` sits beside `handle` and uses it. Nothing here
-//! imports this file's re-exports.
+//! `durable`, `seal` → `state` → `snapshot`; `commands_file` sits beside `handle` and uses it;
+//! `prompt_files` reads Claude Code's and Gemini CLI's command folders into declared
+//! commands. Nothing here imports this file's re-exports.
 
 pub mod commands_file;
 mod durable;
 pub mod handle;
+pub mod prompt_files;
 pub mod seal;
 pub mod snapshot;
 pub mod state;

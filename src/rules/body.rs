@@ -1,5 +1,6 @@
-//! What runs a registered command, as data: a built-in, nothing, or a handler elsewhere
-//! (with its validated binding and the operator's limits), and what a handler answered.
+//! What runs a registered command, as data: a built-in, nothing, a handler elsewhere
+//! (with its validated binding and the operator's limits), or a prompt for the model;
+//! and what a handler answered.
 //!
 //! These are the types the registry stores and Execute dispatches on; the clients that
 //! call handlers live in `crate::bodies`, which depends on this module, not the reverse.
@@ -12,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::Error;
 use crate::pb;
 use crate::rules::builtins::Builtin;
+use crate::rules::prompt::PromptTemplate;
 use crate::rules::text::quote_prefix;
 
 /// What runs a registered command.
@@ -30,6 +32,103 @@ pub enum Body {
         /// Where, and how long to wait.
         handler: HandlerBinding,
     },
+    /// A prompt: Execute answers its expansion, for the model, instead of a reply.
+    Prompt {
+        /// What it expands from.
+        prompt: PromptBody,
+    },
+}
+
+/// What a prompt command expands from.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "source", rename_all = "snake_case")]
+pub enum PromptBody {
+    /// A template of its own.
+    Template {
+        /// The template.
+        template: PromptTemplate,
+    },
+    /// A prompt of an MCP server.
+    Mcp {
+        /// The server (an MCP binding, with the handlers' limits).
+        server: HandlerBinding,
+        /// The prompt's name there.
+        prompt: String,
+    },
+}
+
+/// The longest MCP prompt name accepted, in characters.
+pub const MAX_PROMPT_NAME_CHARS: usize = 256;
+
+impl PromptBody {
+    /// Checks a prompt binding from a request; `field` (for example `prompt`) names it
+    /// in errors.
+    pub fn parse(
+        field: &str,
+        binding: &pb::PromptBinding,
+        policy: &HandlerPolicy,
+    ) -> Result<Self, Error> {
+        use pb::prompt_binding::Source;
+        match &binding.source {
+            None => Err(Error::invalid(field, "must set template or mcp")),
+            Some(Source::Template(text)) => Ok(Self::Template {
+                template: PromptTemplate::parse(&format!("{field}.template"), text)?,
+            }),
+            Some(Source::Mcp(mcp)) => {
+                let field = format!("{field}.mcp");
+                let name = &mcp.name;
+                let len = name.chars().count();
+                if name.is_empty() || len > MAX_PROMPT_NAME_CHARS {
+                    return Err(Error::invalid(
+                        format!("{field}.name"),
+                        format!("must be 1 to {MAX_PROMPT_NAME_CHARS} characters (got {len})"),
+                    ));
+                }
+                if let Some(c) = name.chars().find(|c| c.is_control()) {
+                    return Err(Error::invalid(
+                        format!("{field}.name"),
+                        format!(
+                            "must not contain control characters (found U+{:04X})",
+                            c as u32
+                        ),
+                    ));
+                }
+                let server = HandlerBinding::parse_parts(
+                    &field,
+                    HandlerKind::Mcp,
+                    &mcp.url,
+                    format!("{field}.url"),
+                    mcp.timeout_ms,
+                    &mcp.headers,
+                    policy,
+                )?;
+                Ok(Self::Mcp {
+                    server,
+                    prompt: name.clone(),
+                })
+            }
+        }
+    }
+
+    /// The binding as protobuf.
+    pub fn to_proto(&self) -> pb::PromptBinding {
+        use pb::prompt_binding::Source;
+        let source = match self {
+            Self::Template { template } => Source::Template(template.as_str().to_owned()),
+            Self::Mcp { server, prompt } => {
+                let binding = server.to_proto();
+                Source::Mcp(pb::McpPrompt {
+                    url: server.url.clone(),
+                    name: prompt.clone(),
+                    timeout_ms: binding.timeout_ms,
+                    headers: binding.headers,
+                })
+            }
+        };
+        pb::PromptBinding {
+            source: Some(source),
+        }
+    }
 }
 
 /// Which protocol a handler speaks.
@@ -198,6 +297,28 @@ impl HandlerBinding {
             Some(E::Mcp(url)) => (HandlerKind::Mcp, url, format!("{field}.mcp")),
             None => return Err(Error::invalid(field, "must set grpc, json_rpc or mcp")),
         };
+        Self::parse_parts(
+            field,
+            kind,
+            url,
+            url_field,
+            binding.timeout_ms,
+            &binding.headers,
+            policy,
+        )
+    }
+
+    /// Checks a binding's parts: its endpoint `url` (named `url_field` in errors), its
+    /// timeout and headers (named under `field`).
+    pub fn parse_parts(
+        field: &str,
+        kind: HandlerKind,
+        url: &str,
+        url_field: String,
+        timeout_ms: u32,
+        headers: &[pb::HandlerHeader],
+        policy: &HandlerPolicy,
+    ) -> Result<Self, Error> {
         let len = url.chars().count();
         if len > MAX_URL_CHARS {
             return Err(Error::invalid(
@@ -243,7 +364,7 @@ impl HandlerBinding {
                 format!("host {host:?} is not in the allowed handler hosts"),
             ));
         }
-        let timeout_ms = match binding.timeout_ms {
+        let timeout_ms = match timeout_ms {
             0 => policy.default_timeout_ms,
             t if t > policy.max_timeout_ms => {
                 return Err(Error::invalid(
@@ -253,14 +374,13 @@ impl HandlerBinding {
             }
             t => t,
         };
-        if binding.headers.len() > MAX_HEADERS {
+        if headers.len() > MAX_HEADERS {
             return Err(Error::invalid(
                 format!("{field}.headers"),
                 format!("must name at most {MAX_HEADERS} headers"),
             ));
         }
-        let headers = binding
-            .headers
+        let headers = headers
             .iter()
             .enumerate()
             .map(|(i, h)| HandlerHeader::parse(&format!("{field}.headers[{i}]"), h, policy))
@@ -269,7 +389,7 @@ impl HandlerBinding {
             kind,
             // As registered (ListSpecs shows what the operator wrote); it has no
             // whitespace or control characters, so it is what the parser checked.
-            url: url.clone(),
+            url: url.to_owned(),
             timeout_ms,
             headers,
         })

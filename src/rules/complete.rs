@@ -8,7 +8,7 @@
 
 use crate::error::Error;
 use crate::pb::ParticipantRole;
-use crate::rules::body::{Body, HandlerBinding};
+use crate::rules::body::{Body, HandlerBinding, PromptBody};
 use crate::rules::builtins::{Builtin, Catalogue};
 use crate::rules::parse::Lookup;
 use crate::rules::policy::{changes_task, Access};
@@ -192,6 +192,8 @@ pub enum ArgumentSource<'a> {
     Builtin(Builtin),
     /// By the command's handler.
     Handler(&'a crate::rules::body::HandlerBinding),
+    /// By the MCP server whose prompt the command is (`completion/complete`).
+    Prompt(&'a HandlerBinding, &'a str),
     /// Not at all.
     None,
 }
@@ -201,7 +203,14 @@ pub fn argument_source(body: &Body) -> ArgumentSource<'_> {
     match body {
         Body::Builtin { builtin } => ArgumentSource::Builtin(*builtin),
         Body::Handler { handler } => ArgumentSource::Handler(handler),
-        Body::None => ArgumentSource::None,
+        Body::Prompt {
+            prompt: PromptBody::Mcp { server, prompt },
+        } => ArgumentSource::Prompt(server, prompt),
+        // A template offers nothing: it has no list of values.
+        Body::None
+        | Body::Prompt {
+            prompt: PromptBody::Template { .. },
+        } => ArgumentSource::None,
     }
 }
 
@@ -230,6 +239,8 @@ pub struct ArgumentQuery<'t> {
     pub argument: &'t str,
     /// The command's handler (a copy: the registry's state is not held while it runs).
     pub handler: HandlerBinding,
+    /// For an MCP prompt command, the prompt's name on the server `handler` names.
+    pub prompt: Option<String>,
 }
 
 /// Plans the answer to completing `text` for a sender of `role`, against the
@@ -287,6 +298,16 @@ pub fn plan<'t, 'c>(
                 head,
                 argument,
                 handler: handler.clone(),
+                prompt: None,
+            }))
+        }
+        ArgumentSource::Prompt(server, prompt) => {
+            return Ok(Plan::Ask(ArgumentQuery {
+                command: name,
+                head,
+                argument,
+                handler: server.clone(),
+                prompt: Some(prompt.to_owned()),
             }))
         }
     };

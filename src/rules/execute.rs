@@ -9,11 +9,12 @@ use prost_types::Timestamp;
 
 use crate::error::Error;
 use crate::pb::{self, OrdinaryReason, ParticipantRole};
-use crate::rules::body::{Body, HandlerAnswer, HandlerBinding};
+use crate::rules::body::{Body, HandlerAnswer, HandlerBinding, PromptBody};
 use crate::rules::builtins::Catalogue;
 use crate::rules::event::{reply_message_id, ReplyEvent};
 use crate::rules::parse::{classify, Classification, Lookup};
 use crate::rules::policy::{refuse_by_role, watcher_refusal};
+use crate::rules::prompt::PromptAnswer;
 use crate::rules::reply::{Changes, Reply, SubTask};
 use crate::rules::task::Task;
 use crate::rules::text::trim_py_whitespace;
@@ -37,6 +38,28 @@ pub enum Execution<'m> {
         arguments: &'m str,
         /// Where its body runs.
         handler: HandlerBinding,
+    },
+    /// A prompt command: the gateway sends `text` to the model in place of the
+    /// message's text.
+    Prompt {
+        /// Its name.
+        name: &'m str,
+        /// Its arguments.
+        arguments: &'m str,
+        /// The expansion.
+        text: String,
+    },
+    /// A prompt command whose prompt is an MCP server's: the caller gets it and turns
+    /// the answer into the result with [`prompt_result`].
+    AskPrompt {
+        /// Its name.
+        name: &'m str,
+        /// Its arguments.
+        arguments: &'m str,
+        /// The server.
+        server: HandlerBinding,
+        /// The prompt's name there.
+        prompt: String,
     },
     /// A command ran (or was refused).
     Command {
@@ -85,6 +108,28 @@ pub fn execute<'m>(
                     handler: handler.clone(),
                 })
             }
+            Body::Prompt {
+                prompt: PromptBody::Template { template },
+            } => match template.expand(arguments) {
+                Ok(text) => {
+                    return Ok(Execution::Prompt {
+                        name,
+                        arguments,
+                        text,
+                    })
+                }
+                Err(error) => Reply::failed(name, &error.to_string()),
+            },
+            Body::Prompt {
+                prompt: PromptBody::Mcp { server, prompt },
+            } => {
+                return Ok(Execution::AskPrompt {
+                    name,
+                    arguments,
+                    server: server.clone(),
+                    prompt: prompt.clone(),
+                })
+            }
         },
     };
     Ok(Execution::Command {
@@ -92,6 +137,26 @@ pub fn execute<'m>(
         arguments,
         reply,
     })
+}
+
+/// What an MCP prompt command comes to.
+#[derive(Clone, Debug)]
+pub enum Prompted {
+    /// The expansion, for the model.
+    Text(String),
+    /// The reply refusing it (its usage) or failing it (`/<name> failed: <reason>`).
+    Reply(Reply),
+}
+
+/// What the answer of an MCP prompt command's server comes to.
+pub fn prompt_result(name: &str, answer: PromptAnswer) -> Prompted {
+    match answer {
+        PromptAnswer::Expanded(text) => Prompted::Text(text),
+        PromptAnswer::Usage(usage) => {
+            Prompted::Reply(Reply::refused(format!("refused: usage: {usage}")))
+        }
+        PromptAnswer::Failed(reason) => Prompted::Reply(Reply::failed(name, &reason)),
+    }
 }
 
 /// Turns a handler's answer into the reply, checking it as the built-ins are checked:

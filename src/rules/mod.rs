@@ -14,6 +14,7 @@ pub mod event;
 pub mod execute;
 pub mod parse;
 pub mod policy;
+pub mod prompt;
 pub mod reply;
 pub mod spec;
 pub mod task;

@@ -183,7 +183,7 @@ fn check_line(field: &str, value: &str, max: usize) -> Result<(), Error> {
 /// Characters that change how text displays without showing themselves: bidi embeddings,
 /// overrides, isolates and marks (which can make a card read differently from what it
 /// holds), zero-width space, word joiner and the byte-order mark.
-fn is_hidden_format(c: char) -> bool {
+pub(crate) fn is_hidden_format(c: char) -> bool {
     matches!(
         c,
         '\u{061C}'

@@ -46,6 +46,7 @@ pub fn list_response(snapshot: &Snapshot, with_struct: bool) -> pb::ListSpecsRes
                 Body::Builtin { .. } => pb::CommandBody::Builtin,
                 Body::None => pb::CommandBody::None,
                 Body::Handler { .. } => pb::CommandBody::Handler,
+                Body::Prompt { .. } => pb::CommandBody::Prompt,
             }
             .into(),
             handler: match &c.body {
@@ -66,6 +67,10 @@ pub fn list_response(snapshot: &Snapshot, with_struct: bool) -> pb::ListSpecsRes
                 .map(|r| r.to_proto().into())
                 .collect(),
             hidden: c.access.hidden,
+            prompt: match &c.body {
+                Body::Prompt { prompt } => Some(prompt.to_proto()),
+                _ => None,
+            },
         })
         .collect();
     pb::ListSpecsResponse {

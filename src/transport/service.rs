@@ -17,11 +17,13 @@ use crate::metrics::metrics;
 use crate::pb::command_service_server::CommandService;
 use crate::pb::{self, Outcome, ParticipantRole};
 use crate::registry::{Applied, Change, Registry};
-use crate::rules::body::{Body, HandlerAnswer, HandlerBinding};
+use crate::rules::body::{Body, HandlerAnswer, HandlerBinding, PromptBody};
 use crate::rules::builtins::Catalogue;
 use crate::rules::complete::{self, Completions, Plan};
 use crate::rules::event::Forms;
-use crate::rules::execute::{execute, handler_reply, reply_event, Execution};
+use crate::rules::execute::{
+    execute, handler_reply, prompt_result, reply_event, Execution, Prompted,
+};
 use crate::rules::parse::{classify, Classification};
 use crate::rules::policy::Access;
 use crate::rules::spec::{CommandName, CommandSpec};
@@ -90,10 +92,19 @@ impl Api {
         let request = request.into_inner();
         let spec = required("spec", &request.spec)?;
         let spec = CommandSpec::new("spec", &spec.name, &spec.description, &spec.argument_hint)?;
-        let body = match &request.handler {
-            None => Body::None,
-            Some(binding) => Body::Handler {
+        let body = match (&request.handler, &request.prompt) {
+            (Some(_), Some(_)) => {
+                return Err(Error::invalid(
+                    "prompt",
+                    "a command has a handler or a prompt, never both",
+                ))
+            }
+            (None, None) => Body::None,
+            (Some(binding), None) => Body::Handler {
                 handler: HandlerBinding::parse("handler", binding, self.handlers.policy())?,
+            },
+            (None, Some(binding)) => Body::Prompt {
+                prompt: PromptBody::parse("prompt", binding, self.handlers.policy())?,
             },
         };
         let access = Access::parse("allowed_roles", &request.allowed_roles, request.hidden)?;
@@ -234,6 +245,29 @@ impl Api {
                 arguments,
                 reply,
             } => (name, arguments, reply),
+            Execution::Prompt {
+                name,
+                arguments,
+                text,
+            } => return Ok(prompt_response(name, arguments, text, revision)),
+            Execution::AskPrompt {
+                name,
+                arguments,
+                server,
+                prompt,
+            } => {
+                drop(snapshot);
+                let answer = self
+                    .handlers
+                    .prompt(&server, &prompt, name, arguments, trace)
+                    .await;
+                match prompt_result(name, answer) {
+                    Prompted::Text(text) => {
+                        return Ok(prompt_response(name, arguments, text, revision))
+                    }
+                    Prompted::Reply(reply) => (name, arguments, reply),
+                }
+            }
             Execution::Delegate {
                 name,
                 arguments,
@@ -281,6 +315,25 @@ impl Api {
             result: Some(pb::execute_response::Result::Command(outcome)),
             revision,
         })
+    }
+}
+
+/// Execute's answer for a prompt command: the expansion, for the model.
+fn prompt_response(
+    name: &str,
+    arguments: &str,
+    text: String,
+    revision: u64,
+) -> pb::ExecuteResponse {
+    pb::ExecuteResponse {
+        result: Some(pb::execute_response::Result::Prompt(pb::PromptExpansion {
+            command: Some(pb::Command {
+                name: name.to_owned(),
+                arguments: arguments.to_owned(),
+            }),
+            text,
+        })),
+        revision,
     }
 }
 
@@ -402,6 +455,13 @@ impl CommandService for Api {
             }) => {
                 let command = outcome.command.as_ref().map_or("", |c| c.name.as_str());
                 note(command, outcome.outcome().as_str_name(), trace.trace_id());
+            }
+            Ok(pb::ExecuteResponse {
+                result: Some(pb::execute_response::Result::Prompt(expansion)),
+                ..
+            }) => {
+                let command = expansion.command.as_ref().map_or("", |c| c.name.as_str());
+                note(command, "PROMPT", trace.trace_id());
             }
             _ => note("", "", trace.trace_id()),
         }

@@ -40,6 +40,8 @@ const (
 	CommandBody_COMMAND_BODY_NONE CommandBody = 2
 	// A handler elsewhere (see `handler`).
 	CommandBody_COMMAND_BODY_HANDLER CommandBody = 3
+	// A prompt for the model (see `prompt`): Execute answers the expansion, not a reply.
+	CommandBody_COMMAND_BODY_PROMPT CommandBody = 4
 )
 
 // Enum value maps for CommandBody.
@@ -49,12 +51,14 @@ var (
 		1: "COMMAND_BODY_BUILTIN",
 		2: "COMMAND_BODY_NONE",
 		3: "COMMAND_BODY_HANDLER",
+		4: "COMMAND_BODY_PROMPT",
 	}
 	CommandBody_value = map[string]int32{
 		"COMMAND_BODY_UNSPECIFIED": 0,
 		"COMMAND_BODY_BUILTIN":     1,
 		"COMMAND_BODY_NONE":        2,
 		"COMMAND_BODY_HANDLER":     3,
+		"COMMAND_BODY_PROMPT":      4,
 	}
 )
 
@@ -616,6 +620,182 @@ func (x *CommandSpec) GetArgumentHint() string {
 	return ""
 }
 
+// A prompt command's body: text for the model, expanded from what the user typed.
+// Beyond the extension, as roles are: the card lists a prompt command like any other.
+type PromptBinding struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Exactly one is required.
+	//
+	// Types that are valid to be assigned to Source:
+	//
+	//	*PromptBinding_Template
+	//	*PromptBinding_Mcp
+	Source        isPromptBinding_Source `protobuf_oneof:"source"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PromptBinding) Reset() {
+	*x = PromptBinding{}
+	mi := &file_a2a_commands_v1_commands_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PromptBinding) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PromptBinding) ProtoMessage() {}
+
+func (x *PromptBinding) ProtoReflect() protoreflect.Message {
+	mi := &file_a2a_commands_v1_commands_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PromptBinding.ProtoReflect.Descriptor instead.
+func (*PromptBinding) Descriptor() ([]byte, []int) {
+	return file_a2a_commands_v1_commands_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *PromptBinding) GetSource() isPromptBinding_Source {
+	if x != nil {
+		return x.Source
+	}
+	return nil
+}
+
+func (x *PromptBinding) GetTemplate() string {
+	if x != nil {
+		if x, ok := x.Source.(*PromptBinding_Template); ok {
+			return x.Template
+		}
+	}
+	return ""
+}
+
+func (x *PromptBinding) GetMcp() *McpPrompt {
+	if x != nil {
+		if x, ok := x.Source.(*PromptBinding_Mcp); ok {
+			return x.Mcp
+		}
+	}
+	return nil
+}
+
+type isPromptBinding_Source interface {
+	isPromptBinding_Source()
+}
+
+type PromptBinding_Template struct {
+	// A template. `$ARGUMENTS` (or `{{args}}`, as Gemini CLI writes it) is the whole
+	// argument text as typed; `$1` to `$9` are the arguments split on whitespace, double
+	// quotes grouping (as Claude Code splits them), empty when missing; `$$` is a
+	// literal `$`; any other `$` is text. A template with no placeholder gets non-empty
+	// arguments after a blank line. At most 16,384 bytes and 64 placeholders, no
+	// control characters but tab and line breaks, no invisible or text-direction
+	// formatting characters. An expansion longer than 65,536 bytes fails the command.
+	Template string `protobuf:"bytes,1,opt,name=template,proto3,oneof"`
+}
+
+type PromptBinding_Mcp struct {
+	// A prompt of an MCP server (`prompts/get`).
+	Mcp *McpPrompt `protobuf:"bytes,2,opt,name=mcp,proto3,oneof"`
+}
+
+func (*PromptBinding_Template) isPromptBinding_Source() {}
+
+func (*PromptBinding_Mcp) isPromptBinding_Source() {}
+
+// A prompt of an MCP server, got with `prompts/get` at each Execute. One declared
+// argument takes the whole argument text; several take the words in order (split as for
+// `$1`), the last taking the rest; a required argument left out is refused with the
+// usage (`refused: usage: /<name> <arg> [<optional>]`). The texts of the user messages
+// returned, a blank line apart, are the expansion; anything else (an assistant turn, an
+// image, a resource) fails the command, naming it, and so does an invisible or
+// text-direction character. A prompt that declares no argument gets the typed text after
+// a blank line. The MCP handlers' limits apply: allowed hosts, timeout, answer size,
+// headers from files.
+type McpPrompt struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The MCP server (streamable HTTP transport): an `http://` or `https://` URL, as for
+	// `HandlerBinding.mcp`.
+	Url string `protobuf:"bytes,1,opt,name=url,proto3" json:"url,omitempty"`
+	// The prompt's name on that server.
+	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// How long Execute waits for the server, in milliseconds; 0: the server's default.
+	TimeoutMs uint32 `protobuf:"varint,3,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	// Headers sent with every request, their values read from files (as for handlers).
+	Headers       []*HandlerHeader `protobuf:"bytes,4,rep,name=headers,proto3" json:"headers,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *McpPrompt) Reset() {
+	*x = McpPrompt{}
+	mi := &file_a2a_commands_v1_commands_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *McpPrompt) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*McpPrompt) ProtoMessage() {}
+
+func (x *McpPrompt) ProtoReflect() protoreflect.Message {
+	mi := &file_a2a_commands_v1_commands_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use McpPrompt.ProtoReflect.Descriptor instead.
+func (*McpPrompt) Descriptor() ([]byte, []int) {
+	return file_a2a_commands_v1_commands_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *McpPrompt) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *McpPrompt) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *McpPrompt) GetTimeoutMs() uint32 {
+	if x != nil {
+		return x.TimeoutMs
+	}
+	return 0
+}
+
+func (x *McpPrompt) GetHeaders() []*HandlerHeader {
+	if x != nil {
+		return x.Headers
+	}
+	return nil
+}
+
 // Where a command's body runs: a service of the harness's operators, called by
 // Execute. Shown by ListSpecs, never on the card.
 type HandlerBinding struct {
@@ -644,7 +824,7 @@ type HandlerBinding struct {
 
 func (x *HandlerBinding) Reset() {
 	*x = HandlerBinding{}
-	mi := &file_a2a_commands_v1_commands_proto_msgTypes[1]
+	mi := &file_a2a_commands_v1_commands_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -656,7 +836,7 @@ func (x *HandlerBinding) String() string {
 func (*HandlerBinding) ProtoMessage() {}
 
 func (x *HandlerBinding) ProtoReflect() protoreflect.Message {
-	mi := &file_a2a_commands_v1_commands_proto_msgTypes[1]
+	mi := &file_a2a_commands_v1_commands_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -669,7 +849,7 @@ func (x *HandlerBinding) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandlerBinding.ProtoReflect.Descriptor instead.
 func (*HandlerBinding) Descriptor() ([]byte, []int) {
-	return file_a2a_commands_v1_commands_proto_rawDescGZIP(), []int{1}
+	return file_a2a_commands_v1_commands_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *HandlerBinding) GetEndpoint() isHandlerBinding_Endpoint {
@@ -763,7 +943,7 @@ type HandlerHeader struct {
 
 func (x *HandlerHeader) Reset() {
 	*x = HandlerHeader{}
-	mi := &file_a2a_commands_v1_commands_proto_msgTypes[2]
+	mi := &file_a2a_commands_v1_commands_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -775,7 +955,7 @@ func (x *HandlerHeader) String() string {
 func (*HandlerHeader) ProtoMessage() {}
 
 func (x *HandlerHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_a2a_commands_v1_commands_proto_msgTypes[2]
+	mi := &file_a2a_commands_v1_commands_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -788,7 +968,7 @@ func (x *HandlerHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandlerHeader.ProtoReflect.Descriptor instead.
 func (*HandlerHeader) Descriptor() ([]byte, []int) {
-	return file_a2a_commands_v1_commands_proto_rawDescGZIP(), []int{2}
+	return file_a2a_commands_v1_commands_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *HandlerHeader) GetName() string {
@@ -819,14 +999,16 @@ type RegisteredCommand struct {
 	// The roles allowed to run it; empty: every role.
 	AllowedRoles []ParticipantRole `protobuf:"varint,5,rep,packed,name=allowed_roles,json=allowedRoles,proto3,enum=a2a.commands.v1.ParticipantRole" json:"allowed_roles,omitempty"`
 	// Left out of the card and of all completion (its name and its arguments).
-	Hidden        bool `protobuf:"varint,6,opt,name=hidden,proto3" json:"hidden,omitempty"`
+	Hidden bool `protobuf:"varint,6,opt,name=hidden,proto3" json:"hidden,omitempty"`
+	// For COMMAND_BODY_PROMPT, the prompt; an MCP prompt's timeout is shown resolved.
+	Prompt        *PromptBinding `protobuf:"bytes,7,opt,name=prompt,proto3" json:"prompt,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RegisteredCommand) Reset() {
 	*x = RegisteredCommand{}
-	mi := &file_a2a_commands_v1_commands_proto_msgTypes[3]
+	mi := &file_a2a_commands_v1_commands_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -838,7 +1020,7 @@ func (x *RegisteredCommand) String() string {
 func (*RegisteredCommand) ProtoMessage() {}
 
 func (x *RegisteredCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_a2a_commands_v1_commands_proto_msgTypes[3]
+	mi := &file_a2a_commands_v1_commands_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -851,7 +1033,7 @@ func (x *RegisteredCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisteredCommand.ProtoReflect.Descriptor instead.
 func (*RegisteredCommand) Descriptor() ([]byte, []int) {
-	return file_a2a_commands_v1_commands_proto_rawDescGZIP(), []int{3}
+	return file_a2a_commands_v1_commands_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *RegisteredCommand) GetSpec() *CommandSpec {
@@ -896,6 +1078,13 @@ func (x *RegisteredCommand) GetHidden() bool {
 	return false
 }
 
+func (x *RegisteredCommand) GetPrompt() *PromptBinding {
+	if x != nil {
+		return x.Prompt
+	}
+	return nil
+}
+
 // Register's request (and, with `override`, the replacement of a command).
 type RegisterRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -927,13 +1116,16 @@ type RegisterRequest struct {
 	// true hides. So a gateway that re-registers its specs with `override` at every start
 	// never widens who may run a command or unhides one an operator restricted.
 	ReplaceAccess bool `protobuf:"varint,6,opt,name=replace_access,json=replaceAccess,proto3" json:"replace_access,omitempty"`
+	// Makes the command a prompt command: Execute answers `prompt`, the expanded text for
+	// the model, instead of a reply. A command has a handler or a prompt, never both.
+	Prompt        *PromptBinding `protobuf:"bytes,7,opt,name=prompt,proto3" json:"prompt,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RegisterRequest) Reset() {
 	*x = RegisterRequest{}
-	mi := &file_a2a_commands_v1_commands_proto_msgTypes[4]
+	mi := &file_a2a_commands_v1_commands_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -945,7 +1137,7 @@ func (x *RegisterRequest) String() string {
 func (*RegisterRequest) ProtoMessage() {}
 
 func (x *RegisterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_a2a_commands_v1_commands_proto_msgTypes[4]
+	mi := &file_a2a_commands_v1_commands_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -958,7 +1150,7 @@ func (x *RegisterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterRequest.ProtoReflect.Descriptor instead.
 func (*RegisterRequest) Descriptor() ([]byte, []int) {
-	return file_a2a_commands_v1_commands_proto_rawDescGZIP(), []int{4}
+	return file_a2a_commands_v1_commands_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *RegisterRequest) GetSpec() *CommandSpec {
@@ -1003,6 +1195,13 @@ func (x *RegisterRequest) GetReplaceAccess() bool {
 	return false
 }
 
+func (x *RegisterRequest) GetPrompt() *PromptBinding {
+	if x != nil {
+		return x.Prompt
+	}
+	return nil
+}
+
 // Register's response, sent once the change is on disk.
 type RegisterResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1016,7 +1215,7 @@ type RegisterResponse struct {
 
 func (x *RegisterResponse) Reset() {
 	*x = RegisterResponse{}
-	mi := &file_a2a_commands_v1_commands_proto_msgTypes[5]
+	mi := &file_a2a_commands_v1_commands_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1028,7 +1227,7 @@ func (x *RegisterResponse) String() string {
 func (*RegisterResponse) ProtoMessage() {}
 
 func (x *RegisterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_a2a_commands_v1_commands_proto_msgTypes[5]
+	mi := &file_a2a_commands_v1_commands_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1041,7 +1240,7 @@ func (x *RegisterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterResponse.ProtoReflect.Descriptor instead.
 func (*RegisterResponse) Descriptor() ([]byte, []int) {
-	return file_a2a_commands_v1_commands_proto_rawDescGZIP(), []int{5}
+	return file_a2a_commands_v1_commands_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *RegisterResponse) GetOutcome() RegisterOutcome {
@@ -1069,7 +1268,7 @@ type UnregisterRequest struct {
 
 func (x *UnregisterRequest) Reset() {
 	*x = UnregisterRequest{}
-	mi := &file_a2a_commands_v1_commands_proto_msgTypes[6]
+	mi := &file_a2a_commands_v1_commands_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1081,7 +1280,7 @@ func (x *UnregisterRequest) String() string {
 func (*UnregisterRequest) ProtoMessage() {}
 
 func (x *UnregisterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_a2a_commands_v1_commands_proto_msgTypes[6]
+	mi := &file_a2a_commands_v1_commands_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1094,7 +1293,7 @@ func (x *UnregisterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnregisterRequest.ProtoReflect.Descriptor instead.
 func (*UnregisterRequest) Descriptor() ([]byte, []int) {
-	return file_a2a_commands_v1_commands_proto_rawDescGZIP(), []int{6}
+	return file_a2a_commands_v1_commands_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *UnregisterRequest) GetName() string {
@@ -1115,7 +1314,7 @@ type UnregisterResponse struct {
 
 func (x *UnregisterResponse) Reset() {
 	*x = UnregisterResponse{}
-	mi := &file_a2a_commands_v1_commands_proto_msgTypes[7]
+	mi := &file_a2a_commands_v1_commands_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1127,7 +1326,7 @@ func (x *UnregisterResponse) String() string {
 func (*UnregisterResponse) ProtoMessage() {}
 
 func (x *UnregisterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_a2a_commands_v1_commands_proto_msgTypes[7]
+	mi := &file_a2a_commands_v1_commands_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1140,7 +1339,7 @@ func (x *UnregisterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnregisterResponse.ProtoReflect.Descriptor instead.
 func (*UnregisterResponse) Descriptor() ([]byte, []int) {
-	return file_a2a_commands_v1_commands_proto_rawDescGZIP(), []int{7}
+	return file_a2a_commands_v1_commands_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *UnregisterResponse) GetRevision() uint64 {
@@ -1166,7 +1365,7 @@ type ListSpecsRequest struct {
 
 func (x *ListSpecsRequest) Reset() {
 	*x = ListSpecsRequest{}
-	mi := &file_a2a_commands_v1_commands_proto_msgTypes[8]
+	mi := &file_a2a_commands_v1_commands_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1178,7 +1377,7 @@ func (x *ListSpecsRequest) String() string {
 func (*ListSpecsRequest) ProtoMessage() {}
 
 func (x *ListSpecsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_a2a_commands_v1_commands_proto_msgTypes[8]
+	mi := &file_a2a_commands_v1_commands_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1191,7 +1390,7 @@ func (x *ListSpecsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSpecsRequest.ProtoReflect.Descriptor instead.
 func (*ListSpecsRequest) Descriptor() ([]byte, []int) {
-	return file_a2a_commands_v1_commands_proto_rawDescGZIP(), []int{8}
+	return file_a2a_commands_v1_commands_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ListSpecsRequest) GetIncludeCardExtension() bool {
@@ -1219,7 +1418,7 @@ type WatchSpecsRequest struct {
 
 func (x *WatchSpecsRequest) Reset() {
 	*x = WatchSpecsRequest{}
-	mi := &file_a2a_commands_v1_commands_proto_msgTypes[9]
+	mi := &file_a2a_commands_v1_commands_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1231,7 +1430,7 @@ func (x *WatchSpecsRequest) String() string {
 func (*WatchSpecsRequest) ProtoMessage() {}
 
 func (x *WatchSpecsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_a2a_commands_v1_commands_proto_msgTypes[9]
+	mi := &file_a2a_commands_v1_commands_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1244,7 +1443,7 @@ func (x *WatchSpecsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchSpecsRequest.ProtoReflect.Descriptor instead.
 func (*WatchSpecsRequest) Descriptor() ([]byte, []int) {
-	return file_a2a_commands_v1_commands_proto_rawDescGZIP(), []int{9}
+	return file_a2a_commands_v1_commands_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *WatchSpecsRequest) GetIncludeCardExtension() bool {
@@ -1279,7 +1478,7 @@ type ListSpecsResponse struct {
 
 func (x *ListSpecsResponse) Reset() {
 	*x = ListSpecsResponse{}
-	mi := &file_a2a_commands_v1_commands_proto_msgTypes[10]
+	mi := &file_a2a_commands_v1_commands_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1291,7 +1490,7 @@ func (x *ListSpecsResponse) String() string {
 func (*ListSpecsResponse) ProtoMessage() {}
 
 func (x *ListSpecsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_a2a_commands_v1_commands_proto_msgTypes[10]
+	mi := &file_a2a_commands_v1_commands_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1304,7 +1503,7 @@ func (x *ListSpecsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSpecsResponse.ProtoReflect.Descriptor instead.
 func (*ListSpecsResponse) Descriptor() ([]byte, []int) {
-	return file_a2a_commands_v1_commands_proto_rawDescGZIP(), []int{10}
+	return file_a2a_commands_v1_commands_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ListSpecsResponse) GetCommands() []*RegisteredCommand {
@@ -1360,7 +1559,7 @@ type ClassifyRequest struct {
 
 func (x *ClassifyRequest) Reset() {
 	*x = ClassifyRequest{}
-	mi := &file_a2a_commands_v1_commands_proto_msgTypes[11]
+	mi := &file_a2a_commands_v1_commands_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1372,7 +1571,7 @@ func (x *ClassifyRequest) String() string {
 func (*ClassifyRequest) ProtoMessage() {}
 
 func (x *ClassifyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_a2a_commands_v1_commands_proto_msgTypes[11]
+	mi := &file_a2a_commands_v1_commands_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1385,7 +1584,7 @@ func (x *ClassifyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClassifyRequest.ProtoReflect.Descriptor instead.
 func (*ClassifyRequest) Descriptor() ([]byte, []int) {
-	return file_a2a_commands_v1_commands_proto_rawDescGZIP(), []int{11}
+	return file_a2a_commands_v1_commands_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ClassifyRequest) GetMessage() *Message {
@@ -1408,7 +1607,7 @@ type Ordinary struct {
 
 func (x *Ordinary) Reset() {
 	*x = Ordinary{}
-	mi := &file_a2a_commands_v1_commands_proto_msgTypes[12]
+	mi := &file_a2a_commands_v1_commands_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1420,7 +1619,7 @@ func (x *Ordinary) String() string {
 func (*Ordinary) ProtoMessage() {}
 
 func (x *Ordinary) ProtoReflect() protoreflect.Message {
-	mi := &file_a2a_commands_v1_commands_proto_msgTypes[12]
+	mi := &file_a2a_commands_v1_commands_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1433,7 +1632,7 @@ func (x *Ordinary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ordinary.ProtoReflect.Descriptor instead.
 func (*Ordinary) Descriptor() ([]byte, []int) {
-	return file_a2a_commands_v1_commands_proto_rawDescGZIP(), []int{12}
+	return file_a2a_commands_v1_commands_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Ordinary) GetReason() OrdinaryReason {
@@ -1464,7 +1663,7 @@ type Command struct {
 
 func (x *Command) Reset() {
 	*x = Command{}
-	mi := &file_a2a_commands_v1_commands_proto_msgTypes[13]
+	mi := &file_a2a_commands_v1_commands_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1476,7 +1675,7 @@ func (x *Command) String() string {
 func (*Command) ProtoMessage() {}
 
 func (x *Command) ProtoReflect() protoreflect.Message {
-	mi := &file_a2a_commands_v1_commands_proto_msgTypes[13]
+	mi := &file_a2a_commands_v1_commands_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1489,7 +1688,7 @@ func (x *Command) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Command.ProtoReflect.Descriptor instead.
 func (*Command) Descriptor() ([]byte, []int) {
-	return file_a2a_commands_v1_commands_proto_rawDescGZIP(), []int{13}
+	return file_a2a_commands_v1_commands_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Command) GetName() string {
@@ -1524,7 +1723,7 @@ type ClassifyResponse struct {
 
 func (x *ClassifyResponse) Reset() {
 	*x = ClassifyResponse{}
-	mi := &file_a2a_commands_v1_commands_proto_msgTypes[14]
+	mi := &file_a2a_commands_v1_commands_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1536,7 +1735,7 @@ func (x *ClassifyResponse) String() string {
 func (*ClassifyResponse) ProtoMessage() {}
 
 func (x *ClassifyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_a2a_commands_v1_commands_proto_msgTypes[14]
+	mi := &file_a2a_commands_v1_commands_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1549,7 +1748,7 @@ func (x *ClassifyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClassifyResponse.ProtoReflect.Descriptor instead.
 func (*ClassifyResponse) Descriptor() ([]byte, []int) {
-	return file_a2a_commands_v1_commands_proto_rawDescGZIP(), []int{14}
+	return file_a2a_commands_v1_commands_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ClassifyResponse) GetResult() isClassifyResponse_Result {
@@ -1615,7 +1814,7 @@ type Sender struct {
 
 func (x *Sender) Reset() {
 	*x = Sender{}
-	mi := &file_a2a_commands_v1_commands_proto_msgTypes[15]
+	mi := &file_a2a_commands_v1_commands_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1627,7 +1826,7 @@ func (x *Sender) String() string {
 func (*Sender) ProtoMessage() {}
 
 func (x *Sender) ProtoReflect() protoreflect.Message {
-	mi := &file_a2a_commands_v1_commands_proto_msgTypes[15]
+	mi := &file_a2a_commands_v1_commands_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1640,7 +1839,7 @@ func (x *Sender) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Sender.ProtoReflect.Descriptor instead.
 func (*Sender) Descriptor() ([]byte, []int) {
-	return file_a2a_commands_v1_commands_proto_rawDescGZIP(), []int{15}
+	return file_a2a_commands_v1_commands_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Sender) GetId() string {
@@ -1671,7 +1870,7 @@ type TaskSettings struct {
 
 func (x *TaskSettings) Reset() {
 	*x = TaskSettings{}
-	mi := &file_a2a_commands_v1_commands_proto_msgTypes[16]
+	mi := &file_a2a_commands_v1_commands_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1683,7 +1882,7 @@ func (x *TaskSettings) String() string {
 func (*TaskSettings) ProtoMessage() {}
 
 func (x *TaskSettings) ProtoReflect() protoreflect.Message {
-	mi := &file_a2a_commands_v1_commands_proto_msgTypes[16]
+	mi := &file_a2a_commands_v1_commands_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1696,7 +1895,7 @@ func (x *TaskSettings) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskSettings.ProtoReflect.Descriptor instead.
 func (*TaskSettings) Descriptor() ([]byte, []int) {
-	return file_a2a_commands_v1_commands_proto_rawDescGZIP(), []int{16}
+	return file_a2a_commands_v1_commands_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *TaskSettings) GetModel() string {
@@ -1726,7 +1925,7 @@ type PlanProgress struct {
 
 func (x *PlanProgress) Reset() {
 	*x = PlanProgress{}
-	mi := &file_a2a_commands_v1_commands_proto_msgTypes[17]
+	mi := &file_a2a_commands_v1_commands_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1738,7 +1937,7 @@ func (x *PlanProgress) String() string {
 func (*PlanProgress) ProtoMessage() {}
 
 func (x *PlanProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_a2a_commands_v1_commands_proto_msgTypes[17]
+	mi := &file_a2a_commands_v1_commands_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1751,7 +1950,7 @@ func (x *PlanProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanProgress.ProtoReflect.Descriptor instead.
 func (*PlanProgress) Descriptor() ([]byte, []int) {
-	return file_a2a_commands_v1_commands_proto_rawDescGZIP(), []int{17}
+	return file_a2a_commands_v1_commands_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *PlanProgress) GetStepsDone() uint32 {
@@ -1781,7 +1980,7 @@ type SubTaskSnapshot struct {
 
 func (x *SubTaskSnapshot) Reset() {
 	*x = SubTaskSnapshot{}
-	mi := &file_a2a_commands_v1_commands_proto_msgTypes[18]
+	mi := &file_a2a_commands_v1_commands_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1793,7 +1992,7 @@ func (x *SubTaskSnapshot) String() string {
 func (*SubTaskSnapshot) ProtoMessage() {}
 
 func (x *SubTaskSnapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_a2a_commands_v1_commands_proto_msgTypes[18]
+	mi := &file_a2a_commands_v1_commands_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1806,7 +2005,7 @@ func (x *SubTaskSnapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubTaskSnapshot.ProtoReflect.Descriptor instead.
 func (*SubTaskSnapshot) Descriptor() ([]byte, []int) {
-	return file_a2a_commands_v1_commands_proto_rawDescGZIP(), []int{18}
+	return file_a2a_commands_v1_commands_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *SubTaskSnapshot) GetId() string {
@@ -1850,7 +2049,7 @@ type TaskSnapshot struct {
 
 func (x *TaskSnapshot) Reset() {
 	*x = TaskSnapshot{}
-	mi := &file_a2a_commands_v1_commands_proto_msgTypes[19]
+	mi := &file_a2a_commands_v1_commands_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1862,7 +2061,7 @@ func (x *TaskSnapshot) String() string {
 func (*TaskSnapshot) ProtoMessage() {}
 
 func (x *TaskSnapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_a2a_commands_v1_commands_proto_msgTypes[19]
+	mi := &file_a2a_commands_v1_commands_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1875,7 +2074,7 @@ func (x *TaskSnapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskSnapshot.ProtoReflect.Descriptor instead.
 func (*TaskSnapshot) Descriptor() ([]byte, []int) {
-	return file_a2a_commands_v1_commands_proto_rawDescGZIP(), []int{19}
+	return file_a2a_commands_v1_commands_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *TaskSnapshot) GetId() string {
@@ -1966,7 +2165,7 @@ type ExecuteRequest struct {
 
 func (x *ExecuteRequest) Reset() {
 	*x = ExecuteRequest{}
-	mi := &file_a2a_commands_v1_commands_proto_msgTypes[20]
+	mi := &file_a2a_commands_v1_commands_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1978,7 +2177,7 @@ func (x *ExecuteRequest) String() string {
 func (*ExecuteRequest) ProtoMessage() {}
 
 func (x *ExecuteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_a2a_commands_v1_commands_proto_msgTypes[20]
+	mi := &file_a2a_commands_v1_commands_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1991,7 +2190,7 @@ func (x *ExecuteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteRequest.ProtoReflect.Descriptor instead.
 func (*ExecuteRequest) Descriptor() ([]byte, []int) {
-	return file_a2a_commands_v1_commands_proto_rawDescGZIP(), []int{20}
+	return file_a2a_commands_v1_commands_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ExecuteRequest) GetMessage() *Message {
@@ -2059,7 +2258,7 @@ type SubTaskToCreate struct {
 
 func (x *SubTaskToCreate) Reset() {
 	*x = SubTaskToCreate{}
-	mi := &file_a2a_commands_v1_commands_proto_msgTypes[21]
+	mi := &file_a2a_commands_v1_commands_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2071,7 +2270,7 @@ func (x *SubTaskToCreate) String() string {
 func (*SubTaskToCreate) ProtoMessage() {}
 
 func (x *SubTaskToCreate) ProtoReflect() protoreflect.Message {
-	mi := &file_a2a_commands_v1_commands_proto_msgTypes[21]
+	mi := &file_a2a_commands_v1_commands_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2084,7 +2283,7 @@ func (x *SubTaskToCreate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubTaskToCreate.ProtoReflect.Descriptor instead.
 func (*SubTaskToCreate) Descriptor() ([]byte, []int) {
-	return file_a2a_commands_v1_commands_proto_rawDescGZIP(), []int{21}
+	return file_a2a_commands_v1_commands_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *SubTaskToCreate) GetId() string {
@@ -2121,7 +2320,7 @@ type Changes struct {
 
 func (x *Changes) Reset() {
 	*x = Changes{}
-	mi := &file_a2a_commands_v1_commands_proto_msgTypes[22]
+	mi := &file_a2a_commands_v1_commands_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2133,7 +2332,7 @@ func (x *Changes) String() string {
 func (*Changes) ProtoMessage() {}
 
 func (x *Changes) ProtoReflect() protoreflect.Message {
-	mi := &file_a2a_commands_v1_commands_proto_msgTypes[22]
+	mi := &file_a2a_commands_v1_commands_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2146,7 +2345,7 @@ func (x *Changes) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Changes.ProtoReflect.Descriptor instead.
 func (*Changes) Descriptor() ([]byte, []int) {
-	return file_a2a_commands_v1_commands_proto_rawDescGZIP(), []int{22}
+	return file_a2a_commands_v1_commands_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Changes) GetSettings() *TaskSettings {
@@ -2185,7 +2384,7 @@ type CommandOutcome struct {
 
 func (x *CommandOutcome) Reset() {
 	*x = CommandOutcome{}
-	mi := &file_a2a_commands_v1_commands_proto_msgTypes[23]
+	mi := &file_a2a_commands_v1_commands_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2197,7 +2396,7 @@ func (x *CommandOutcome) String() string {
 func (*CommandOutcome) ProtoMessage() {}
 
 func (x *CommandOutcome) ProtoReflect() protoreflect.Message {
-	mi := &file_a2a_commands_v1_commands_proto_msgTypes[23]
+	mi := &file_a2a_commands_v1_commands_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2210,7 +2409,7 @@ func (x *CommandOutcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandOutcome.ProtoReflect.Descriptor instead.
 func (*CommandOutcome) Descriptor() ([]byte, []int) {
-	return file_a2a_commands_v1_commands_proto_rawDescGZIP(), []int{23}
+	return file_a2a_commands_v1_commands_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *CommandOutcome) GetCommand() *Command {
@@ -2264,6 +2463,7 @@ type ExecuteResponse struct {
 	//
 	//	*ExecuteResponse_Ordinary
 	//	*ExecuteResponse_Command
+	//	*ExecuteResponse_Prompt
 	Result isExecuteResponse_Result `protobuf_oneof:"result"`
 	// The registry revision the message was handled against.
 	Revision      uint64 `protobuf:"varint,3,opt,name=revision,proto3" json:"revision,omitempty"`
@@ -2273,7 +2473,7 @@ type ExecuteResponse struct {
 
 func (x *ExecuteResponse) Reset() {
 	*x = ExecuteResponse{}
-	mi := &file_a2a_commands_v1_commands_proto_msgTypes[24]
+	mi := &file_a2a_commands_v1_commands_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2285,7 +2485,7 @@ func (x *ExecuteResponse) String() string {
 func (*ExecuteResponse) ProtoMessage() {}
 
 func (x *ExecuteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_a2a_commands_v1_commands_proto_msgTypes[24]
+	mi := &file_a2a_commands_v1_commands_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2298,7 +2498,7 @@ func (x *ExecuteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteResponse.ProtoReflect.Descriptor instead.
 func (*ExecuteResponse) Descriptor() ([]byte, []int) {
-	return file_a2a_commands_v1_commands_proto_rawDescGZIP(), []int{24}
+	return file_a2a_commands_v1_commands_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ExecuteResponse) GetResult() isExecuteResponse_Result {
@@ -2326,6 +2526,15 @@ func (x *ExecuteResponse) GetCommand() *CommandOutcome {
 	return nil
 }
 
+func (x *ExecuteResponse) GetPrompt() *PromptExpansion {
+	if x != nil {
+		if x, ok := x.Result.(*ExecuteResponse_Prompt); ok {
+			return x.Prompt
+		}
+	}
+	return nil
+}
+
 func (x *ExecuteResponse) GetRevision() uint64 {
 	if x != nil {
 		return x.Revision
@@ -2347,9 +2556,75 @@ type ExecuteResponse_Command struct {
 	Command *CommandOutcome `protobuf:"bytes,2,opt,name=command,proto3,oneof"`
 }
 
+type ExecuteResponse_Prompt struct {
+	// The message was a prompt command: send `text` to the model in place of the
+	// message's text (keeping the original text and `{"command": name}` in the message's
+	// metadata, as the kits do). No status update is emitted and no state changes here:
+	// the task then moves as the agent moves it. A refused or failed prompt command is
+	// answered as `command`, like any other.
+	Prompt *PromptExpansion `protobuf:"bytes,4,opt,name=prompt,proto3,oneof"`
+}
+
 func (*ExecuteResponse_Ordinary) isExecuteResponse_Result() {}
 
 func (*ExecuteResponse_Command) isExecuteResponse_Result() {}
+
+func (*ExecuteResponse_Prompt) isExecuteResponse_Result() {}
+
+// A prompt command's expansion.
+type PromptExpansion struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The command and its arguments.
+	Command *Command `protobuf:"bytes,1,opt,name=command,proto3" json:"command,omitempty"`
+	// The prompt, expanded: what the model is to read.
+	Text          string `protobuf:"bytes,2,opt,name=text,proto3" json:"text,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PromptExpansion) Reset() {
+	*x = PromptExpansion{}
+	mi := &file_a2a_commands_v1_commands_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PromptExpansion) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PromptExpansion) ProtoMessage() {}
+
+func (x *PromptExpansion) ProtoReflect() protoreflect.Message {
+	mi := &file_a2a_commands_v1_commands_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PromptExpansion.ProtoReflect.Descriptor instead.
+func (*PromptExpansion) Descriptor() ([]byte, []int) {
+	return file_a2a_commands_v1_commands_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *PromptExpansion) GetCommand() *Command {
+	if x != nil {
+		return x.Command
+	}
+	return nil
+}
+
+func (x *PromptExpansion) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
 
 // What a handler is told: the same information the built-in commands get.
 type Invocation struct {
@@ -2377,7 +2652,7 @@ type Invocation struct {
 
 func (x *Invocation) Reset() {
 	*x = Invocation{}
-	mi := &file_a2a_commands_v1_commands_proto_msgTypes[25]
+	mi := &file_a2a_commands_v1_commands_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2389,7 +2664,7 @@ func (x *Invocation) String() string {
 func (*Invocation) ProtoMessage() {}
 
 func (x *Invocation) ProtoReflect() protoreflect.Message {
-	mi := &file_a2a_commands_v1_commands_proto_msgTypes[25]
+	mi := &file_a2a_commands_v1_commands_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2402,7 +2677,7 @@ func (x *Invocation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Invocation.ProtoReflect.Descriptor instead.
 func (*Invocation) Descriptor() ([]byte, []int) {
-	return file_a2a_commands_v1_commands_proto_rawDescGZIP(), []int{25}
+	return file_a2a_commands_v1_commands_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Invocation) GetTaskId() string {
@@ -2477,7 +2752,7 @@ type HandlerResult struct {
 
 func (x *HandlerResult) Reset() {
 	*x = HandlerResult{}
-	mi := &file_a2a_commands_v1_commands_proto_msgTypes[26]
+	mi := &file_a2a_commands_v1_commands_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2489,7 +2764,7 @@ func (x *HandlerResult) String() string {
 func (*HandlerResult) ProtoMessage() {}
 
 func (x *HandlerResult) ProtoReflect() protoreflect.Message {
-	mi := &file_a2a_commands_v1_commands_proto_msgTypes[26]
+	mi := &file_a2a_commands_v1_commands_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2502,7 +2777,7 @@ func (x *HandlerResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandlerResult.ProtoReflect.Descriptor instead.
 func (*HandlerResult) Descriptor() ([]byte, []int) {
-	return file_a2a_commands_v1_commands_proto_rawDescGZIP(), []int{26}
+	return file_a2a_commands_v1_commands_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *HandlerResult) GetResult() isHandlerResult_Result {
@@ -2564,7 +2839,7 @@ type HandlerReply struct {
 
 func (x *HandlerReply) Reset() {
 	*x = HandlerReply{}
-	mi := &file_a2a_commands_v1_commands_proto_msgTypes[27]
+	mi := &file_a2a_commands_v1_commands_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2576,7 +2851,7 @@ func (x *HandlerReply) String() string {
 func (*HandlerReply) ProtoMessage() {}
 
 func (x *HandlerReply) ProtoReflect() protoreflect.Message {
-	mi := &file_a2a_commands_v1_commands_proto_msgTypes[27]
+	mi := &file_a2a_commands_v1_commands_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2589,7 +2864,7 @@ func (x *HandlerReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandlerReply.ProtoReflect.Descriptor instead.
 func (*HandlerReply) Descriptor() ([]byte, []int) {
-	return file_a2a_commands_v1_commands_proto_rawDescGZIP(), []int{27}
+	return file_a2a_commands_v1_commands_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *HandlerReply) GetReply() string {
@@ -2624,7 +2899,7 @@ type HandlerSpawn struct {
 
 func (x *HandlerSpawn) Reset() {
 	*x = HandlerSpawn{}
-	mi := &file_a2a_commands_v1_commands_proto_msgTypes[28]
+	mi := &file_a2a_commands_v1_commands_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2636,7 +2911,7 @@ func (x *HandlerSpawn) String() string {
 func (*HandlerSpawn) ProtoMessage() {}
 
 func (x *HandlerSpawn) ProtoReflect() protoreflect.Message {
-	mi := &file_a2a_commands_v1_commands_proto_msgTypes[28]
+	mi := &file_a2a_commands_v1_commands_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2649,7 +2924,7 @@ func (x *HandlerSpawn) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandlerSpawn.ProtoReflect.Descriptor instead.
 func (*HandlerSpawn) Descriptor() ([]byte, []int) {
-	return file_a2a_commands_v1_commands_proto_rawDescGZIP(), []int{28}
+	return file_a2a_commands_v1_commands_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *HandlerSpawn) GetGoal() string {
@@ -2670,7 +2945,7 @@ type HandlerAbort struct {
 
 func (x *HandlerAbort) Reset() {
 	*x = HandlerAbort{}
-	mi := &file_a2a_commands_v1_commands_proto_msgTypes[29]
+	mi := &file_a2a_commands_v1_commands_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2682,7 +2957,7 @@ func (x *HandlerAbort) String() string {
 func (*HandlerAbort) ProtoMessage() {}
 
 func (x *HandlerAbort) ProtoReflect() protoreflect.Message {
-	mi := &file_a2a_commands_v1_commands_proto_msgTypes[29]
+	mi := &file_a2a_commands_v1_commands_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2695,7 +2970,7 @@ func (x *HandlerAbort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandlerAbort.ProtoReflect.Descriptor instead.
 func (*HandlerAbort) Descriptor() ([]byte, []int) {
-	return file_a2a_commands_v1_commands_proto_rawDescGZIP(), []int{29}
+	return file_a2a_commands_v1_commands_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *HandlerAbort) GetReason() string {
@@ -2725,7 +3000,7 @@ type CompleteRequest struct {
 
 func (x *CompleteRequest) Reset() {
 	*x = CompleteRequest{}
-	mi := &file_a2a_commands_v1_commands_proto_msgTypes[30]
+	mi := &file_a2a_commands_v1_commands_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2737,7 +3012,7 @@ func (x *CompleteRequest) String() string {
 func (*CompleteRequest) ProtoMessage() {}
 
 func (x *CompleteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_a2a_commands_v1_commands_proto_msgTypes[30]
+	mi := &file_a2a_commands_v1_commands_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2750,7 +3025,7 @@ func (x *CompleteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteRequest.ProtoReflect.Descriptor instead.
 func (*CompleteRequest) Descriptor() ([]byte, []int) {
-	return file_a2a_commands_v1_commands_proto_rawDescGZIP(), []int{30}
+	return file_a2a_commands_v1_commands_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *CompleteRequest) GetText() string {
@@ -2797,7 +3072,7 @@ type Completion struct {
 
 func (x *Completion) Reset() {
 	*x = Completion{}
-	mi := &file_a2a_commands_v1_commands_proto_msgTypes[31]
+	mi := &file_a2a_commands_v1_commands_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2809,7 +3084,7 @@ func (x *Completion) String() string {
 func (*Completion) ProtoMessage() {}
 
 func (x *Completion) ProtoReflect() protoreflect.Message {
-	mi := &file_a2a_commands_v1_commands_proto_msgTypes[31]
+	mi := &file_a2a_commands_v1_commands_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2822,7 +3097,7 @@ func (x *Completion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Completion.ProtoReflect.Descriptor instead.
 func (*Completion) Descriptor() ([]byte, []int) {
-	return file_a2a_commands_v1_commands_proto_rawDescGZIP(), []int{31}
+	return file_a2a_commands_v1_commands_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *Completion) GetValue() string {
@@ -2865,7 +3140,7 @@ type CompleteResponse struct {
 
 func (x *CompleteResponse) Reset() {
 	*x = CompleteResponse{}
-	mi := &file_a2a_commands_v1_commands_proto_msgTypes[32]
+	mi := &file_a2a_commands_v1_commands_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2877,7 +3152,7 @@ func (x *CompleteResponse) String() string {
 func (*CompleteResponse) ProtoMessage() {}
 
 func (x *CompleteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_a2a_commands_v1_commands_proto_msgTypes[32]
+	mi := &file_a2a_commands_v1_commands_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2890,7 +3165,7 @@ func (x *CompleteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteResponse.ProtoReflect.Descriptor instead.
 func (*CompleteResponse) Descriptor() ([]byte, []int) {
-	return file_a2a_commands_v1_commands_proto_rawDescGZIP(), []int{32}
+	return file_a2a_commands_v1_commands_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *CompleteResponse) GetValues() []*Completion {
@@ -2936,7 +3211,17 @@ const file_a2a_commands_v1_commands_proto_rawDesc = "" +
 	"\vCommandSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12#\n" +
-	"\rargument_hint\x18\x03 \x01(\tR\fargumentHint\"\xbc\x01\n" +
+	"\rargument_hint\x18\x03 \x01(\tR\fargumentHint\"g\n" +
+	"\rPromptBinding\x12\x1c\n" +
+	"\btemplate\x18\x01 \x01(\tH\x00R\btemplate\x12.\n" +
+	"\x03mcp\x18\x02 \x01(\v2\x1a.a2a.commands.v1.McpPromptH\x00R\x03mcpB\b\n" +
+	"\x06source\"\x8a\x01\n" +
+	"\tMcpPrompt\x12\x10\n" +
+	"\x03url\x18\x01 \x01(\tR\x03url\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1d\n" +
+	"\n" +
+	"timeout_ms\x18\x03 \x01(\rR\ttimeoutMs\x128\n" +
+	"\aheaders\x18\x04 \x03(\v2\x1e.a2a.commands.v1.HandlerHeaderR\aheaders\"\xbc\x01\n" +
 	"\x0eHandlerBinding\x12\x14\n" +
 	"\x04grpc\x18\x01 \x01(\tH\x00R\x04grpc\x12\x1b\n" +
 	"\bjson_rpc\x18\x02 \x01(\tH\x00R\ajsonRpc\x12\x12\n" +
@@ -2949,21 +3234,23 @@ const file_a2a_commands_v1_commands_proto_rawDesc = "" +
 	"\rHandlerHeader\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1d\n" +
 	"\n" +
-	"value_file\x18\x02 \x01(\tR\tvalueFile\"\xc9\x02\n" +
+	"value_file\x18\x02 \x01(\tR\tvalueFile\"\x81\x03\n" +
 	"\x11RegisteredCommand\x120\n" +
 	"\x04spec\x18\x01 \x01(\v2\x1c.a2a.commands.v1.CommandSpecR\x04spec\x120\n" +
 	"\x04body\x18\x02 \x01(\x0e2\x1c.a2a.commands.v1.CommandBodyR\x04body\x129\n" +
 	"\ahandler\x18\x03 \x01(\v2\x1f.a2a.commands.v1.HandlerBindingR\ahandler\x126\n" +
 	"\x06source\x18\x04 \x01(\x0e2\x1e.a2a.commands.v1.CommandSourceR\x06source\x12E\n" +
 	"\rallowed_roles\x18\x05 \x03(\x0e2 .a2a.commands.v1.ParticipantRoleR\fallowedRoles\x12\x16\n" +
-	"\x06hidden\x18\x06 \x01(\bR\x06hidden\"\xa0\x02\n" +
+	"\x06hidden\x18\x06 \x01(\bR\x06hidden\x126\n" +
+	"\x06prompt\x18\a \x01(\v2\x1e.a2a.commands.v1.PromptBindingR\x06prompt\"\xd8\x02\n" +
 	"\x0fRegisterRequest\x120\n" +
 	"\x04spec\x18\x01 \x01(\v2\x1c.a2a.commands.v1.CommandSpecR\x04spec\x12\x1a\n" +
 	"\boverride\x18\x02 \x01(\bR\boverride\x129\n" +
 	"\ahandler\x18\x03 \x01(\v2\x1f.a2a.commands.v1.HandlerBindingR\ahandler\x12E\n" +
 	"\rallowed_roles\x18\x04 \x03(\x0e2 .a2a.commands.v1.ParticipantRoleR\fallowedRoles\x12\x16\n" +
 	"\x06hidden\x18\x05 \x01(\bR\x06hidden\x12%\n" +
-	"\x0ereplace_access\x18\x06 \x01(\bR\rreplaceAccess\"j\n" +
+	"\x0ereplace_access\x18\x06 \x01(\bR\rreplaceAccess\x126\n" +
+	"\x06prompt\x18\a \x01(\v2\x1e.a2a.commands.v1.PromptBindingR\x06prompt\"j\n" +
 	"\x10RegisterResponse\x12:\n" +
 	"\aoutcome\x18\x01 \x01(\x0e2 .a2a.commands.v1.RegisterOutcomeR\aoutcome\x12\x1a\n" +
 	"\brevision\x18\x02 \x01(\x04R\brevision\"'\n" +
@@ -3046,12 +3333,16 @@ const file_a2a_commands_v1_commands_proto_rawDesc = "" +
 	"\x05event\x18\x04 \x01(\v2&.a2a.commands.v1.TaskStatusUpdateEventR\x05event\x12\x1d\n" +
 	"\n" +
 	"event_json\x18\x05 \x01(\tR\teventJson\x122\n" +
-	"\achanges\x18\x06 \x01(\v2\x18.a2a.commands.v1.ChangesR\achanges\"\xad\x01\n" +
+	"\achanges\x18\x06 \x01(\v2\x18.a2a.commands.v1.ChangesR\achanges\"\xe9\x01\n" +
 	"\x0fExecuteResponse\x127\n" +
 	"\bordinary\x18\x01 \x01(\v2\x19.a2a.commands.v1.OrdinaryH\x00R\bordinary\x12;\n" +
-	"\acommand\x18\x02 \x01(\v2\x1f.a2a.commands.v1.CommandOutcomeH\x00R\acommand\x12\x1a\n" +
+	"\acommand\x18\x02 \x01(\v2\x1f.a2a.commands.v1.CommandOutcomeH\x00R\acommand\x12:\n" +
+	"\x06prompt\x18\x04 \x01(\v2 .a2a.commands.v1.PromptExpansionH\x00R\x06prompt\x12\x1a\n" +
 	"\brevision\x18\x03 \x01(\x04R\brevisionB\b\n" +
-	"\x06result\"\xb6\x02\n" +
+	"\x06result\"Y\n" +
+	"\x0fPromptExpansion\x122\n" +
+	"\acommand\x18\x01 \x01(\v2\x18.a2a.commands.v1.CommandR\acommand\x12\x12\n" +
+	"\x04text\x18\x02 \x01(\tR\x04text\"\xb6\x02\n" +
 	"\n" +
 	"Invocation\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12%\n" +
@@ -3089,12 +3380,13 @@ const file_a2a_commands_v1_commands_proto_rawDesc = "" +
 	"\x05total\x18\x02 \x01(\rR\x05total\x12\x19\n" +
 	"\bhas_more\x18\x03 \x01(\bR\ahasMore\x12\x18\n" +
 	"\acommand\x18\x04 \x01(\tR\acommand\x12\x1a\n" +
-	"\brevision\x18\x05 \x01(\x04R\brevision*v\n" +
+	"\brevision\x18\x05 \x01(\x04R\brevision*\x8f\x01\n" +
 	"\vCommandBody\x12\x1c\n" +
 	"\x18COMMAND_BODY_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14COMMAND_BODY_BUILTIN\x10\x01\x12\x15\n" +
 	"\x11COMMAND_BODY_NONE\x10\x02\x12\x18\n" +
-	"\x14COMMAND_BODY_HANDLER\x10\x03*|\n" +
+	"\x14COMMAND_BODY_HANDLER\x10\x03\x12\x17\n" +
+	"\x13COMMAND_BODY_PROMPT\x10\x04*|\n" +
 	"\rCommandSource\x12\x1e\n" +
 	"\x1aCOMMAND_SOURCE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12COMMAND_SOURCE_API\x10\x01\x12\x1a\n" +
@@ -3165,7 +3457,7 @@ func file_a2a_commands_v1_commands_proto_rawDescGZIP() []byte {
 }
 
 var file_a2a_commands_v1_commands_proto_enumTypes = make([]protoimpl.EnumInfo, 9)
-var file_a2a_commands_v1_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
+var file_a2a_commands_v1_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
 var file_a2a_commands_v1_commands_proto_goTypes = []any{
 	(CommandBody)(0),              // 0: a2a.commands.v1.CommandBody
 	(CommandSource)(0),            // 1: a2a.commands.v1.CommandSource
@@ -3177,113 +3469,122 @@ var file_a2a_commands_v1_commands_proto_goTypes = []any{
 	(EventForm)(0),                // 7: a2a.commands.v1.EventForm
 	(Outcome)(0),                  // 8: a2a.commands.v1.Outcome
 	(*CommandSpec)(nil),           // 9: a2a.commands.v1.CommandSpec
-	(*HandlerBinding)(nil),        // 10: a2a.commands.v1.HandlerBinding
-	(*HandlerHeader)(nil),         // 11: a2a.commands.v1.HandlerHeader
-	(*RegisteredCommand)(nil),     // 12: a2a.commands.v1.RegisteredCommand
-	(*RegisterRequest)(nil),       // 13: a2a.commands.v1.RegisterRequest
-	(*RegisterResponse)(nil),      // 14: a2a.commands.v1.RegisterResponse
-	(*UnregisterRequest)(nil),     // 15: a2a.commands.v1.UnregisterRequest
-	(*UnregisterResponse)(nil),    // 16: a2a.commands.v1.UnregisterResponse
-	(*ListSpecsRequest)(nil),      // 17: a2a.commands.v1.ListSpecsRequest
-	(*WatchSpecsRequest)(nil),     // 18: a2a.commands.v1.WatchSpecsRequest
-	(*ListSpecsResponse)(nil),     // 19: a2a.commands.v1.ListSpecsResponse
-	(*ClassifyRequest)(nil),       // 20: a2a.commands.v1.ClassifyRequest
-	(*Ordinary)(nil),              // 21: a2a.commands.v1.Ordinary
-	(*Command)(nil),               // 22: a2a.commands.v1.Command
-	(*ClassifyResponse)(nil),      // 23: a2a.commands.v1.ClassifyResponse
-	(*Sender)(nil),                // 24: a2a.commands.v1.Sender
-	(*TaskSettings)(nil),          // 25: a2a.commands.v1.TaskSettings
-	(*PlanProgress)(nil),          // 26: a2a.commands.v1.PlanProgress
-	(*SubTaskSnapshot)(nil),       // 27: a2a.commands.v1.SubTaskSnapshot
-	(*TaskSnapshot)(nil),          // 28: a2a.commands.v1.TaskSnapshot
-	(*ExecuteRequest)(nil),        // 29: a2a.commands.v1.ExecuteRequest
-	(*SubTaskToCreate)(nil),       // 30: a2a.commands.v1.SubTaskToCreate
-	(*Changes)(nil),               // 31: a2a.commands.v1.Changes
-	(*CommandOutcome)(nil),        // 32: a2a.commands.v1.CommandOutcome
-	(*ExecuteResponse)(nil),       // 33: a2a.commands.v1.ExecuteResponse
-	(*Invocation)(nil),            // 34: a2a.commands.v1.Invocation
-	(*HandlerResult)(nil),         // 35: a2a.commands.v1.HandlerResult
-	(*HandlerReply)(nil),          // 36: a2a.commands.v1.HandlerReply
-	(*HandlerSpawn)(nil),          // 37: a2a.commands.v1.HandlerSpawn
-	(*HandlerAbort)(nil),          // 38: a2a.commands.v1.HandlerAbort
-	(*CompleteRequest)(nil),       // 39: a2a.commands.v1.CompleteRequest
-	(*Completion)(nil),            // 40: a2a.commands.v1.Completion
-	(*CompleteResponse)(nil),      // 41: a2a.commands.v1.CompleteResponse
-	(*AgentExtension)(nil),        // 42: a2a.commands.v1.AgentExtension
-	(*Message)(nil),               // 43: a2a.commands.v1.Message
-	(TaskState)(0),                // 44: a2a.commands.v1.TaskState
-	(*TaskStatusUpdateEvent)(nil), // 45: a2a.commands.v1.TaskStatusUpdateEvent
+	(*PromptBinding)(nil),         // 10: a2a.commands.v1.PromptBinding
+	(*McpPrompt)(nil),             // 11: a2a.commands.v1.McpPrompt
+	(*HandlerBinding)(nil),        // 12: a2a.commands.v1.HandlerBinding
+	(*HandlerHeader)(nil),         // 13: a2a.commands.v1.HandlerHeader
+	(*RegisteredCommand)(nil),     // 14: a2a.commands.v1.RegisteredCommand
+	(*RegisterRequest)(nil),       // 15: a2a.commands.v1.RegisterRequest
+	(*RegisterResponse)(nil),      // 16: a2a.commands.v1.RegisterResponse
+	(*UnregisterRequest)(nil),     // 17: a2a.commands.v1.UnregisterRequest
+	(*UnregisterResponse)(nil),    // 18: a2a.commands.v1.UnregisterResponse
+	(*ListSpecsRequest)(nil),      // 19: a2a.commands.v1.ListSpecsRequest
+	(*WatchSpecsRequest)(nil),     // 20: a2a.commands.v1.WatchSpecsRequest
+	(*ListSpecsResponse)(nil),     // 21: a2a.commands.v1.ListSpecsResponse
+	(*ClassifyRequest)(nil),       // 22: a2a.commands.v1.ClassifyRequest
+	(*Ordinary)(nil),              // 23: a2a.commands.v1.Ordinary
+	(*Command)(nil),               // 24: a2a.commands.v1.Command
+	(*ClassifyResponse)(nil),      // 25: a2a.commands.v1.ClassifyResponse
+	(*Sender)(nil),                // 26: a2a.commands.v1.Sender
+	(*TaskSettings)(nil),          // 27: a2a.commands.v1.TaskSettings
+	(*PlanProgress)(nil),          // 28: a2a.commands.v1.PlanProgress
+	(*SubTaskSnapshot)(nil),       // 29: a2a.commands.v1.SubTaskSnapshot
+	(*TaskSnapshot)(nil),          // 30: a2a.commands.v1.TaskSnapshot
+	(*ExecuteRequest)(nil),        // 31: a2a.commands.v1.ExecuteRequest
+	(*SubTaskToCreate)(nil),       // 32: a2a.commands.v1.SubTaskToCreate
+	(*Changes)(nil),               // 33: a2a.commands.v1.Changes
+	(*CommandOutcome)(nil),        // 34: a2a.commands.v1.CommandOutcome
+	(*ExecuteResponse)(nil),       // 35: a2a.commands.v1.ExecuteResponse
+	(*PromptExpansion)(nil),       // 36: a2a.commands.v1.PromptExpansion
+	(*Invocation)(nil),            // 37: a2a.commands.v1.Invocation
+	(*HandlerResult)(nil),         // 38: a2a.commands.v1.HandlerResult
+	(*HandlerReply)(nil),          // 39: a2a.commands.v1.HandlerReply
+	(*HandlerSpawn)(nil),          // 40: a2a.commands.v1.HandlerSpawn
+	(*HandlerAbort)(nil),          // 41: a2a.commands.v1.HandlerAbort
+	(*CompleteRequest)(nil),       // 42: a2a.commands.v1.CompleteRequest
+	(*Completion)(nil),            // 43: a2a.commands.v1.Completion
+	(*CompleteResponse)(nil),      // 44: a2a.commands.v1.CompleteResponse
+	(*AgentExtension)(nil),        // 45: a2a.commands.v1.AgentExtension
+	(*Message)(nil),               // 46: a2a.commands.v1.Message
+	(TaskState)(0),                // 47: a2a.commands.v1.TaskState
+	(*TaskStatusUpdateEvent)(nil), // 48: a2a.commands.v1.TaskStatusUpdateEvent
 }
 var file_a2a_commands_v1_commands_proto_depIdxs = []int32{
-	11, // 0: a2a.commands.v1.HandlerBinding.headers:type_name -> a2a.commands.v1.HandlerHeader
-	9,  // 1: a2a.commands.v1.RegisteredCommand.spec:type_name -> a2a.commands.v1.CommandSpec
-	0,  // 2: a2a.commands.v1.RegisteredCommand.body:type_name -> a2a.commands.v1.CommandBody
-	10, // 3: a2a.commands.v1.RegisteredCommand.handler:type_name -> a2a.commands.v1.HandlerBinding
-	1,  // 4: a2a.commands.v1.RegisteredCommand.source:type_name -> a2a.commands.v1.CommandSource
-	4,  // 5: a2a.commands.v1.RegisteredCommand.allowed_roles:type_name -> a2a.commands.v1.ParticipantRole
-	9,  // 6: a2a.commands.v1.RegisterRequest.spec:type_name -> a2a.commands.v1.CommandSpec
-	10, // 7: a2a.commands.v1.RegisterRequest.handler:type_name -> a2a.commands.v1.HandlerBinding
-	4,  // 8: a2a.commands.v1.RegisterRequest.allowed_roles:type_name -> a2a.commands.v1.ParticipantRole
-	2,  // 9: a2a.commands.v1.RegisterResponse.outcome:type_name -> a2a.commands.v1.RegisterOutcome
-	12, // 10: a2a.commands.v1.ListSpecsResponse.commands:type_name -> a2a.commands.v1.RegisteredCommand
-	42, // 11: a2a.commands.v1.ListSpecsResponse.card_extension:type_name -> a2a.commands.v1.AgentExtension
-	43, // 12: a2a.commands.v1.ClassifyRequest.message:type_name -> a2a.commands.v1.Message
-	3,  // 13: a2a.commands.v1.Ordinary.reason:type_name -> a2a.commands.v1.OrdinaryReason
-	22, // 14: a2a.commands.v1.ClassifyResponse.command:type_name -> a2a.commands.v1.Command
-	21, // 15: a2a.commands.v1.ClassifyResponse.ordinary:type_name -> a2a.commands.v1.Ordinary
-	4,  // 16: a2a.commands.v1.Sender.role:type_name -> a2a.commands.v1.ParticipantRole
-	44, // 17: a2a.commands.v1.SubTaskSnapshot.state:type_name -> a2a.commands.v1.TaskState
-	44, // 18: a2a.commands.v1.TaskSnapshot.state:type_name -> a2a.commands.v1.TaskState
-	5,  // 19: a2a.commands.v1.TaskSnapshot.sub_state:type_name -> a2a.commands.v1.SubState
-	25, // 20: a2a.commands.v1.TaskSnapshot.settings:type_name -> a2a.commands.v1.TaskSettings
-	26, // 21: a2a.commands.v1.TaskSnapshot.plan:type_name -> a2a.commands.v1.PlanProgress
-	27, // 22: a2a.commands.v1.TaskSnapshot.sub_tasks:type_name -> a2a.commands.v1.SubTaskSnapshot
-	43, // 23: a2a.commands.v1.ExecuteRequest.message:type_name -> a2a.commands.v1.Message
-	28, // 24: a2a.commands.v1.ExecuteRequest.task:type_name -> a2a.commands.v1.TaskSnapshot
-	24, // 25: a2a.commands.v1.ExecuteRequest.sender:type_name -> a2a.commands.v1.Sender
-	6,  // 26: a2a.commands.v1.ExecuteRequest.event_json_format:type_name -> a2a.commands.v1.EventJsonFormat
-	7,  // 27: a2a.commands.v1.ExecuteRequest.event_forms:type_name -> a2a.commands.v1.EventForm
-	25, // 28: a2a.commands.v1.Changes.settings:type_name -> a2a.commands.v1.TaskSettings
-	30, // 29: a2a.commands.v1.Changes.sub_task:type_name -> a2a.commands.v1.SubTaskToCreate
-	22, // 30: a2a.commands.v1.CommandOutcome.command:type_name -> a2a.commands.v1.Command
-	8,  // 31: a2a.commands.v1.CommandOutcome.outcome:type_name -> a2a.commands.v1.Outcome
-	45, // 32: a2a.commands.v1.CommandOutcome.event:type_name -> a2a.commands.v1.TaskStatusUpdateEvent
-	31, // 33: a2a.commands.v1.CommandOutcome.changes:type_name -> a2a.commands.v1.Changes
-	21, // 34: a2a.commands.v1.ExecuteResponse.ordinary:type_name -> a2a.commands.v1.Ordinary
-	32, // 35: a2a.commands.v1.ExecuteResponse.command:type_name -> a2a.commands.v1.CommandOutcome
-	24, // 36: a2a.commands.v1.Invocation.sender:type_name -> a2a.commands.v1.Sender
-	28, // 37: a2a.commands.v1.Invocation.task:type_name -> a2a.commands.v1.TaskSnapshot
-	43, // 38: a2a.commands.v1.Invocation.message:type_name -> a2a.commands.v1.Message
-	36, // 39: a2a.commands.v1.HandlerResult.reply:type_name -> a2a.commands.v1.HandlerReply
-	38, // 40: a2a.commands.v1.HandlerResult.abort:type_name -> a2a.commands.v1.HandlerAbort
-	25, // 41: a2a.commands.v1.HandlerReply.settings:type_name -> a2a.commands.v1.TaskSettings
-	37, // 42: a2a.commands.v1.HandlerReply.spawn:type_name -> a2a.commands.v1.HandlerSpawn
-	28, // 43: a2a.commands.v1.CompleteRequest.task:type_name -> a2a.commands.v1.TaskSnapshot
-	24, // 44: a2a.commands.v1.CompleteRequest.sender:type_name -> a2a.commands.v1.Sender
-	40, // 45: a2a.commands.v1.CompleteResponse.values:type_name -> a2a.commands.v1.Completion
-	13, // 46: a2a.commands.v1.CommandService.Register:input_type -> a2a.commands.v1.RegisterRequest
-	15, // 47: a2a.commands.v1.CommandService.Unregister:input_type -> a2a.commands.v1.UnregisterRequest
-	17, // 48: a2a.commands.v1.CommandService.ListSpecs:input_type -> a2a.commands.v1.ListSpecsRequest
-	18, // 49: a2a.commands.v1.CommandService.WatchSpecs:input_type -> a2a.commands.v1.WatchSpecsRequest
-	20, // 50: a2a.commands.v1.CommandService.Classify:input_type -> a2a.commands.v1.ClassifyRequest
-	29, // 51: a2a.commands.v1.CommandService.Execute:input_type -> a2a.commands.v1.ExecuteRequest
-	39, // 52: a2a.commands.v1.CommandService.Complete:input_type -> a2a.commands.v1.CompleteRequest
-	34, // 53: a2a.commands.v1.CommandHandler.Handle:input_type -> a2a.commands.v1.Invocation
-	34, // 54: a2a.commands.v1.CommandHandler.Complete:input_type -> a2a.commands.v1.Invocation
-	14, // 55: a2a.commands.v1.CommandService.Register:output_type -> a2a.commands.v1.RegisterResponse
-	16, // 56: a2a.commands.v1.CommandService.Unregister:output_type -> a2a.commands.v1.UnregisterResponse
-	19, // 57: a2a.commands.v1.CommandService.ListSpecs:output_type -> a2a.commands.v1.ListSpecsResponse
-	19, // 58: a2a.commands.v1.CommandService.WatchSpecs:output_type -> a2a.commands.v1.ListSpecsResponse
-	23, // 59: a2a.commands.v1.CommandService.Classify:output_type -> a2a.commands.v1.ClassifyResponse
-	33, // 60: a2a.commands.v1.CommandService.Execute:output_type -> a2a.commands.v1.ExecuteResponse
-	41, // 61: a2a.commands.v1.CommandService.Complete:output_type -> a2a.commands.v1.CompleteResponse
-	35, // 62: a2a.commands.v1.CommandHandler.Handle:output_type -> a2a.commands.v1.HandlerResult
-	41, // 63: a2a.commands.v1.CommandHandler.Complete:output_type -> a2a.commands.v1.CompleteResponse
-	55, // [55:64] is the sub-list for method output_type
-	46, // [46:55] is the sub-list for method input_type
-	46, // [46:46] is the sub-list for extension type_name
-	46, // [46:46] is the sub-list for extension extendee
-	0,  // [0:46] is the sub-list for field type_name
+	11, // 0: a2a.commands.v1.PromptBinding.mcp:type_name -> a2a.commands.v1.McpPrompt
+	13, // 1: a2a.commands.v1.McpPrompt.headers:type_name -> a2a.commands.v1.HandlerHeader
+	13, // 2: a2a.commands.v1.HandlerBinding.headers:type_name -> a2a.commands.v1.HandlerHeader
+	9,  // 3: a2a.commands.v1.RegisteredCommand.spec:type_name -> a2a.commands.v1.CommandSpec
+	0,  // 4: a2a.commands.v1.RegisteredCommand.body:type_name -> a2a.commands.v1.CommandBody
+	12, // 5: a2a.commands.v1.RegisteredCommand.handler:type_name -> a2a.commands.v1.HandlerBinding
+	1,  // 6: a2a.commands.v1.RegisteredCommand.source:type_name -> a2a.commands.v1.CommandSource
+	4,  // 7: a2a.commands.v1.RegisteredCommand.allowed_roles:type_name -> a2a.commands.v1.ParticipantRole
+	10, // 8: a2a.commands.v1.RegisteredCommand.prompt:type_name -> a2a.commands.v1.PromptBinding
+	9,  // 9: a2a.commands.v1.RegisterRequest.spec:type_name -> a2a.commands.v1.CommandSpec
+	12, // 10: a2a.commands.v1.RegisterRequest.handler:type_name -> a2a.commands.v1.HandlerBinding
+	4,  // 11: a2a.commands.v1.RegisterRequest.allowed_roles:type_name -> a2a.commands.v1.ParticipantRole
+	10, // 12: a2a.commands.v1.RegisterRequest.prompt:type_name -> a2a.commands.v1.PromptBinding
+	2,  // 13: a2a.commands.v1.RegisterResponse.outcome:type_name -> a2a.commands.v1.RegisterOutcome
+	14, // 14: a2a.commands.v1.ListSpecsResponse.commands:type_name -> a2a.commands.v1.RegisteredCommand
+	45, // 15: a2a.commands.v1.ListSpecsResponse.card_extension:type_name -> a2a.commands.v1.AgentExtension
+	46, // 16: a2a.commands.v1.ClassifyRequest.message:type_name -> a2a.commands.v1.Message
+	3,  // 17: a2a.commands.v1.Ordinary.reason:type_name -> a2a.commands.v1.OrdinaryReason
+	24, // 18: a2a.commands.v1.ClassifyResponse.command:type_name -> a2a.commands.v1.Command
+	23, // 19: a2a.commands.v1.ClassifyResponse.ordinary:type_name -> a2a.commands.v1.Ordinary
+	4,  // 20: a2a.commands.v1.Sender.role:type_name -> a2a.commands.v1.ParticipantRole
+	47, // 21: a2a.commands.v1.SubTaskSnapshot.state:type_name -> a2a.commands.v1.TaskState
+	47, // 22: a2a.commands.v1.TaskSnapshot.state:type_name -> a2a.commands.v1.TaskState
+	5,  // 23: a2a.commands.v1.TaskSnapshot.sub_state:type_name -> a2a.commands.v1.SubState
+	27, // 24: a2a.commands.v1.TaskSnapshot.settings:type_name -> a2a.commands.v1.TaskSettings
+	28, // 25: a2a.commands.v1.TaskSnapshot.plan:type_name -> a2a.commands.v1.PlanProgress
+	29, // 26: a2a.commands.v1.TaskSnapshot.sub_tasks:type_name -> a2a.commands.v1.SubTaskSnapshot
+	46, // 27: a2a.commands.v1.ExecuteRequest.message:type_name -> a2a.commands.v1.Message
+	30, // 28: a2a.commands.v1.ExecuteRequest.task:type_name -> a2a.commands.v1.TaskSnapshot
+	26, // 29: a2a.commands.v1.ExecuteRequest.sender:type_name -> a2a.commands.v1.Sender
+	6,  // 30: a2a.commands.v1.ExecuteRequest.event_json_format:type_name -> a2a.commands.v1.EventJsonFormat
+	7,  // 31: a2a.commands.v1.ExecuteRequest.event_forms:type_name -> a2a.commands.v1.EventForm
+	27, // 32: a2a.commands.v1.Changes.settings:type_name -> a2a.commands.v1.TaskSettings
+	32, // 33: a2a.commands.v1.Changes.sub_task:type_name -> a2a.commands.v1.SubTaskToCreate
+	24, // 34: a2a.commands.v1.CommandOutcome.command:type_name -> a2a.commands.v1.Command
+	8,  // 35: a2a.commands.v1.CommandOutcome.outcome:type_name -> a2a.commands.v1.Outcome
+	48, // 36: a2a.commands.v1.CommandOutcome.event:type_name -> a2a.commands.v1.TaskStatusUpdateEvent
+	33, // 37: a2a.commands.v1.CommandOutcome.changes:type_name -> a2a.commands.v1.Changes
+	23, // 38: a2a.commands.v1.ExecuteResponse.ordinary:type_name -> a2a.commands.v1.Ordinary
+	34, // 39: a2a.commands.v1.ExecuteResponse.command:type_name -> a2a.commands.v1.CommandOutcome
+	36, // 40: a2a.commands.v1.ExecuteResponse.prompt:type_name -> a2a.commands.v1.PromptExpansion
+	24, // 41: a2a.commands.v1.PromptExpansion.command:type_name -> a2a.commands.v1.Command
+	26, // 42: a2a.commands.v1.Invocation.sender:type_name -> a2a.commands.v1.Sender
+	30, // 43: a2a.commands.v1.Invocation.task:type_name -> a2a.commands.v1.TaskSnapshot
+	46, // 44: a2a.commands.v1.Invocation.message:type_name -> a2a.commands.v1.Message
+	39, // 45: a2a.commands.v1.HandlerResult.reply:type_name -> a2a.commands.v1.HandlerReply
+	41, // 46: a2a.commands.v1.HandlerResult.abort:type_name -> a2a.commands.v1.HandlerAbort
+	27, // 47: a2a.commands.v1.HandlerReply.settings:type_name -> a2a.commands.v1.TaskSettings
+	40, // 48: a2a.commands.v1.HandlerReply.spawn:type_name -> a2a.commands.v1.HandlerSpawn
+	30, // 49: a2a.commands.v1.CompleteRequest.task:type_name -> a2a.commands.v1.TaskSnapshot
+	26, // 50: a2a.commands.v1.CompleteRequest.sender:type_name -> a2a.commands.v1.Sender
+	43, // 51: a2a.commands.v1.CompleteResponse.values:type_name -> a2a.commands.v1.Completion
+	15, // 52: a2a.commands.v1.CommandService.Register:input_type -> a2a.commands.v1.RegisterRequest
+	17, // 53: a2a.commands.v1.CommandService.Unregister:input_type -> a2a.commands.v1.UnregisterRequest
+	19, // 54: a2a.commands.v1.CommandService.ListSpecs:input_type -> a2a.commands.v1.ListSpecsRequest
+	20, // 55: a2a.commands.v1.CommandService.WatchSpecs:input_type -> a2a.commands.v1.WatchSpecsRequest
+	22, // 56: a2a.commands.v1.CommandService.Classify:input_type -> a2a.commands.v1.ClassifyRequest
+	31, // 57: a2a.commands.v1.CommandService.Execute:input_type -> a2a.commands.v1.ExecuteRequest
+	42, // 58: a2a.commands.v1.CommandService.Complete:input_type -> a2a.commands.v1.CompleteRequest
+	37, // 59: a2a.commands.v1.CommandHandler.Handle:input_type -> a2a.commands.v1.Invocation
+	37, // 60: a2a.commands.v1.CommandHandler.Complete:input_type -> a2a.commands.v1.Invocation
+	16, // 61: a2a.commands.v1.CommandService.Register:output_type -> a2a.commands.v1.RegisterResponse
+	18, // 62: a2a.commands.v1.CommandService.Unregister:output_type -> a2a.commands.v1.UnregisterResponse
+	21, // 63: a2a.commands.v1.CommandService.ListSpecs:output_type -> a2a.commands.v1.ListSpecsResponse
+	21, // 64: a2a.commands.v1.CommandService.WatchSpecs:output_type -> a2a.commands.v1.ListSpecsResponse
+	25, // 65: a2a.commands.v1.CommandService.Classify:output_type -> a2a.commands.v1.ClassifyResponse
+	35, // 66: a2a.commands.v1.CommandService.Execute:output_type -> a2a.commands.v1.ExecuteResponse
+	44, // 67: a2a.commands.v1.CommandService.Complete:output_type -> a2a.commands.v1.CompleteResponse
+	38, // 68: a2a.commands.v1.CommandHandler.Handle:output_type -> a2a.commands.v1.HandlerResult
+	44, // 69: a2a.commands.v1.CommandHandler.Complete:output_type -> a2a.commands.v1.CompleteResponse
+	61, // [61:70] is the sub-list for method output_type
+	52, // [52:61] is the sub-list for method input_type
+	52, // [52:52] is the sub-list for extension type_name
+	52, // [52:52] is the sub-list for extension extendee
+	0,  // [0:52] is the sub-list for field type_name
 }
 
 func init() { file_a2a_commands_v1_commands_proto_init() }
@@ -3293,21 +3594,26 @@ func file_a2a_commands_v1_commands_proto_init() {
 	}
 	file_a2a_commands_v1_a2a_proto_init()
 	file_a2a_commands_v1_commands_proto_msgTypes[1].OneofWrappers = []any{
+		(*PromptBinding_Template)(nil),
+		(*PromptBinding_Mcp)(nil),
+	}
+	file_a2a_commands_v1_commands_proto_msgTypes[3].OneofWrappers = []any{
 		(*HandlerBinding_Grpc)(nil),
 		(*HandlerBinding_JsonRpc)(nil),
 		(*HandlerBinding_Mcp)(nil),
 	}
-	file_a2a_commands_v1_commands_proto_msgTypes[8].OneofWrappers = []any{}
-	file_a2a_commands_v1_commands_proto_msgTypes[14].OneofWrappers = []any{
+	file_a2a_commands_v1_commands_proto_msgTypes[10].OneofWrappers = []any{}
+	file_a2a_commands_v1_commands_proto_msgTypes[16].OneofWrappers = []any{
 		(*ClassifyResponse_Command)(nil),
 		(*ClassifyResponse_Ordinary)(nil),
 	}
-	file_a2a_commands_v1_commands_proto_msgTypes[16].OneofWrappers = []any{}
-	file_a2a_commands_v1_commands_proto_msgTypes[24].OneofWrappers = []any{
+	file_a2a_commands_v1_commands_proto_msgTypes[18].OneofWrappers = []any{}
+	file_a2a_commands_v1_commands_proto_msgTypes[26].OneofWrappers = []any{
 		(*ExecuteResponse_Ordinary)(nil),
 		(*ExecuteResponse_Command)(nil),
+		(*ExecuteResponse_Prompt)(nil),
 	}
-	file_a2a_commands_v1_commands_proto_msgTypes[26].OneofWrappers = []any{
+	file_a2a_commands_v1_commands_proto_msgTypes[29].OneofWrappers = []any{
 		(*HandlerResult_Reply)(nil),
 		(*HandlerResult_Abort)(nil),
 	}
@@ -3317,7 +3623,7 @@ func file_a2a_commands_v1_commands_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_a2a_commands_v1_commands_proto_rawDesc), len(file_a2a_commands_v1_commands_proto_rawDesc)),
 			NumEnums:      9,
-			NumMessages:   33,
+			NumMessages:   36,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

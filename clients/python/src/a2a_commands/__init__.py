@@ -16,7 +16,7 @@
 
 from . import pb
 from .card import CommandsCard
-from .commands import Command, Handler, HandlerProtocol
+from .commands import Command, Handler, HandlerProtocol, McpPrompt
 from .client import CommandsClient
 from .errors import (
     AlreadyExistsError,
@@ -31,7 +31,15 @@ from .errors import (
     UnavailableError,
 )
 from .address import ADDRESS_ENV, DEFAULT_ADDRESS, Address, parse_address
-from .executor import FALLBACK_REPLY, CommandsExecutor, ParticipantRole, RoleResolver, default_role, fallback_reply
+from .executor import (
+    FALLBACK_REPLY,
+    CommandsExecutor,
+    ParticipantRole,
+    RoleResolver,
+    default_role,
+    fallback_reply,
+    prompt_message,
+)
 from .syntax import command_name, may_be_command
 from .task_data import (
     METADATA_KEY,
@@ -66,6 +74,7 @@ __all__ = [
     "Handler",
     "HandlerProtocol",
     "InvalidArgumentError",
+    "McpPrompt",
     "NotFoundError",
     "ParticipantRole",
     "PermissionDeniedError",
@@ -85,6 +94,7 @@ __all__ = [
     "new_sub_task",
     "parse_address",
     "pb",
+    "prompt_message",
     "sub_task_states",
     "task_snapshot",
 ]

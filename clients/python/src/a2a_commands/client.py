@@ -15,7 +15,7 @@ from ._pb import a2a_pb2 as ours
 from ._pb import commands_pb2 as pb
 from ._pb import commands_pb2_grpc as pb_grpc
 from .address import address_from_env, parse_address
-from .commands import Command, Handler
+from .commands import Command, Handler, McpPrompt, prompt_binding
 from .convert import message_to_commands
 from .errors import CommandsError
 
@@ -118,6 +118,7 @@ class CommandsClient:
         handler: Handler | pb.HandlerBinding | None = None,
         allowed_roles: Iterable[int] = (),
         hidden: bool = False,
+        prompt: str | McpPrompt | pb.PromptBinding | None = None,
     ) -> pb.RegisterResponse:
         """Adds ``command`` at the end of the order (or replaces it in place with ``override``).
 
@@ -130,12 +131,17 @@ class CommandsClient:
                 it; empty: every role. Others are refused (``refused: a <role> may not
                 run /<name>``) before any body runs.
             hidden: Runs, but is left out of the card and of completion.
+            prompt: Makes it a prompt command: a template (``$ARGUMENTS``, ``$1``...``$9``,
+                ``{{args}}``) or an MCP server's prompt (:class:`~a2a_commands.McpPrompt`).
+                Execute then answers the expansion, which the executor sends to the agent.
+                A command has a handler or a prompt, never both.
         """
         spec = command.to_proto() if isinstance(command, Command) else command
         binding = handler.to_proto() if isinstance(handler, Handler) else handler
         request = pb.RegisterRequest(
             spec=spec, override=override, handler=binding,
             allowed_roles=cast("list[pb.ParticipantRole]", [int(r) for r in allowed_roles]), hidden=hidden,
+            prompt=prompt_binding(prompt),
         )
         return await self._unary("Register", request, pb.RegisterResponse, admin=True)
 

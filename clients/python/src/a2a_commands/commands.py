@@ -15,6 +15,34 @@ from ._pb import commands_pb2 as pb
 
 
 @dataclass(frozen=True)
+class McpPrompt:
+    """A prompt command's prompt from an MCP server (``prompts/get`` at each Execute).
+
+    Args:
+        url: The MCP server (streamable HTTP).
+        name: The prompt's name there.
+        timeout: Seconds Execute waits for it; ``None``: the sidecar's default (5 s).
+    """
+
+    url: str
+    name: str
+    timeout: float | None = None
+
+    def to_proto(self) -> pb.PromptBinding:
+        timeout_ms = round(self.timeout * 1000) if self.timeout is not None else 0
+        return pb.PromptBinding(mcp=pb.McpPrompt(url=self.url, name=self.name, timeout_ms=timeout_ms))
+
+
+def prompt_binding(prompt: str | McpPrompt | pb.PromptBinding | None) -> pb.PromptBinding | None:
+    """A prompt as Register takes it: a template's text, an :class:`McpPrompt`, or the proto."""
+    if prompt is None or isinstance(prompt, pb.PromptBinding):
+        return prompt
+    if isinstance(prompt, McpPrompt):
+        return prompt.to_proto()
+    return pb.PromptBinding(template=prompt)
+
+
+@dataclass(frozen=True)
 class Command:
     """A command as the agent card shows it: ``/<name> <argument_hint>``, ``description``."""
 

@@ -73,6 +73,11 @@ class CommandsExecutor(AgentExecutor):
     ``awaiting-next-message`` is cleared from the task data before the wrapped executor
     runs (``awaiting-answer``, the agent's own, is left to the agent).
 
+    A prompt command (Execute answers ``prompt``) reaches the wrapped executor with the
+    message's text replaced by the expansion (:func:`prompt_message`): the original text
+    and ``{"command": name}`` stay in the message's metadata, and the task moves as the
+    agent moves it.
+
     When Execute fails (the service is unreachable, or rejects the request), a message
     that has command syntax (``/name ...``, registered or not) is answered with the reply
     :data:`FALLBACK_REPLY` and does not reach the model; any other message goes to the
@@ -111,6 +116,9 @@ class CommandsExecutor(AgentExecutor):
             created = _new_task(context.task_id, context.context_id or "", message)
             task = _parked(created)
         reply = await self._command_reply(context, message, task)
+        if isinstance(reply, pb.PromptExpansion):
+            prompt_message(message, reply)
+            reply = None
         if reply is None:
             await self._to_agent(context, event_queue)
             return
@@ -164,8 +172,9 @@ class CommandsExecutor(AgentExecutor):
 
     async def _command_reply(
         self, context: RequestContext, message: sdk.Message, task: sdk.Task
-    ) -> sdk.TaskStatusUpdateEvent | None:
-        """The reply event of a command (changes applied), or ``None`` for an ordinary message."""
+    ) -> sdk.TaskStatusUpdateEvent | pb.PromptExpansion | None:
+        """The reply event of a command (changes applied), a prompt command's expansion, or
+        ``None`` for an ordinary message."""
         call = context.call_context
         try:
             sender = await self._sender(context)
@@ -178,12 +187,27 @@ class CommandsExecutor(AgentExecutor):
             else:
                 logger.error("a2a-commands: Execute failed, /%s not run: %s", command_name(message), error)
             return reply
+        if answer.WhichOneof("result") == "prompt":
+            return answer.prompt
         if answer.WhichOneof("result") != "command":
             return None
         reply = event_from_commands(answer.command.event)
         if answer.command.outcome == pb.OUTCOME_OK:
             await apply_changes(answer.command.changes, task, reply, self._store, call)
         return reply
+
+
+def prompt_message(message: sdk.Message, expansion: pb.PromptExpansion) -> None:
+    """Turns ``message``, in place, into what the agent reads for a prompt command.
+
+    Its one part becomes the expansion's text; its metadata keeps what it had and gains
+    ``command`` (the command's name) and ``originalText`` (the text as typed), as
+    docs/kit-contract.md, section 9, says.
+    """
+    original = message.parts[0].text if len(message.parts) == 1 else ""
+    del message.parts[:]
+    message.parts.add(text=expansion.text)
+    message.metadata.update({"command": expansion.command.name, "originalText": original})
 
 
 def _new_task(task_id: str, context_id: str, message: sdk.Message) -> sdk.Task:

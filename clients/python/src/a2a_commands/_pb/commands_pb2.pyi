@@ -14,6 +14,7 @@ class CommandBody(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     COMMAND_BODY_BUILTIN: _ClassVar[CommandBody]
     COMMAND_BODY_NONE: _ClassVar[CommandBody]
     COMMAND_BODY_HANDLER: _ClassVar[CommandBody]
+    COMMAND_BODY_PROMPT: _ClassVar[CommandBody]
 
 class CommandSource(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -75,6 +76,7 @@ COMMAND_BODY_UNSPECIFIED: CommandBody
 COMMAND_BODY_BUILTIN: CommandBody
 COMMAND_BODY_NONE: CommandBody
 COMMAND_BODY_HANDLER: CommandBody
+COMMAND_BODY_PROMPT: CommandBody
 COMMAND_SOURCE_UNSPECIFIED: CommandSource
 COMMAND_SOURCE_API: CommandSource
 COMMAND_SOURCE_BUILTIN: CommandSource
@@ -119,6 +121,26 @@ class CommandSpec(_message.Message):
     argument_hint: str
     def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., argument_hint: _Optional[str] = ...) -> None: ...
 
+class PromptBinding(_message.Message):
+    __slots__ = ("template", "mcp")
+    TEMPLATE_FIELD_NUMBER: _ClassVar[int]
+    MCP_FIELD_NUMBER: _ClassVar[int]
+    template: str
+    mcp: McpPrompt
+    def __init__(self, template: _Optional[str] = ..., mcp: _Optional[_Union[McpPrompt, _Mapping]] = ...) -> None: ...
+
+class McpPrompt(_message.Message):
+    __slots__ = ("url", "name", "timeout_ms", "headers")
+    URL_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    HEADERS_FIELD_NUMBER: _ClassVar[int]
+    url: str
+    name: str
+    timeout_ms: int
+    headers: _containers.RepeatedCompositeFieldContainer[HandlerHeader]
+    def __init__(self, url: _Optional[str] = ..., name: _Optional[str] = ..., timeout_ms: _Optional[int] = ..., headers: _Optional[_Iterable[_Union[HandlerHeader, _Mapping]]] = ...) -> None: ...
+
 class HandlerBinding(_message.Message):
     __slots__ = ("grpc", "json_rpc", "mcp", "timeout_ms", "headers")
     GRPC_FIELD_NUMBER: _ClassVar[int]
@@ -142,36 +164,40 @@ class HandlerHeader(_message.Message):
     def __init__(self, name: _Optional[str] = ..., value_file: _Optional[str] = ...) -> None: ...
 
 class RegisteredCommand(_message.Message):
-    __slots__ = ("spec", "body", "handler", "source", "allowed_roles", "hidden")
+    __slots__ = ("spec", "body", "handler", "source", "allowed_roles", "hidden", "prompt")
     SPEC_FIELD_NUMBER: _ClassVar[int]
     BODY_FIELD_NUMBER: _ClassVar[int]
     HANDLER_FIELD_NUMBER: _ClassVar[int]
     SOURCE_FIELD_NUMBER: _ClassVar[int]
     ALLOWED_ROLES_FIELD_NUMBER: _ClassVar[int]
     HIDDEN_FIELD_NUMBER: _ClassVar[int]
+    PROMPT_FIELD_NUMBER: _ClassVar[int]
     spec: CommandSpec
     body: CommandBody
     handler: HandlerBinding
     source: CommandSource
     allowed_roles: _containers.RepeatedScalarFieldContainer[ParticipantRole]
     hidden: bool
-    def __init__(self, spec: _Optional[_Union[CommandSpec, _Mapping]] = ..., body: _Optional[_Union[CommandBody, str]] = ..., handler: _Optional[_Union[HandlerBinding, _Mapping]] = ..., source: _Optional[_Union[CommandSource, str]] = ..., allowed_roles: _Optional[_Iterable[_Union[ParticipantRole, str]]] = ..., hidden: _Optional[bool] = ...) -> None: ...
+    prompt: PromptBinding
+    def __init__(self, spec: _Optional[_Union[CommandSpec, _Mapping]] = ..., body: _Optional[_Union[CommandBody, str]] = ..., handler: _Optional[_Union[HandlerBinding, _Mapping]] = ..., source: _Optional[_Union[CommandSource, str]] = ..., allowed_roles: _Optional[_Iterable[_Union[ParticipantRole, str]]] = ..., hidden: _Optional[bool] = ..., prompt: _Optional[_Union[PromptBinding, _Mapping]] = ...) -> None: ...
 
 class RegisterRequest(_message.Message):
-    __slots__ = ("spec", "override", "handler", "allowed_roles", "hidden", "replace_access")
+    __slots__ = ("spec", "override", "handler", "allowed_roles", "hidden", "replace_access", "prompt")
     SPEC_FIELD_NUMBER: _ClassVar[int]
     OVERRIDE_FIELD_NUMBER: _ClassVar[int]
     HANDLER_FIELD_NUMBER: _ClassVar[int]
     ALLOWED_ROLES_FIELD_NUMBER: _ClassVar[int]
     HIDDEN_FIELD_NUMBER: _ClassVar[int]
     REPLACE_ACCESS_FIELD_NUMBER: _ClassVar[int]
+    PROMPT_FIELD_NUMBER: _ClassVar[int]
     spec: CommandSpec
     override: bool
     handler: HandlerBinding
     allowed_roles: _containers.RepeatedScalarFieldContainer[ParticipantRole]
     hidden: bool
     replace_access: bool
-    def __init__(self, spec: _Optional[_Union[CommandSpec, _Mapping]] = ..., override: _Optional[bool] = ..., handler: _Optional[_Union[HandlerBinding, _Mapping]] = ..., allowed_roles: _Optional[_Iterable[_Union[ParticipantRole, str]]] = ..., hidden: _Optional[bool] = ..., replace_access: _Optional[bool] = ...) -> None: ...
+    prompt: PromptBinding
+    def __init__(self, spec: _Optional[_Union[CommandSpec, _Mapping]] = ..., override: _Optional[bool] = ..., handler: _Optional[_Union[HandlerBinding, _Mapping]] = ..., allowed_roles: _Optional[_Iterable[_Union[ParticipantRole, str]]] = ..., hidden: _Optional[bool] = ..., replace_access: _Optional[bool] = ..., prompt: _Optional[_Union[PromptBinding, _Mapping]] = ...) -> None: ...
 
 class RegisterResponse(_message.Message):
     __slots__ = ("outcome", "revision")
@@ -360,14 +386,24 @@ class CommandOutcome(_message.Message):
     def __init__(self, command: _Optional[_Union[Command, _Mapping]] = ..., outcome: _Optional[_Union[Outcome, str]] = ..., reply: _Optional[str] = ..., event: _Optional[_Union[_a2a_pb2.TaskStatusUpdateEvent, _Mapping]] = ..., event_json: _Optional[str] = ..., changes: _Optional[_Union[Changes, _Mapping]] = ...) -> None: ...
 
 class ExecuteResponse(_message.Message):
-    __slots__ = ("ordinary", "command", "revision")
+    __slots__ = ("ordinary", "command", "prompt", "revision")
     ORDINARY_FIELD_NUMBER: _ClassVar[int]
     COMMAND_FIELD_NUMBER: _ClassVar[int]
+    PROMPT_FIELD_NUMBER: _ClassVar[int]
     REVISION_FIELD_NUMBER: _ClassVar[int]
     ordinary: Ordinary
     command: CommandOutcome
+    prompt: PromptExpansion
     revision: int
-    def __init__(self, ordinary: _Optional[_Union[Ordinary, _Mapping]] = ..., command: _Optional[_Union[CommandOutcome, _Mapping]] = ..., revision: _Optional[int] = ...) -> None: ...
+    def __init__(self, ordinary: _Optional[_Union[Ordinary, _Mapping]] = ..., command: _Optional[_Union[CommandOutcome, _Mapping]] = ..., prompt: _Optional[_Union[PromptExpansion, _Mapping]] = ..., revision: _Optional[int] = ...) -> None: ...
+
+class PromptExpansion(_message.Message):
+    __slots__ = ("command", "text")
+    COMMAND_FIELD_NUMBER: _ClassVar[int]
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    command: Command
+    text: str
+    def __init__(self, command: _Optional[_Union[Command, _Mapping]] = ..., text: _Optional[str] = ...) -> None: ...
 
 class Invocation(_message.Message):
     __slots__ = ("task_id", "correlation_id", "attempt", "command", "arguments", "sender", "task", "message")

@@ -1,0 +1,232 @@
+//! The command files people already keep, read as prompt commands: Claude Code's
+//! `.claude/commands/*.md` (Markdown with a front matter) and Gemini CLI's
+//! `.gemini/commands/*.toml`. `a2a-commands ctl import-prompts` registers what this reads
+//! or writes it as a commands file.
+//!
+//! Nothing in a file is ever run: a file that asks its tool to run a shell command
+//! (`!{...}`, `` !`...` ``) or to read a file (`@{...}`, `@path`) is refused, with a line
+//! naming the file and the construct. A sub-folder becomes a prefix of the name, as both
+//! tools namespace commands (`git/commit.toml` is `/git-commit`, `:` being `-` here); a
+//! name that cannot be a command name is reported and skipped.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::registry::state::Declared;
+use crate::rules::body::{Body, PromptBody};
+use crate::rules::policy::Access;
+use crate::rules::prompt::PromptTemplate;
+use crate::rules::spec::{is_command_name, CommandSpec, MAX_DESCRIPTION_CHARS};
+use crate::rules::text::first_py_line;
+
+/// What a folder held: the commands read, in name order, and one line per file refused.
+#[derive(Debug, Default)]
+pub struct Imported {
+    /// The prompt commands.
+    pub commands: Vec<Declared>,
+    /// Each file refused, and why.
+    pub refused: Vec<String>,
+}
+
+/// Reads the prompt commands under `path`: its `.claude/commands` and `.gemini/commands`
+/// when it has them, else `path` itself as a commands folder. An unreadable folder is the
+/// error; a bad file is one line of [`Imported::refused`].
+pub fn import(path: &Path) -> Result<Imported, String> {
+    let roots: Vec<PathBuf> = [".claude/commands", ".gemini/commands"]
+        .iter()
+        .map(|sub| path.join(sub))
+        .filter(|p| p.is_dir())
+        .collect();
+    let roots = if roots.is_empty() {
+        vec![path.to_owned()]
+    } else {
+        roots
+    };
+    let mut imported = Imported::default();
+    for root in roots {
+        let mut files = Vec::new();
+        walk(&root, &mut files)?;
+        files.sort();
+        for file in files {
+            let shown = file.display().to_string();
+            let result = std::fs::read_to_string(&file)
+                .map_err(|e| format!("cannot read it: {e}"))
+                .and_then(|text| read_file(&root, &file, &text));
+            match result {
+                Ok(Some(command)) => imported.commands.push(command),
+                Ok(None) => {}
+                Err(reason) => imported.refused.push(format!("{shown}: {reason}")),
+            }
+        }
+    }
+    imported
+        .commands
+        .sort_by(|a, b| a.0.name.as_str().cmp(b.0.name.as_str()));
+    Ok(imported)
+}
+
+/// Every `.md` and `.toml` file under `dir`.
+fn walk(dir: &Path, files: &mut Vec<PathBuf>) -> Result<(), String> {
+    let entries =
+        std::fs::read_dir(dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
+    for entry in entries {
+        let path = entry
+            .map_err(|e| format!("cannot read {}: {e}", dir.display()))?
+            .path();
+        if path.is_dir() {
+            walk(&path, files)?;
+        } else if matches!(
+            path.extension().and_then(|e| e.to_str()),
+            Some("md" | "toml")
+        ) {
+            files.push(path);
+        }
+    }
+    Ok(())
+}
+
+/// One file as a command; `None` for a file of neither kind.
+fn read_file(root: &Path, file: &Path, text: &str) -> Result<Option<Declared>, String> {
+    let relative = file.strip_prefix(root).unwrap_or(file).with_extension("");
+    let name = relative
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().replace(':', "-"))
+        .collect::<Vec<_>>()
+        .join("-");
+    let (description, hint, template) = match file.extension().and_then(|e| e.to_str()) {
+        Some("md") => claude_command(text)?,
+        Some("toml") => gemini_command(text)?,
+        _ => return Ok(None),
+    };
+    if let Some(construct) = injection(&template) {
+        return Err(format!(
+            "refused: it uses {construct}, which would run a shell command or read a file"
+        ));
+    }
+    if !is_command_name(&name) {
+        return Err(format!(
+            "skipped: {name:?} cannot be a command name ([a-z][a-z0-9-]*, at most 64 characters)"
+        ));
+    }
+    let description = description
+        .filter(|d| !d.trim().is_empty())
+        .unwrap_or_else(|| first_py_line(template.trim()).to_owned());
+    let description: String = description.chars().take(MAX_DESCRIPTION_CHARS).collect();
+    let spec = CommandSpec::new("", &name, description.trim(), &hint).map_err(|e| e.to_string())?;
+    let template = PromptTemplate::parse("prompt", template.trim()).map_err(|e| e.to_string())?;
+    let body = Body::Prompt {
+        prompt: PromptBody::Template { template },
+    };
+    Ok(Some((spec, body, Access::default())))
+}
+
+/// A Claude Code command: its front matter's `description` and `argument-hint`, and the
+/// Markdown after it as the template.
+fn claude_command(text: &str) -> Result<(Option<String>, String, String), String> {
+    let text = text.strip_prefix('\u{FEFF}').unwrap_or(text);
+    let Some(rest) = text
+        .strip_prefix("---\n")
+        .or_else(|| text.strip_prefix("---\r\n"))
+    else {
+        return Ok((None, String::new(), text.to_owned()));
+    };
+    let end = rest
+        .find("\n---")
+        .ok_or("its front matter has no closing ---")?;
+    let (front, body) = (&rest[..end], &rest[end + 4..]);
+    let body = body.split_once('\n').map_or("", |(_, b)| b);
+    let mut description = None;
+    let mut hint = String::new();
+    for line in front.lines() {
+        let Some((key, value)) = line.split_once(':') else {
+            continue;
+        };
+        let value = unquote(value.trim());
+        match key.trim() {
+            "description" => description = Some(value),
+            "argument-hint" => hint = value,
+            _ => {}
+        }
+    }
+    Ok((description, hint, body.to_owned()))
+}
+
+/// A YAML scalar's text: surrounding quotes dropped.
+fn unquote(value: &str) -> String {
+    for quote in ['"', '\''] {
+        if value.len() >= 2 && value.starts_with(quote) && value.ends_with(quote) {
+            return value[1..value.len() - 1].to_owned();
+        }
+    }
+    value.to_owned()
+}
+
+/// A Gemini CLI command: `prompt` (required) and `description`.
+fn gemini_command(text: &str) -> Result<(Option<String>, String, String), String> {
+    #[derive(Deserialize)]
+    struct Gemini {
+        prompt: String,
+        description: Option<String>,
+    }
+    let parsed: Gemini = toml::from_str(text).map_err(|e| {
+        let message = e.message().to_owned();
+        format!("not a Gemini CLI command: {message}")
+    })?;
+    Ok((parsed.description, String::new(), parsed.prompt))
+}
+
+/// The first construct in `template` that would make its tool run a shell command or
+/// read a file, as written.
+fn injection(template: &str) -> Option<String> {
+    for construct in ["!{", "!`", "@{"] {
+        if let Some(at) = template.find(construct) {
+            let shown: String = template[at..].chars().take(24).collect();
+            return Some(format!("{shown:?}"));
+        }
+    }
+    // Claude Code's file reference: `@` at the start of a word, then a path.
+    let bytes = template.as_bytes();
+    for (i, _) in template.match_indices('@') {
+        let at_word_start = i == 0 || bytes[i - 1].is_ascii_whitespace();
+        let next = template[i + 1..].chars().next();
+        if at_word_start && next.is_some_and(|c| !c.is_whitespace()) {
+            let shown: String = template[i..]
+                .chars()
+                .take_while(|c| !c.is_whitespace())
+                .take(48)
+                .collect();
+            return Some(format!("the file reference {shown:?}"));
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn front_matter_is_read_and_dropped() {
+        let (description, hint, body) = claude_command(
+            "---\ndescription: \"Review code\"\nargument-hint: [file] [focus]\nallowed-tools: Bash\n---\nReview $1.\n",
+        )
+        .unwrap();
+        assert_eq!(description.as_deref(), Some("Review code"));
+        assert_eq!(hint, "[file] [focus]");
+        assert_eq!(body, "Review $1.\n");
+        let (description, _, body) = claude_command("Just text $ARGUMENTS").unwrap();
+        assert_eq!((description, body.as_str()), (None, "Just text $ARGUMENTS"));
+    }
+
+    #[test]
+    fn injections_are_found_and_emails_are_not() {
+        assert!(injection("Run !`git status` now").is_some());
+        assert!(injection("Status: !{git status}").is_some());
+        assert!(injection("Read @{src/main.rs}").is_some());
+        assert!(injection("Look at @src/main.rs please").is_some());
+        assert!(injection("@README.md").is_some());
+        assert_eq!(injection("Mail me at me@example.com; cost $5!"), None);
+        assert_eq!(injection("An @ alone"), None);
+    }
+}
