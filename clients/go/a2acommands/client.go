@@ -177,6 +177,13 @@ func AllowedRoles(roles ...Role) RegisterOption {
 	}
 }
 
+// WithPrompt makes it a prompt command: Execute answers prompt's expansion, which the
+// Executor sends to the agent in place of the message's text. A command has a handler
+// or a prompt, never both.
+func WithPrompt(prompt Prompt) RegisterOption {
+	return func(r *registerConfig) { r.request.Prompt = prompt.proto() }
+}
+
 // Hidden keeps the command off the card and out of completion; it still runs.
 func Hidden() RegisterOption {
 	return func(r *registerConfig) { r.request.Hidden = true }
@@ -278,9 +285,9 @@ func (c *Client) Classify(ctx context.Context, message *a2a.Message) (Classifica
 }
 
 // Execute runs message on task for sender if it is a command: the reply to emit and what
-// it changes. It answers nil, nil for an ordinary message, which goes to the agent. The
-// reply event carries no event metadata (the lean form kits use).
-func (c *Client) Execute(ctx context.Context, message *a2a.Message, task TaskSnapshot, sender Sender) (*CommandReply, error) {
+// it changes, or a prompt command's expansion; neither for an ordinary message, which
+// goes to the agent. The reply event carries no event metadata (the lean form kits use).
+func (c *Client) Execute(ctx context.Context, message *a2a.Message, task TaskSnapshot, sender Sender) (*Executed, error) {
 	ours, err := messageToProto(message)
 	if err != nil {
 		return nil, err
@@ -291,19 +298,24 @@ func (c *Client) Execute(ctx context.Context, message *a2a.Message, task TaskSna
 	if err != nil {
 		return nil, callError(err)
 	}
-	outcome := response.GetCommand()
-	if outcome == nil {
-		return nil, nil
+	executed := &Executed{Revision: response.Revision}
+	if prompt := response.GetPrompt(); prompt != nil {
+		executed.Prompt = &PromptExpansion{
+			Command: prompt.GetCommand().GetName(), Arguments: prompt.GetCommand().GetArguments(), Text: prompt.Text,
+		}
 	}
-	event, err := eventFromProto(outcome.Event)
-	if err != nil {
-		return nil, err
+	if outcome := response.GetCommand(); outcome != nil {
+		event, err := eventFromProto(outcome.Event)
+		if err != nil {
+			return nil, err
+		}
+		executed.Reply = &CommandReply{
+			Command: outcome.GetCommand().GetName(), Arguments: outcome.GetCommand().GetArguments(),
+			Outcome: Outcome(outcome.Outcome), Reply: outcome.Reply, Event: event,
+			Changes: changesFromProto(outcome.Changes), Revision: response.Revision,
+		}
 	}
-	return &CommandReply{
-		Command: outcome.GetCommand().GetName(), Arguments: outcome.GetCommand().GetArguments(),
-		Outcome: Outcome(outcome.Outcome), Reply: outcome.Reply, Event: event,
-		Changes: changesFromProto(outcome.Changes), Revision: response.Revision,
-	}, nil
+	return executed, nil
 }
 
 // Complete suggests what a user who typed text may mean: command names by prefix (hidden

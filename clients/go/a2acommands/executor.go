@@ -45,6 +45,9 @@ func DefaultRole(_ context.Context, execCtx *a2asrv.ExecutorContext) (Role, erro
 // input-required and awaiting the next message, as the reference harness does; the next
 // message that is not a command ends that wait.
 //
+// A prompt command reaches the wrapped executor with the message's text replaced by its
+// expansion ([PromptMessage]); the task then moves as the agent moves it.
+//
 // When Execute fails (the sidecar is stopped, restarting, unreachable or refuses the
 // request), a message with command syntax gets [FallbackReply] and never reaches the
 // model; any other reaches the wrapped executor. The error is logged.
@@ -94,9 +97,12 @@ func (e *Executor) Execute(ctx context.Context, execCtx *a2asrv.ExecutorContext)
 		created = newTask(execCtx)
 		task = parked(created)
 	}
-	reply, err := e.commandReply(ctx, execCtx, message, task)
+	reply, prompt, err := e.commandReply(ctx, execCtx, message, task)
 	if err != nil {
 		return func(yield func(a2a.Event, error) bool) { yield(nil, err) }
+	}
+	if prompt != nil {
+		execCtx.Message = PromptMessage(message, prompt)
 	}
 	if reply == nil {
 		return e.toAgent(ctx, execCtx)
@@ -140,18 +146,18 @@ func (e *Executor) sender(ctx context.Context, execCtx *a2asrv.ExecutorContext) 
 	return sender, nil
 }
 
-// commandReply is the reply event of a command (changes applied), or nil for an
-// ordinary message.
-func (e *Executor) commandReply(ctx context.Context, execCtx *a2asrv.ExecutorContext, message *a2a.Message, task *a2a.Task) (*a2a.TaskStatusUpdateEvent, error) {
+// commandReply is the reply event of a command (changes applied), a prompt command's
+// expansion, or neither for an ordinary message.
+func (e *Executor) commandReply(ctx context.Context, execCtx *a2asrv.ExecutorContext, message *a2a.Message, task *a2a.Task) (*a2a.TaskStatusUpdateEvent, *PromptExpansion, error) {
 	sender, err := e.sender(ctx, execCtx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	states, err := SubTaskStates(ctx, task, e.store)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	answer, err := e.client.Execute(ctx, message, NewTaskSnapshot(task, states), sender)
+	executed, err := e.client.Execute(ctx, message, NewTaskSnapshot(task, states), sender)
 	if err != nil {
 		reply := NewFallbackReply(task, message)
 		if reply == nil {
@@ -160,17 +166,34 @@ func (e *Executor) commandReply(ctx context.Context, execCtx *a2asrv.ExecutorCon
 			name, _ := CommandName(message)
 			e.logger.ErrorContext(ctx, "a2a-commands: Execute failed, command not run", "command", name, "error", err)
 		}
-		return reply, nil
+		return reply, nil, nil
 	}
+	answer := executed.Reply
 	if answer == nil {
-		return nil, nil
+		return nil, executed.Prompt, nil
 	}
 	if answer.Outcome == OutcomeOK {
 		if err := e.applyChanges(ctx, answer.Changes, task, answer.Event); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	return answer.Event, nil
+	return answer.Event, nil, nil
+}
+
+// PromptMessage is message as the agent reads it for a prompt command (section 9): one
+// text part, the expansion; its metadata what it had, plus "command" (the command's
+// name) and "originalText" (the text as typed).
+func PromptMessage(message *a2a.Message, prompt *PromptExpansion) *a2a.Message {
+	original, _ := singleText(message)
+	changed := *message
+	changed.Parts = a2a.ContentParts{a2a.NewTextPart(prompt.Text)}
+	changed.Metadata = maps.Clone(message.Metadata)
+	if changed.Metadata == nil {
+		changed.Metadata = map[string]any{}
+	}
+	changed.Metadata["command"] = prompt.Command
+	changed.Metadata["originalText"] = original
+	return &changed
 }
 
 // applyChanges applies an OK command's changes: a sub-task is created in the store at

@@ -132,7 +132,48 @@ const (
 	BodyNone Body = Body(pb.CommandBody_COMMAND_BODY_NONE)
 	// BodyHandler calls the command's Handler.
 	BodyHandler Body = Body(pb.CommandBody_COMMAND_BODY_HANDLER)
+	// BodyPrompt expands the command's Prompt for the model.
+	BodyPrompt Body = Body(pb.CommandBody_COMMAND_BODY_PROMPT)
 )
+
+// McpPrompt is a prompt command's prompt from an MCP server (prompts/get at each
+// Execute).
+type McpPrompt struct {
+	// URL is the MCP server (streamable HTTP).
+	URL string
+	// Name is the prompt's name there.
+	Name string
+	// Timeout is how long Execute waits for it; 0: the sidecar's default (5 s).
+	Timeout time.Duration
+}
+
+// Prompt is a prompt command's body: a Template ($ARGUMENTS, $1..$9, {{args}}), or an
+// MCP server's prompt. Exactly one is set.
+type Prompt struct {
+	Template string
+	MCP      *McpPrompt
+}
+
+func (p Prompt) proto() *pb.PromptBinding {
+	if p.MCP != nil {
+		return &pb.PromptBinding{Source: &pb.PromptBinding_Mcp{Mcp: &pb.McpPrompt{
+			Url: p.MCP.URL, Name: p.MCP.Name, TimeoutMs: uint32(p.MCP.Timeout / time.Millisecond),
+		}}}
+	}
+	return &pb.PromptBinding{Source: &pb.PromptBinding_Template{Template: p.Template}}
+}
+
+func promptFromProto(binding *pb.PromptBinding) *Prompt {
+	switch source := binding.GetSource().(type) {
+	case *pb.PromptBinding_Template:
+		return &Prompt{Template: source.Template}
+	case *pb.PromptBinding_Mcp:
+		return &Prompt{MCP: &McpPrompt{
+			URL: source.Mcp.Url, Name: source.Mcp.Name, Timeout: time.Duration(source.Mcp.TimeoutMs) * time.Millisecond,
+		}}
+	}
+	return nil
+}
 
 // Source is who put a command in the registry.
 type Source int
@@ -150,6 +191,7 @@ type RegisteredCommand struct {
 	Command
 	Body         Body
 	Handler      *Handler
+	Prompt       *Prompt
 	Source       Source
 	AllowedRoles []Role
 	Hidden       bool
@@ -177,6 +219,7 @@ func registryFromProto(response *pb.ListSpecsResponse) (*Registry, error) {
 			Command:      Command{Name: spec.GetName(), Description: spec.GetDescription(), ArgumentHint: spec.GetArgumentHint()},
 			Body:         Body(command.Body),
 			Handler:      handlerFromProto(command.Handler),
+			Prompt:       promptFromProto(command.Prompt),
 			Source:       Source(command.Source),
 			AllowedRoles: roles,
 			Hidden:       command.Hidden,
@@ -285,6 +328,22 @@ type CommandReply struct {
 	// reply message carrying {"command": name} (and "task_ref" for a sub-task).
 	Event    *a2a.TaskStatusUpdateEvent
 	Changes  Changes
+	Revision uint64
+}
+
+// PromptExpansion is Execute's answer for a prompt command: the text to send to the
+// model in place of the message's text.
+type PromptExpansion struct {
+	Command   string
+	Arguments string
+	Text      string
+}
+
+// Executed is Execute's answer: Reply for a command, Prompt for a prompt command,
+// neither for an ordinary message (it goes to the agent as it is).
+type Executed struct {
+	Reply    *CommandReply
+	Prompt   *PromptExpansion
 	Revision uint64
 }
 

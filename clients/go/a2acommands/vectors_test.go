@@ -6,12 +6,14 @@ package a2acommands
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
@@ -223,13 +225,15 @@ func TestVectorsAddresses(t *testing.T) {
 
 // scenarioStep is one step of docs/vectors/lifecycle.json.
 type scenarioStep struct {
-	Send         string         `json:"send"`
-	Task         string         `json:"task"`
-	Reply        string         `json:"reply"`
-	State        a2a.TaskState  `json:"state"`
-	Events       *stepEvents    `json:"events"`
-	ReachesAgent bool           `json:"reachesAgent"`
-	TaskData     map[string]any `json:"taskData"`
+	Send          string         `json:"send"`
+	Task          string         `json:"task"`
+	Reply         string         `json:"reply"`
+	State         a2a.TaskState  `json:"state"`
+	Events        *stepEvents    `json:"events"`
+	ReachesAgent  bool           `json:"reachesAgent"`
+	AgentSaw      *string        `json:"agentSaw"`
+	AgentMetadata map[string]any `json:"agentMetadata"`
+	TaskData      map[string]any `json:"taskData"`
 }
 
 type stepEvents struct {
@@ -238,8 +242,17 @@ type stepEvents struct {
 }
 
 type scenario struct {
-	Name  string         `json:"name"`
-	Steps []scenarioStep `json:"steps"`
+	Name     string         `json:"name"`
+	Register []registered   `json:"register"`
+	Steps    []scenarioStep `json:"steps"`
+}
+
+// registered is a command a scenario registers first.
+type registered struct {
+	Name         string `json:"name"`
+	Description  string `json:"description"`
+	ArgumentHint string `json:"argumentHint"`
+	Prompt       string `json:"prompt"`
 }
 
 func scenarios(t testing.TB, key string) []scenario {
@@ -249,6 +262,12 @@ func scenarios(t testing.TB, key string) []scenario {
 // runScenario runs a lifecycle scenario through the SDK's client, streaming or not.
 func runScenario(t *testing.T, g *gateway, s scenario, stream bool) {
 	t.Helper()
+	for _, command := range s.Register {
+		spec := Command{Name: command.Name, Description: command.Description, ArgumentHint: command.ArgumentHint}
+		if _, err := g.commands.Register(context.Background(), spec, Override(), WithPrompt(Prompt{Template: command.Prompt})); err != nil {
+			t.Fatalf("%s: register %s: %v", s.Name, command.Name, err)
+		}
+	}
 	var taskID a2a.TaskID
 	for _, step := range s.Steps {
 		seen := len(g.echo.Seen())
@@ -272,6 +291,13 @@ func runScenario(t *testing.T, g *gateway, s scenario, stream bool) {
 			equal(t, turn.kinds, want, where+": events")
 		}
 		equal(t, len(g.echo.Seen()) > seen, step.ReachesAgent, where+": reaches the agent")
+		if step.AgentSaw != nil {
+			text, _ := singleText(g.echo.Last())
+			equal(t, text, *step.AgentSaw, where+": what the agent saw")
+		}
+		for key, want := range step.AgentMetadata {
+			equal(t, g.echo.Last().Metadata[key], want, where+": the agent's message's "+key)
+		}
 		if step.TaskData != nil {
 			stored := turn.stored.Metadata[TaskDataKey]
 			if stored == nil {
@@ -279,6 +305,53 @@ func runScenario(t *testing.T, g *gateway, s scenario, stream bool) {
 			}
 			equal(t, plain(t, stored), plain(t, step.TaskData), where+": task data")
 		}
+	}
+}
+
+func TestVectorsPrompts(t *testing.T) {
+	sidecar := startSidecar(t, "", "")
+	client, err := NewClient(sidecar.address)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	ctx := context.Background()
+	task := TaskSnapshot{ID: "t-1", ContextID: "c-1", State: a2a.TaskStateWorking}
+	sender := Sender{ID: "u", Role: RoleAssignee}
+	for i, c := range vectors(t, "prompts")["templates"].([]any) {
+		c := c.(map[string]any)
+		where := label(i, c)
+		_, err := client.Register(ctx, Command{Name: "p", Description: "A prompt"}, Override(), WithPrompt(Prompt{Template: c["template"].(string)}))
+		if want, ok := c["error"].(string); ok {
+			var typed *Error
+			if !errors.As(err, &typed) || typed.Code != codes.InvalidArgument || typed.Field != "prompt.template" || !strings.Contains(typed.Reason, want) {
+				t.Errorf("%s: Register answered %v", where, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", where, err)
+		}
+		arguments := c["arguments"].(string)
+		text := "/p"
+		if arguments != "" {
+			text += " " + arguments
+		}
+		message := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart(text))
+		executed, err := client.Execute(ctx, message, task, sender)
+		if err != nil {
+			t.Fatalf("%s: %v", where, err)
+		}
+		if failure, ok := c["failure"].(string); ok {
+			if executed.Reply == nil || executed.Reply.Outcome != OutcomeFailed || executed.Reply.Reply != "/p failed: "+failure {
+				t.Errorf("%s: %+v", where, executed)
+			}
+			continue
+		}
+		if executed.Prompt == nil {
+			t.Fatalf("%s: no prompt in %+v", where, executed)
+		}
+		equal(t, *executed.Prompt, PromptExpansion{Command: "p", Arguments: arguments, Text: c["expansion"].(string)}, where)
 	}
 }
 

@@ -18,6 +18,7 @@ from a2a.server.events import EventQueue
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
 from a2a.server.tasks import InMemoryTaskStore
+from a2a.types import a2a_pb2 as sdk
 from a2a.types.a2a_pb2 import (
     TASK_STATE_CANCELED,
     TASK_STATE_INPUT_REQUIRED,
@@ -41,10 +42,13 @@ class EchoExecutor(AgentExecutor):
 
     def __init__(self) -> None:
         self.seen: list[str] = []  # the texts that reached it
+        self.last: sdk.Message | None = None  # the last message that reached it, as it was
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         assert context.message is not None and context.task_id and context.context_id
         self.seen.append(context.get_user_input())
+        self.last = sdk.Message()
+        self.last.CopyFrom(context.message)
         if context.current_task is None:
             await event_queue.enqueue_event(new_task_from_user_message(context.message))
         await event_queue.enqueue_event(new_text_status_update_event(

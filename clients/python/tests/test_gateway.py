@@ -12,7 +12,7 @@ from a2a.client import A2ACardResolver
 from a2a.types import a2a_pb2 as sdk
 from a2a.types.a2a_pb2 import TASK_STATE_INPUT_REQUIRED, TASK_STATE_SUBMITTED
 from conftest import ROOT, Reply, User
-from gateway import Gateway
+from gateway import EchoExecutor, Gateway
 from google.protobuf import json_format
 
 from a2a_commands import EXTENSION_URI, METADATA_KEY, Command, ParticipantRole
@@ -179,8 +179,9 @@ LIFECYCLE = json.loads((ROOT / "docs" / "vectors" / "lifecycle.json").read_text(
 KINDS = {"task": "task", "status_update": "statusUpdate", "message": "message", "artifact_update": "artifactUpdate"}
 
 
-async def run_scenario(user: User, echo_seen: list[str], steps: list[dict[str, Any]]) -> None:
-    """Runs one scenario of docs/vectors/lifecycle.json with a2a-sdk's client."""
+async def run_scenario(user: User, echo: EchoExecutor, steps: list[dict[str, Any]]) -> None:
+    """Runs one scenario's steps of docs/vectors/lifecycle.json with a2a-sdk's client."""
+    echo_seen = echo.seen
     task: Reply | None = None
     for step in steps:
         seen = len(echo_seen)
@@ -194,10 +195,18 @@ async def run_scenario(user: User, echo_seen: list[str], steps: list[dict[str, A
             wanted = step["events"]["streaming" if user.streaming else "nonStreaming"]
             assert [KINDS[k] for k in reply.kinds] == wanted, step
         assert (len(echo_seen) > seen) is step["reachesAgent"], step
+        if "agentSaw" in step:
+            assert echo_seen[-1] == step["agentSaw"], step
+        for key, value in step.get("agentMetadata", {}).items():
+            assert echo.last is not None
+            assert json_format.MessageToDict(echo.last.metadata)[key] == value, step
         if "taskData" in step:
             assert _data(await user.task(reply.task_id)) == step["taskData"], step
 
 
 @pytest.mark.parametrize("scenario", LIFECYCLE["scenarios"], ids=lambda s: s["name"])
 async def test_lifecycle(gateway: Gateway, alice: User, scenario: dict[str, Any]) -> None:
-    await run_scenario(alice, gateway.echo.seen, scenario["steps"])
+    for command in scenario.get("register", []):
+        spec = Command(command["name"], command["description"], command.get("argumentHint", ""))
+        await gateway.commands.register(spec, override=True, prompt=command["prompt"])
+    await run_scenario(alice, gateway.echo, scenario["steps"])

@@ -47,7 +47,7 @@ async def test_sidecar_stopped_and_restarted(tmp_path: pathlib.Path, streaming: 
         assert (await alice.task(first.task_id)).status.state == TASK_STATE_INPUT_REQUIRED
         # The shared vector of the same (docs/vectors/lifecycle.json, sidecarDown).
         for scenario in LIFECYCLE["sidecarDown"]:
-            await run_scenario(alice, gateway.echo.seen, scenario["steps"])
+            await run_scenario(alice, gateway.echo, scenario["steps"])
         # Completion is an internal error, said plainly.
         error = (await _complete(alice, gateway.url, {"text": "/mo"}))["error"]
         assert (error["code"], error["message"]) == (-32603, "commands are unavailable right now")

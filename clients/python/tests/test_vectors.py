@@ -15,7 +15,9 @@ from google.protobuf import json_format
 from google.protobuf.message import Message as ProtoMessage
 
 from a2a_commands import (
+    Command,
     CommandsClient,
+    InvalidArgumentError,
     TaskData,
     command_name,
     fallback_reply,
@@ -117,3 +119,29 @@ def test_the_schema_accepts_what_kits_write() -> None:
     for data in written:
         validator.validate(data)
     assert not validator.is_valid({"sub_tasks": ["t-1.1"]})
+
+
+async def test_prompt_templates_expand_as_the_vectors_say(sidecar: Sidecar) -> None:
+    """docs/vectors/prompts.json's templates, registered and executed on the real sidecar."""
+    task = pb.TaskSnapshot(id="t-1", context_id="c-1", state=pb.TASK_STATE_WORKING)
+    sender = pb.Sender(id="u", role=pb.PARTICIPANT_ROLE_ASSIGNEE)
+    async with CommandsClient(sidecar.addr) as client:
+        for case in vectors("prompts")["templates"]:
+            spec = Command("p", "A prompt")
+            if "error" in case:
+                with pytest.raises(InvalidArgumentError) as refused:
+                    await client.register(spec, override=True, prompt=case["template"])
+                assert refused.value.field == "prompt.template", case["note"]
+                assert case["error"] in refused.value.reason, case["note"]
+                continue
+            await client.register(spec, override=True, prompt=case["template"])
+            text = f"/p {case['arguments']}" if case["arguments"] else "/p"
+            answer = await client.execute(message([{"text": text}]), task, sender)
+            if "failure" in case:
+                assert answer.WhichOneof("result") == "command", case["note"]
+                assert answer.command.outcome == pb.OUTCOME_FAILED, case["note"]
+                assert answer.command.reply == f"/p failed: {case['failure']}", case["note"]
+                continue
+            assert answer.WhichOneof("result") == "prompt", case["note"]
+            assert answer.prompt.text == case["expansion"], case["note"]
+            assert (answer.prompt.command.name, answer.prompt.command.arguments) == ("p", case["arguments"])

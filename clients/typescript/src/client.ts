@@ -17,6 +17,7 @@ import {
   type ExecuteResponse,
   type ListSpecsRequestSchema,
   type HandlerBindingSchema,
+  type PromptBindingSchema,
   type ListSpecsResponse,
   type RegisterResponse,
   type TaskSnapshotSchema,
@@ -113,6 +114,12 @@ export interface RegisterRequestInit {
   allowedRoles?: readonly RoleLike[];
   /** The command runs, but is left out of the card and of name completion. */
   hidden?: boolean;
+  /**
+   * Makes it a prompt command: a template (`$ARGUMENTS`, `$1`…`$9`, `{{args}}`) or an MCP
+   * server's prompt (`{ mcp: url, name, timeoutMs? }`). Execute then answers the
+   * expansion, which the executor sends to the agent. A handler or a prompt, never both.
+   */
+  prompt?: string | { mcp: string; name: string; timeoutMs?: number };
 }
 
 /** Complete's request: the protobuf `CompleteRequest`, with the sender's role also by name. */
@@ -236,7 +243,16 @@ export class CommandsClient {
       timeoutMs: handler.timeoutMs,
       headers: handler.headers?.map(({ name, valueFile }) => ({ name, valueFile })),
     };
-    return call(async () => this.#rpc.register({ ...request, handler: binding, allowedRoles }, await this.#admin(options)));
+    const { prompt } = request;
+    const promptBinding: MessageInitShape<typeof PromptBindingSchema> | undefined =
+      prompt === undefined
+        ? undefined
+        : typeof prompt === "string"
+          ? { source: { case: "template", value: prompt } }
+          : { source: { case: "mcp", value: { url: prompt.mcp, name: prompt.name, timeoutMs: prompt.timeoutMs } } };
+    return call(async () =>
+      this.#rpc.register({ ...request, handler: binding, allowedRoles, prompt: promptBinding }, await this.#admin(options)),
+    );
   }
 
   /** Removes a command; answers the registry revision after the removal. */

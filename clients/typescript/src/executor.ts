@@ -6,6 +6,7 @@
  */
 import { randomUUID } from "node:crypto";
 import {
+  Message as SdkMessageCodec,
   SendMessageRequest,
   Task as SdkTaskCodec,
   TaskStatusUpdateEvent as SdkStatusUpdateCodec,
@@ -26,7 +27,7 @@ import {
 import { participantRole, toCommandsError, type CommandsClient, type SenderRole } from "./client.js";
 import { COMMANDS_EXTENSION_URI } from "./card.js";
 import { fromSdkMessage, toSdkStatusUpdate } from "./convert.js";
-import { Outcome, type CompleteResponse } from "./gen/a2a/commands/v1/commands_pb.js";
+import { Outcome, type CompleteResponse, type PromptExpansion } from "./gen/a2a/commands/v1/commands_pb.js";
 import { commandName, mayBeCommand } from "./syntax.js";
 import { TASK_DATA_KEY, applyChanges, buildTaskSnapshot, endWaitForNextMessage, type TaskData } from "./task-data.js";
 
@@ -112,6 +113,10 @@ export interface CompletionResult {
  * data before the wrapped executor runs (`awaiting-answer`, the agent's own, is left to
  * the agent).
  *
+ * A prompt command (Execute answers `prompt`) reaches the wrapped executor with the
+ * message's text replaced by the expansion ({@link promptMessage}); the task then moves as
+ * the agent moves it.
+ *
  * When the sidecar cannot answer, a message with command syntax ({@link commandName})
  * gets the reply {@link FALLBACK_REPLY} with the task's state unchanged, and never
  * reaches the model; any other message reaches the wrapped executor. Either way
@@ -134,6 +139,7 @@ export class CommandsExecutor implements AgentExecutor {
     // A new task is parked input-required, awaiting the next message: Execute sees it so.
     const task = request.task ?? parkedTask(request);
     let reply: SdkStatusUpdate | undefined; // stays undefined for a message for the model
+    let prompt: PromptExpansion | undefined; // a prompt command's expansion, for the model
     try {
       const who = await sender(request);
       const response = await client.execute({
@@ -148,10 +154,17 @@ export class CommandsExecutor implements AgentExecutor {
           if (request.task) await taskStore.save(task, context);
         }
         reply = toSdkStatusUpdate(outcome.event!);
+      } else if (response.result.case === "prompt") {
+        prompt = response.result.value;
       }
     } catch (error) {
       onError(error);
       reply = fallbackReply(task, message);
+    }
+    if (prompt) {
+      const json = SendMessageRequest.toJSON(request.request) as Record<string, unknown>;
+      const changed = SendMessageRequest.fromJSON({ ...json, message: SdkMessageCodec.toJSON(promptMessage(message, prompt)) });
+      return this.#toAgent(new RequestContext(changed, request.taskId, request.contextId, request.context, request.task, request.referenceTasks), eventBus);
     }
     if (!reply) return this.#toAgent(request, eventBus);
     // The SDK wants every stream to open with the Task; a new one is first sent submitted
@@ -256,6 +269,19 @@ export function fallbackReply(task: Task, message: SdkMessage): SdkStatusUpdate 
       },
     },
   });
+}
+
+/**
+ * `message` as the agent reads it for a prompt command (docs/kit-contract.md, section 9):
+ * one text part, the expansion; its metadata what it had, plus `command` (the command's
+ * name) and `originalText` (the text as typed).
+ */
+export function promptMessage(message: SdkMessage, expansion: PromptExpansion): SdkMessage {
+  const json = SdkMessageCodec.toJSON(message) as Record<string, unknown>;
+  const part = message.parts[0]?.content;
+  const originalText = message.parts.length === 1 && part?.$case === "text" ? part.value : "";
+  const metadata = { ...((json.metadata as Record<string, unknown> | undefined) ?? {}), command: expansion.command?.name ?? "", originalText };
+  return SdkMessageCodec.fromJSON({ ...json, parts: [{ text: expansion.text }], metadata });
 }
 
 /**

@@ -106,12 +106,15 @@ export async function startSidecar(options: { dataDir?: string; listen?: string;
 export class EchoExecutor implements AgentExecutor {
   /** Texts that reached the "model". */
   readonly seen: string[] = [];
+  /** The last message that reached it, as it was. */
+  last: Message | undefined;
 
   async execute(request: RequestContext, eventBus: ExecutionEventBus): Promise<void> {
     const { taskId, contextId, userMessage } = request;
     const part = userMessage.parts[0]?.content;
     const text = part?.$case === "text" ? part.value : "";
     this.seen.push(text);
+    this.last = userMessage;
     eventBus.publish(
       AgentEvent.task(
         request.task ??
@@ -284,12 +287,16 @@ export interface ScenarioStep {
   state: keyof typeof TaskStateCodes;
   events?: { streaming: string[]; nonStreaming: string[] };
   reachesAgent: boolean;
+  agentSaw?: string;
+  agentMetadata?: Record<string, unknown>;
   taskData?: Record<string, unknown>;
 }
 
 /** A scenario of docs/vectors/lifecycle.json. */
 export interface Scenario {
   name: string;
+  /** Commands registered first: a spec and a prompt template. */
+  register?: { name: string; description: string; argumentHint?: string; prompt: string }[];
   steps: ScenarioStep[];
 }
 
@@ -297,6 +304,18 @@ const TaskStateCodes = TaskStateEnum;
 
 /** Runs a lifecycle scenario through the SDK's client, streaming or not. */
 export async function runScenario(gateway: Gateway, scenario: Scenario, stream: boolean): Promise<void> {
+  for (const { name, description, argumentHint, prompt } of scenario.register ?? []) {
+    await gateway.commands.register({ spec: { name, description, argumentHint }, override: true, prompt });
+  }
+  try {
+    await runSteps(gateway, scenario, stream);
+  } finally {
+    // The gateway and its sidecar are shared between tests: leave the registry as found.
+    for (const { name } of scenario.register ?? []) await gateway.commands.unregister(name);
+  }
+}
+
+async function runSteps(gateway: Gateway, scenario: Scenario, stream: boolean): Promise<void> {
   let taskId: string | undefined;
   for (const step of scenario.steps) {
     const seen = gateway.echo.seen.length;
@@ -312,6 +331,8 @@ export async function runScenario(gateway: Gateway, scenario: Scenario, stream: 
       assert.deepEqual(turn.kinds, stream && step.task === "same" ? ["task", ...events] : events, where);
     }
     assert.equal(gateway.echo.seen.length > seen, step.reachesAgent, where);
+    if (step.agentSaw !== undefined) assert.equal(gateway.echo.seen.at(-1), step.agentSaw, where);
+    for (const [key, value] of Object.entries(step.agentMetadata ?? {})) assert.deepEqual(gateway.echo.last?.metadata?.[key], value, where);
     if (step.taskData) assert.deepEqual(turn.stored.metadata?.[TASK_DATA_KEY] ?? {}, step.taskData, where);
   }
 }

@@ -8,6 +8,7 @@ import { fromJson, toJson, type DescMessage, type JsonValue, type MessageShape }
 import { Message, Task, TaskStatusUpdateEvent } from "@a2a-js/sdk";
 import {
   CommandsClient,
+  CommandsError,
   TASK_DATA_KEY,
   buildTaskSnapshot,
   changedTaskData,
@@ -102,6 +103,45 @@ describe("fallback replies", () => {
       else assert.deepEqual(untimed(TaskStatusUpdateEvent.toJSON(reply!)), TaskStatusUpdateEvent.toJSON(TaskStatusUpdateEvent.fromJSON(c.reply)));
     }),
   );
+});
+
+describe("prompt templates, as the service expands them", () => {
+  let sidecar: Sidecar;
+  let client: CommandsClient;
+  before(async () => {
+    sidecar = await startSidecar();
+    client = new CommandsClient({ address: `http://${sidecar.address}` });
+  });
+  after(async () => {
+    client.close();
+    assert.equal(await sidecar.stop(), 0);
+  });
+  test("every template", async () => {
+    const task = { id: "t-1", contextId: "c-1", state: pb.TaskState.WORKING };
+    const sender = { id: "u", role: pb.ParticipantRole.ASSIGNEE };
+    for (const c of vectors("prompts").templates as Json[]) {
+      const spec = { name: "p", description: "A prompt" };
+      if (c.error !== undefined) {
+        await assert.rejects(client.register({ spec, override: true, prompt: c.template }), (error: CommandsError) => {
+          assert.equal(error.field, "prompt.template", c.note);
+          assert.ok(error.reason?.includes(c.error), `${c.note}: ${error.reason}`);
+          return true;
+        });
+        continue;
+      }
+      await client.register({ spec, override: true, prompt: c.template });
+      const text = c.arguments ? `/p ${c.arguments}` : "/p";
+      const answer = await client.execute({ message: fromSdkMessage(message([{ text }])), task, sender });
+      if (c.failure !== undefined) {
+        assert.equal(answer.result.case, "command", c.note);
+        assert.equal(answer.result.value?.reply, `/p failed: ${c.failure}`, c.note);
+        continue;
+      }
+      assert.equal(answer.result.case, "prompt", c.note);
+      assert.equal(answer.result.value?.text, c.expansion, c.note);
+      assert.deepEqual([answer.result.value?.command?.name, answer.result.value?.command?.arguments], ["p", c.arguments], c.note);
+    }
+  });
 });
 
 describe("addresses", () => {

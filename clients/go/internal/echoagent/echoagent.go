@@ -12,10 +12,11 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 )
 
-// Agent is the echo agent; it remembers the texts that reached it.
+// Agent is the echo agent; it remembers the messages that reached it.
 type Agent struct {
-	mu   sync.Mutex
-	seen []string
+	mu       sync.Mutex
+	seen     []string
+	messages []*a2a.Message
 }
 
 var _ a2asrv.AgentExecutor = (*Agent)(nil)
@@ -28,6 +29,7 @@ func (e *Agent) Execute(_ context.Context, execCtx *a2asrv.ExecutorContext) iter
 	}
 	e.mu.Lock()
 	e.seen = append(e.seen, text)
+	e.messages = append(e.messages, execCtx.Message)
 	e.mu.Unlock()
 	return func(yield func(a2a.Event, error) bool) {
 		if execCtx.StoredTask == nil && !yield(a2a.NewSubmittedTask(execCtx, execCtx.Message), nil) {
@@ -43,6 +45,16 @@ func (e *Agent) Cancel(_ context.Context, execCtx *a2asrv.ExecutorContext) iter.
 	return func(yield func(a2a.Event, error) bool) {
 		yield(a2a.NewStatusUpdateEvent(execCtx, a2a.TaskStateCanceled, nil), nil)
 	}
+}
+
+// Last is the last message that reached the agent (nil before any).
+func (e *Agent) Last() *a2a.Message {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.messages) == 0 {
+		return nil
+	}
+	return e.messages[len(e.messages)-1]
 }
 
 // Seen is the texts that reached the agent, in order.
