@@ -179,9 +179,13 @@ fn gemini_command(text: &str) -> Result<(Option<String>, String, String), String
 /// The first construct in `template` that would make its tool run a shell command or
 /// read a file, as written.
 fn injection(template: &str) -> Option<String> {
-    for construct in ["!{", "!`", "@{"] {
-        if let Some(at) = template.find(construct) {
-            let shown: String = template[at..].chars().take(24).collect();
+    for (open, close) in [("!{", '}'), ("!`", '`'), ("@{", '}')] {
+        if let Some(at) = template.find(open) {
+            let rest = &template[at + open.len()..];
+            let end = rest
+                .find(close)
+                .map_or(rest.len(), |i| i + close.len_utf8());
+            let shown: String = format!("{open}{}", &rest[..end]).chars().take(48).collect();
             return Some(format!("{shown:?}"));
         }
     }
