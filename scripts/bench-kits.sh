@@ -31,7 +31,8 @@
 #                                       # BENCH_SECONDS (10), BENCH_WARMUP (3),
 #                                       # BENCH_CONNECTIONS (8, one wrk thread)
 #
-# Prints each round, then one table per kit: per row the median of the rounds' ratios
+# Prints each round (with the CPU microseconds per request the gateway and the sidecar
+# spent, from /proc), then one table per kit: per row the median of the rounds' ratios
 # (kit ÷ plain), their range, each side's median req/s, and the target.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -185,10 +186,22 @@ drive() { # port row side secs
   awk '/^Requests\/sec/ {print $2}' "$out"
 }
 
-measure() { # kit row side: a fresh gateway, warmed up, then measured; sets `rate`
+ticks() { # CPU ticks (user + system) a process has used so far
+  awk '{print $14 + $15}' "/proc/$1/stat"
+}
+
+# kit row side: a fresh gateway, warmed up, then measured; sets `rate`, and `cpu`: the
+# CPU microseconds per request the gateway and the sidecar each spent while measured
+# (the sidecar's is 0 for the plain gateway, which never calls it).
+measure() {
   start_gateway "$1" "$3"
   drive "$port" "$2" "$3" "$warmup" >/dev/null
+  local g0 s0 g1 s1
+  g0=$(ticks "$gateway_pid"); s0=$(ticks "$sidecar")
   rate=$(drive "$port" "$2" "$3" "$seconds")
+  g1=$(ticks "$gateway_pid"); s1=$(ticks "$sidecar")
+  cpu=$(awk -v g=$((g1 - g0)) -v s=$((s1 - s0)) -v r="$rate" -v t="$seconds" -v hz="$(getconf CLK_TCK)" \
+    'BEGIN {n = r * t; printf "gateway %.0f µs, sidecar %.0f µs", g / hz * 1e6 / n, s / hz * 1e6 / n}')
   stop gateway_pid
 }
 
@@ -213,9 +226,9 @@ for kit in $kits; do
       ( while :; do if building; then touch "$dir/dirty"; fi; sleep 0.5; done ) &
       watcher=$!
       if [ $((r % 2)) -eq 1 ]; then
-        measure "$kit" "$row" kit; kit_rate=$rate; measure "$kit" "$row" plain; plain_rate=$rate
+        measure "$kit" "$row" kit; kit_rate=$rate; kit_cpu=$cpu; measure "$kit" "$row" plain; plain_rate=$rate; plain_cpu=$cpu
       else
-        measure "$kit" "$row" plain; plain_rate=$rate; measure "$kit" "$row" kit; kit_rate=$rate
+        measure "$kit" "$row" plain; plain_rate=$rate; plain_cpu=$cpu; measure "$kit" "$row" kit; kit_rate=$rate; kit_cpu=$cpu
       fi
       stop watcher
       if [ -e "$dir/dirty" ]; then
@@ -224,6 +237,7 @@ for kit in $kits; do
       fi
       ratio=$(awk -v k="$kit_rate" -v p="$plain_rate" 'BEGIN {printf "%.3f", k / p}')
       echo "  $row round $r: kit $kit_rate req/s, plain $plain_rate req/s, ratio $ratio (load $(cut -d' ' -f1 /proc/loadavg))" >&2
+      echo "    CPU per request: kit: $kit_cpu; plain: ${plain_cpu%%,*}" >&2
       echo "$row $kit_rate $plain_rate $ratio" >> "$dir/$kit/rows"
       r=$((r + 1))
     done
