@@ -126,6 +126,9 @@ pub struct Snapshot {
     commands: Commands,
     /// Rendered on first use, so writes never pay for it.
     card: OnceLock<Card>,
+    /// The commands in order as a plain list, built on first use: completion walks it
+    /// on every keystroke, and a list is cheaper to walk than the persistent map.
+    listing: OnceLock<Vec<Arc<Registered>>>,
 }
 
 impl Snapshot {
@@ -134,6 +137,7 @@ impl Snapshot {
             revision,
             commands,
             card: OnceLock::new(),
+            listing: OnceLock::new(),
         }
     }
 
@@ -145,6 +149,12 @@ impl Snapshot {
     /// The commands in registration order.
     pub fn commands(&self) -> impl ExactSizeIterator<Item = &Arc<Registered>> + '_ {
         self.commands.iter()
+    }
+
+    /// The commands in registration order, as a list (built on first use).
+    pub fn listing(&self) -> &[Arc<Registered>] {
+        self.listing
+            .get_or_init(|| self.commands.iter().cloned().collect())
     }
 
     /// How many commands there are.

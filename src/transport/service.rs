@@ -175,7 +175,8 @@ impl Api {
         let snapshot = self.registry.snapshot();
         let revision = snapshot.revision();
         let listing = snapshot
-            .commands()
+            .listing()
+            .iter()
             .map(|c| (c.spec.name.as_str(), c.spec.description.as_str(), &c.access));
         let plan = complete::plan(
             &request.text,
