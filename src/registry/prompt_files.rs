@@ -131,11 +131,17 @@ fn claude_command(text: &str) -> Result<(Option<String>, String, String), String
     else {
         return Ok((None, String::new(), text.to_owned()));
     };
-    let end = rest
-        .find("\n---")
-        .ok_or("its front matter has no closing ---")?;
-    let (front, body) = (&rest[..end], &rest[end + 4..]);
-    let body = body.split_once('\n').map_or("", |(_, b)| b);
+    // The closing `---` line; an empty front matter closes at once.
+    let (front, after) = match rest.strip_prefix("---") {
+        Some(after) => ("", after),
+        None => {
+            let end = rest
+                .find("\n---")
+                .ok_or("its front matter has no closing ---")?;
+            (&rest[..end], &rest[end + 4..])
+        }
+    };
+    let body = after.split_once('\n').map_or("", |(_, b)| b);
     let mut description = None;
     let mut hint = String::new();
     for line in front.lines() {
@@ -221,6 +227,8 @@ mod tests {
         assert_eq!(body, "Review $1.\n");
         let (description, _, body) = claude_command("Just text $ARGUMENTS").unwrap();
         assert_eq!((description, body.as_str()), (None, "Just text $ARGUMENTS"));
+        let (description, _, body) = claude_command("---\n---\nEmpty front matter.").unwrap();
+        assert_eq!((description, body.as_str()), (None, "Empty front matter."));
     }
 
     #[test]

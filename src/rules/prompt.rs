@@ -46,13 +46,15 @@ fn pieces(template: &str) -> Vec<Piece<'_>> {
     let mut text_start = 0;
     let mut i = 0;
     let bytes = template.as_bytes();
+    // Bytes, not `&str` slices: `i` steps through multi-byte characters, and every
+    // placeholder starts with an ASCII byte, so a match is always at a character boundary.
     while i < bytes.len() {
-        let rest = &template[i..];
-        let (piece, len) = if rest.starts_with("$$") {
+        let rest = &bytes[i..];
+        let (piece, len) = if rest.starts_with(b"$$") {
             (Piece::Dollar, 2)
-        } else if rest.starts_with("$ARGUMENTS") {
+        } else if rest.starts_with(b"$ARGUMENTS") {
             (Piece::All, "$ARGUMENTS".len())
-        } else if rest.starts_with("{{args}}") {
+        } else if rest.starts_with(b"{{args}}") {
             (Piece::All, "{{args}}".len())
         } else if bytes[i] == b'$' && matches!(bytes.get(i + 1), Some(b'1'..=b'9')) {
             (Piece::Positional(usize::from(bytes[i + 1] - b'0')), 2)
@@ -405,6 +407,16 @@ mod tests {
                 Piece::Positional(1),
                 Piece::Text(" $0 $x $"),
             ]
+        );
+    }
+
+    #[test]
+    fn templates_of_any_script_expand() {
+        assert_eq!(
+            template("Résumé de $1 — «$ARGUMENTS» 🙂")
+                .expand("café au lait")
+                .unwrap(),
+            "Résumé de café — «café au lait» 🙂"
         );
     }
 
