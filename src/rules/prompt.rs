@@ -10,7 +10,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::Error;
-use crate::rules::spec::is_hidden_format;
+use crate::rules::spec::{is_hidden_format, refuse_hidden_format};
 use crate::rules::text::{is_py_whitespace, trim_py_whitespace};
 
 /// Largest template, in bytes of UTF-8.
@@ -106,16 +106,7 @@ impl PromptTemplate {
                 ),
             ));
         }
-        if let Some(c) = find_hidden(text) {
-            return Err(Error::invalid(
-                field,
-                format!(
-                    "must not contain invisible or text-direction formatting characters \
-                     (found U+{:04X})",
-                    c as u32
-                ),
-            ));
-        }
+        refuse_hidden_format(field, text)?;
         let placeholders = pieces(text).iter().filter(|p| is_placeholder(p)).count();
         if placeholders > MAX_PLACEHOLDERS {
             return Err(Error::invalid(

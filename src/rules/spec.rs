@@ -164,20 +164,28 @@ fn check_line(field: &str, value: &str, max: usize) -> Result<(), Error> {
             ),
         ));
     }
-    if let Some(c) = value.chars().find(|&c| is_hidden_format(c)) {
-        return Err(Error::invalid(
+    refuse_hidden_format(field, value)?;
+    if !value.is_empty() && value.chars().all(is_py_whitespace) {
+        return Err(Error::invalid(field, "must not be whitespace only"));
+    }
+    Ok(())
+}
+
+/// Refuses text that holds an invisible or text-direction formatting character (see
+/// [`is_hidden_format`]), naming `field` and the character: card text and prompt
+/// templates must show what they hold.
+pub(crate) fn refuse_hidden_format(field: &str, value: &str) -> Result<(), Error> {
+    match value.chars().find(|&c| is_hidden_format(c)) {
+        Some(c) => Err(Error::invalid(
             field,
             format!(
                 "must not contain invisible or text-direction formatting characters \
                  (found U+{:04X})",
                 c as u32
             ),
-        ));
+        )),
+        None => Ok(()),
     }
-    if !value.is_empty() && value.chars().all(is_py_whitespace) {
-        return Err(Error::invalid(field, "must not be whitespace only"));
-    }
-    Ok(())
 }
 
 /// Characters that change how text displays without showing themselves: bidi embeddings,

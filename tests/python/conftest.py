@@ -1,11 +1,14 @@
 """Fixtures: Python stubs generated from proto/, and the real server binary."""
 
+import contextlib
 import json
 import os
 import pathlib
 import queue
+import socket
 import subprocess
 import threading
+import time
 
 import grpc
 import pytest
@@ -101,3 +104,26 @@ def client(stubs, server_addr):
     _, _, commands_pb2_grpc = stubs
     with grpc.insecure_channel(server_addr) as channel:
         yield commands_pb2_grpc.CommandServiceStub(channel)
+
+
+@contextlib.contextmanager
+def serving_asgi(app):
+    """Serves the ASGI `app` (an MCP server's, say) with uvicorn on 127.0.0.1 at a port of
+    its own, in a thread; yields its base URL and stops it after."""
+    import uvicorn
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen()
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:  # readiness: uvicorn's own flag
+        assert time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)

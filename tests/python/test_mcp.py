@@ -3,16 +3,13 @@ streamable HTTP on 127.0.0.1) with the tool `hooks.command.invoked.in`, called b
 real binary from Execute, as the harness that defined the extension calls it."""
 
 import socket
-import threading
-import time
 from typing import Any
 
 import grpc
 import pytest
-import uvicorn
 from mcp.server.mcpserver import MCPServer
 
-from conftest import start_server
+from conftest import serving_asgi, start_server
 
 CONTEXT_KEYS = {"task_id", "correlation_id", "attempt", "name", "arguments", "sender",
                 "sender_role", "task", "result"}
@@ -46,20 +43,8 @@ def hook(request):
     """Serves a hook on 127.0.0.1 (a port of its own); yields its URL and the contexts
     it saw."""
     seen = []
-    app = _hook_server(request.param, seen)
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen()
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:  # readiness: uvicorn's own flag
-        assert time.monotonic() < deadline, "the MCP server did not start"
-        time.sleep(0.01)
-    yield f"http://127.0.0.1:{sock.getsockname()[1]}/mcp", seen
-    server.should_exit = True
-    thread.join(timeout=10)
+    with serving_asgi(_hook_server(request.param, seen)) as url:
+        yield f"{url}/mcp", seen
 
 
 def _execute(stubs, client, text):

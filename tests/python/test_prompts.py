@@ -5,19 +5,15 @@ import-mcp-prompts`; each expands as docs/vectors/prompts.json says."""
 
 import json
 import shutil
-import socket
 import subprocess
-import threading
-import time
 
 import grpc
 import pytest
-import uvicorn
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.prompts.base import AssistantMessage, UserMessage
 from mcp.types import Completion, ImageContent
 
-from conftest import ROOT, _binary, start_server
+from conftest import ROOT, _binary, serving_asgi, start_server
 
 VECTORS = json.loads((ROOT / "docs" / "vectors" / "prompts.json").read_text())
 
@@ -63,20 +59,8 @@ def _prompt_server():
 @pytest.fixture()
 def prompt_server():
     """Serves the prompts on 127.0.0.1 (a port of its own); yields its URL."""
-    app = _prompt_server()
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen()
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:  # readiness: uvicorn's own flag
-        assert time.monotonic() < deadline, "the MCP server did not start"
-        time.sleep(0.01)
-    yield f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
-    server.should_exit = True
-    thread.join(timeout=10)
+    with serving_asgi(_prompt_server()) as url:
+        yield f"{url}/mcp"
 
 
 @pytest.fixture()

@@ -15,12 +15,7 @@ import (
 // message: the Executor's whole path against the real sidecar, events drained (go test
 // -bench ExecuteStatus -cpuprofile cpu.out to see where it goes).
 func BenchmarkExecuteStatus(b *testing.B) {
-	sidecar := startSidecar(b, "", "")
-	client, err := NewClient(sidecar.address)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer client.Close()
+	client := sidecarClient(b)
 	executor := NewExecutor(&echoagent.Agent{}, client, taskstore.NewInMemory(nil))
 	ctx := context.Background()
 	b.ReportAllocs()

@@ -107,6 +107,18 @@ func startSidecar(t testing.TB, dataDir, listen string, args ...string) *sidecar
 	return s
 }
 
+// sidecarClient starts a sidecar and a kit client of it, closed when the test ends.
+func sidecarClient(t testing.TB) *Client {
+	t.Helper()
+	sidecar := startSidecar(t, "", "")
+	client, err := NewClient("http://" + sidecar.address)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = client.Close() })
+	return client
+}
+
 // stop sends SIGTERM and waits for the exit, which must be clean.
 func (s *sidecar) stop(t testing.TB) {
 	select {

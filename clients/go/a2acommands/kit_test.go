@@ -43,12 +43,7 @@ func cardCommands(t testing.TB, card *a2a.AgentCard) []string {
 }
 
 func TestClientRegisterListAndErrors(t *testing.T) {
-	sidecar := startSidecar(t, "", "")
-	client, err := NewClient(sidecar.address)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
+	client := sidecarClient(t)
 	ctx := context.Background()
 	deploy := Command{Name: "deploy", Description: "Deploy this task", ArgumentHint: "<env>"}
 	handler := Handler{URL: "http://127.0.0.1:7000", Protocol: HandlerJSONRPC, Timeout: 3 * time.Second}

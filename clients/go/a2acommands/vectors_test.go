@@ -122,12 +122,7 @@ func TestVectorsMessages(t *testing.T) {
 }
 
 func TestVectorsMessagesAsTheServiceClassifiesThem(t *testing.T) {
-	sidecar := startSidecar(t, "", "")
-	client, err := NewClient("http://" + sidecar.address)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
+	client := sidecarClient(t)
 	for i, c := range cases(t, "messages") {
 		answer, err := client.Classify(context.Background(), vectorMessage(t, c["parts"]))
 		if err != nil {
@@ -309,12 +304,7 @@ func runScenario(t *testing.T, g *gateway, s scenario, stream bool) {
 }
 
 func TestVectorsPrompts(t *testing.T) {
-	sidecar := startSidecar(t, "", "")
-	client, err := NewClient(sidecar.address)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
+	client := sidecarClient(t)
 	ctx := context.Background()
 	task := TaskSnapshot{ID: "t-1", ContextID: "c-1", State: a2a.TaskStateWorking}
 	sender := Sender{ID: "u", Role: RoleAssignee}
