@@ -66,8 +66,8 @@ pub async fn run(args: CtlArgs) -> Result<(), String> {
         return check(file, &policy);
     }
     let imported = match &args.verb {
-        CtlVerb::ImportPrompts { path, out } => Some((prompt_files::import(path)?, out)),
-        CtlVerb::ImportMcpPrompts { url, out } => Some((mcp_prompts(url).await?, out)),
+        CtlVerb::ImportPrompts { path, output } => Some((prompt_files::import(path)?, output)),
+        CtlVerb::ImportMcpPrompts { url, output } => Some((mcp_prompts(url).await?, output)),
         _ => None,
     };
     if let Some((imported, Some(out))) = &imported {
@@ -85,7 +85,9 @@ pub async fn run(args: CtlArgs) -> Result<(), String> {
     let result = match imported {
         Some((imported, None)) => {
             CHANGING.store(true, Ordering::Relaxed);
-            let registered = register_all(&mut client, &args, imported.commands, true, true).await;
+            // Replacing, but never widening an operator's restriction: the files carry no
+            // access of their own.
+            let registered = register_all(&mut client, &args, imported.commands, true, false).await;
             registered.and(refusals(&imported.refused))
         }
         _ => verb(&mut client, &args).await,
@@ -109,8 +111,8 @@ async fn verb(client: &mut Client, args: &CtlArgs) -> Result<(), String> {
         CtlVerb::Register(_)
             | CtlVerb::Unregister { .. }
             | CtlVerb::Import { .. }
-            | CtlVerb::ImportPrompts { out: None, .. }
-            | CtlVerb::ImportMcpPrompts { out: None, .. }
+            | CtlVerb::ImportPrompts { output: None, .. }
+            | CtlVerb::ImportMcpPrompts { output: None, .. }
     );
     CHANGING.store(changes, Ordering::Relaxed);
     match &args.verb {
@@ -190,7 +192,8 @@ async fn mcp_prompts(url: &str) -> Result<prompt_files::Imported, String> {
             .take(crate::rules::spec::MAX_DESCRIPTION_CHARS)
             .collect();
         let hint = argument_hint(&prompt.arguments);
-        let spec = match CommandSpec::new("", &prompt.name, &description, &hint) {
+        let name = prompt.name.replace('_', "-");
+        let spec = match CommandSpec::new("", &name, &description, &hint) {
             Ok(spec) => spec,
             Err(e) => {
                 imported
@@ -199,9 +202,14 @@ async fn mcp_prompts(url: &str) -> Result<prompt_files::Imported, String> {
                 continue;
             }
         };
+        // The server's own default timeout, not the listing's.
+        let server = HandlerBinding {
+            timeout_ms: 0,
+            ..server.clone()
+        };
         let body = Body::Prompt {
             prompt: PromptBody::Mcp {
-                server: server.clone(),
+                server,
                 prompt: prompt.name,
             },
         };

@@ -44,7 +44,7 @@ pub struct MethodLabels {
 pub struct OutcomeLabels {
     /// The registered command.
     pub command: String,
-    /// `ok`, `refused`, `failed` or `no_handler`.
+    /// `ok`, `refused`, `failed`, `no_handler`, or `prompt` (a prompt command expanded).
     pub outcome: &'static str,
 }
 
@@ -53,9 +53,10 @@ pub struct OutcomeLabels {
 pub struct HandlerLabels {
     /// The registered command.
     pub command: String,
-    /// `grpc`, `json_rpc` or `mcp`.
+    /// `grpc`, `json_rpc`, `mcp`, or `mcp_prompt` (a prompt command's MCP prompt).
     pub transport: &'static str,
-    /// `reply`, `abort`, `no_answer` or `failed`.
+    /// `reply`, `abort`, `no_answer` or `failed`; for `mcp_prompt`, `expanded`, `usage`
+    /// or `failed`.
     pub result: &'static str,
 }
 

@@ -176,10 +176,28 @@ impl Handlers {
                 .prompt(server, prompt, command, arguments, &headers, max)
                 .await
         };
+        let started = std::time::Instant::now();
         let result = match tokio::time::timeout(server.timeout(), Box::pin(call)).await {
             Ok(result) => result,
             Err(_) => Err(Failure::timed_out(server, "deadline passed")),
         };
+        let m = metrics();
+        let transport = "mcp_prompt";
+        m.handler_seconds
+            .get_or_create(&TransportLabels { transport })
+            .observe(started.elapsed().as_secs_f64());
+        let outcome = match &result {
+            Ok(PromptAnswer::Expanded(_)) => "expanded",
+            Ok(PromptAnswer::Usage(_)) => "usage",
+            Ok(PromptAnswer::Failed(_)) | Err(_) => "failed",
+        };
+        m.handler_calls
+            .get_or_create(&HandlerLabels {
+                command: command.to_owned(),
+                transport,
+                result: outcome,
+            })
+            .inc();
         result.unwrap_or_else(|failure| {
             tracing::warn!(
                 command,

@@ -117,16 +117,16 @@ pub enum CtlVerb {
         path: PathBuf,
         /// Write them as a commands file here instead of registering them.
         #[arg(long)]
-        out: Option<PathBuf>,
+        output: Option<PathBuf>,
     },
     /// Register every prompt an MCP server lists as a prompt command, replacing those of
-    /// the same name.
+    /// the same name (`_` in a prompt's name becomes `-` in the command's).
     ImportMcpPrompts {
         /// The MCP server (streamable HTTP): an http:// or https:// URL.
         url: String,
         /// Write them as a commands file here instead of registering them.
         #[arg(long)]
-        out: Option<PathBuf>,
+        output: Option<PathBuf>,
     },
     /// Check a commands file offline (no server needed) exactly as `serve` would, with
     /// the same handler flags: every error, one per line; exits non-zero if there is any.

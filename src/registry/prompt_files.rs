@@ -5,7 +5,9 @@
 //!
 //! Nothing in a file is ever run: a file that asks its tool to run a shell command
 //! (`!{...}`, `` !`...` ``) or to read a file (`@{...}`, `@path`) is refused, with a line
-//! naming the file and the construct. A sub-folder becomes a prefix of the name, as both
+//! naming the file and the construct. Symbolic links are refused, never followed (a
+//! cloned project's link could point at a secret, which would reach the card), and so is
+//! a file larger than a template can be. A sub-folder becomes a prefix of the name, as both
 //! tools namespace commands (`git/commit.toml` is `/git-commit`, `:` being `-` here); a
 //! name that cannot be a command name is reported and skipped.
 
@@ -16,7 +18,7 @@ use serde::Deserialize;
 use crate::registry::state::Declared;
 use crate::rules::body::{Body, PromptBody};
 use crate::rules::policy::Access;
-use crate::rules::prompt::PromptTemplate;
+use crate::rules::prompt::{PromptTemplate, MAX_TEMPLATE_BYTES};
 use crate::rules::spec::{is_command_name, CommandSpec, MAX_DESCRIPTION_CHARS};
 use crate::rules::text::first_py_line;
 
@@ -29,32 +31,49 @@ pub struct Imported {
     pub refused: Vec<String>,
 }
 
-/// Reads the prompt commands under `path`: its `.claude/commands` and `.gemini/commands`
-/// when it has them, else `path` itself as a commands folder. An unreadable folder is the
-/// error; a bad file is one line of [`Imported::refused`].
+/// The most a command file may hold: a template's limit, and room for a front matter.
+const MAX_FILE_BYTES: u64 = MAX_TEMPLATE_BYTES as u64 + 4096;
+
+/// Reads the prompt commands under `path`: its `.claude/commands` and `.gemini/commands`,
+/// or `path` itself when it is such a folder (named `commands`). Anything else is the
+/// error, so that a project's other Markdown never becomes commands. An unreadable folder
+/// is the error too; a bad file is one line of [`Imported::refused`].
 pub fn import(path: &Path) -> Result<Imported, String> {
-    let roots: Vec<PathBuf> = [".claude/commands", ".gemini/commands"]
+    let mut roots: Vec<PathBuf> = [".claude/commands", ".gemini/commands"]
         .iter()
         .map(|sub| path.join(sub))
         .filter(|p| p.is_dir())
         .collect();
-    let roots = if roots.is_empty() {
-        vec![path.to_owned()]
-    } else {
-        roots
-    };
+    if roots.is_empty() && path.file_name().is_some_and(|n| n == "commands") {
+        roots.push(path.to_owned());
+    }
+    if roots.is_empty() {
+        return Err(format!(
+            "{}: no .claude/commands or .gemini/commands folder there (give the project, or the commands folder itself)",
+            path.display()
+        ));
+    }
     let mut imported = Imported::default();
+    let mut seen = std::collections::HashMap::new();
     for root in roots {
         let mut files = Vec::new();
-        walk(&root, &mut files)?;
+        walk(&root, &mut files, &mut imported.refused)?;
         files.sort();
         for file in files {
             let shown = file.display().to_string();
-            let result = std::fs::read_to_string(&file)
-                .map_err(|e| format!("cannot read it: {e}"))
-                .and_then(|text| read_file(&root, &file, &text));
+            let result = read_bounded(&file).and_then(|text| read_file(&root, &file, &text));
             match result {
-                Ok(Some(command)) => imported.commands.push(command),
+                Ok(Some(command)) => {
+                    let name = command.0.name.to_string();
+                    if let Some(first) = seen.get(&name) {
+                        imported.refused.push(format!(
+                            "{shown}: skipped: /{name} is already read from {first}"
+                        ));
+                        continue;
+                    }
+                    seen.insert(name, shown);
+                    imported.commands.push(command);
+                }
                 Ok(None) => {}
                 Err(reason) => imported.refused.push(format!("{shown}: {reason}")),
             }
@@ -66,16 +85,39 @@ pub fn import(path: &Path) -> Result<Imported, String> {
     Ok(imported)
 }
 
-/// Every `.md` and `.toml` file under `dir`.
-fn walk(dir: &Path, files: &mut Vec<PathBuf>) -> Result<(), String> {
+/// A file's text, refused when it is larger than a command file can be.
+fn read_bounded(file: &Path) -> Result<String, String> {
+    let size = std::fs::metadata(file)
+        .map_err(|e| format!("cannot read it: {e}"))?
+        .len();
+    if size > MAX_FILE_BYTES {
+        return Err(format!(
+            "refused: {size} bytes, more than a command file can hold ({MAX_FILE_BYTES})"
+        ));
+    }
+    std::fs::read_to_string(file).map_err(|e| format!("cannot read it: {e}"))
+}
+
+/// Every `.md` and `.toml` file under `dir`, not following links (each link found is
+/// refused) and leaving out hidden folders.
+fn walk(dir: &Path, files: &mut Vec<PathBuf>, refused: &mut Vec<String>) -> Result<(), String> {
     let entries =
         std::fs::read_dir(dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
     for entry in entries {
-        let path = entry
-            .map_err(|e| format!("cannot read {}: {e}", dir.display()))?
-            .path();
-        if path.is_dir() {
-            walk(&path, files)?;
+        let entry = entry.map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
+        let path = entry.path();
+        let kind = entry
+            .file_type()
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        if kind.is_symlink() {
+            refused.push(format!(
+                "{}: refused: a symbolic link (never followed)",
+                path.display()
+            ));
+        } else if kind.is_dir() {
+            if !entry.file_name().to_string_lossy().starts_with('.') {
+                walk(&path, files, refused)?;
+            }
         } else if matches!(
             path.extension().and_then(|e| e.to_str()),
             Some("md" | "toml")

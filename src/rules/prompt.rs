@@ -21,7 +21,7 @@ pub const MAX_PLACEHOLDERS: usize = 64;
 pub const MAX_EXPANSION_BYTES: usize = 64 * 1024;
 
 /// A validated template: at most [`MAX_TEMPLATE_BYTES`], at most [`MAX_PLACEHOLDERS`]
-/// placeholders, no control characters but tab and line breaks, and no invisible or
+/// placeholders, no control characters but tab, line feed and carriage return, and no invisible or
 /// text-direction formatting characters (the model reads it: the card text's rule).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(transparent)]
@@ -101,7 +101,7 @@ impl PromptTemplate {
             return Err(Error::invalid(
                 field,
                 format!(
-                    "must not contain control characters other than tab and line breaks (found U+{:04X})",
+                    "must not contain control characters other than tab, line feed and carriage return (found U+{:04X})",
                     c as u32
                 ),
             ));
@@ -308,20 +308,26 @@ pub enum PromptAnswer {
 
 /// Which declared argument the typed `text` is completing, and where its value starts
 /// in `text` (a byte offset): one argument takes the whole text; of several, the word
-/// being typed (after the last whitespace), the last argument taking every word from
-/// its own on.
+/// being typed, words split as [`split_arguments`] splits them (double quotes grouping),
+/// the last argument taking every word from its own on.
 pub fn completing(declared: usize, text: &str) -> (usize, usize) {
     if declared <= 1 {
         return (0, 0);
     }
     let mut starts = Vec::new();
     let mut in_word = false;
+    let mut quoted = false;
     for (i, c) in text.char_indices() {
-        if is_py_whitespace(c) {
+        if !quoted && is_py_whitespace(c) {
             in_word = false;
-        } else if !in_word {
+            continue;
+        }
+        if !in_word {
             starts.push(i);
             in_word = true;
+        }
+        if c == '"' {
+            quoted = !quoted;
         }
     }
     // The word being typed: the last one, or a new one after trailing whitespace.
@@ -398,6 +404,26 @@ mod tests {
                 Piece::Positional(1),
                 Piece::Text(" $0 $x $"),
             ]
+        );
+    }
+
+    #[test]
+    fn completion_finds_the_argument_being_typed() {
+        assert_eq!(completing(1, "a b"), (0, 0));
+        assert_eq!(completing(2, ""), (0, 0));
+        assert_eq!(completing(2, "src/ma"), (0, 0));
+        assert_eq!(completing(2, "a.rs "), (1, 5));
+        assert_eq!(completing(2, "a.rs te"), (1, 5));
+        assert_eq!(
+            completing(2, "a.rs te st"),
+            (1, 5),
+            "the last takes the rest"
+        );
+        assert_eq!(completing(2, "\"my file.rs\" te"), (1, 13), "quotes group");
+        assert_eq!(
+            completing(3, "\"my fi"),
+            (0, 0),
+            "an open quote is one word"
         );
     }
 

@@ -180,16 +180,26 @@ def test_claude_code_and_gemini_cli_folders_imported_by_ctl(stubs, sidecar, tmp_
     (gemini / "plan.toml").write_text('prompt = "Plan the work."\n')
     (gemini / "diff.toml").write_text('prompt = "Review this diff: !{git diff --staged}"\n')
     (gemini / "read.toml").write_text('prompt = "Summarize @{docs/README.md}"\n')
+    secret = tmp_path / "secret.txt"
+    secret.write_text("hunter2\n")
+    (gemini / "leak.md").symlink_to(secret)
+    (tmp_path / "project" / "docs").mkdir()
+    (tmp_path / "project" / "docs" / "guide.md").write_text("Not a command.\n")
+
+    # A folder with neither tool's commands is refused whole.
+    done = _ctl(sidecar, "import-prompts", str(tmp_path / "project" / "docs"))
+    assert done.returncode != 0 and "no .claude/commands or .gemini/commands" in done.stderr, done.stderr
 
     # Written as a commands file first: no server needed, and serve accepts it.
     out = tmp_path / "commands.json"
-    done = _ctl(sidecar, "import-prompts", str(tmp_path / "project"), "--out", str(out))
+    done = _ctl(sidecar, "import-prompts", str(tmp_path / "project"), "--output", str(out))
     assert done.returncode != 0, "refused files make it fail, after writing the rest"
     refused = done.stderr
     assert "status.md: refused: it uses \"!`git status`\"" in refused, refused
     assert "diff.toml: refused: it uses \"!{git diff --staged}\"" in refused, refused
     assert "read.toml: refused: it uses \"@{docs/README.md}\"" in refused, refused
     assert "Bad_Name.md: skipped" in refused, refused
+    assert "leak.md: refused: a symbolic link" in refused and "hunter2" not in out.read_text(), refused
     written = json.loads(out.read_text())["commands"]
     assert [c["name"] for c in written] == ["frontend-component", "git-commit", "plan", "review"]
     check = subprocess.run([_binary(), "ctl", "check", str(out)], capture_output=True, text=True, timeout=60)

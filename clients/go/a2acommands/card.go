@@ -80,11 +80,20 @@ func (c *Card) Run(ctx context.Context) {
 }
 
 func (c *Card) update(registry *Registry) {
+	c.set(registry, false)
+}
+
+// set takes registry's entry; onlyFirst keeps an entry already there (a listing must not
+// overwrite what the watch delivered meanwhile).
+func (c *Card) set(registry *Registry, onlyFirst bool) {
 	if registry.CardExtension == nil {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if onlyFirst && c.entry != nil {
+		return
+	}
 	c.entry, c.revision = registry.CardExtension, registry.Revision
 	close(c.changed)
 	c.changed = make(chan struct{})
@@ -139,8 +148,8 @@ func (c *Card) Producer(card *a2a.AgentCard) a2asrv.AgentCardProducer {
 			registry, err := c.client.ListSpecs(ctx)
 			if err != nil {
 				c.logger.WarnContext(ctx, "a2a-commands: card served without commands", "error", err)
-			} else if entry, _ := c.Entry(); entry == nil {
-				c.update(registry)
+			} else {
+				c.set(registry, true)
 			}
 		}
 		return c.Apply(card), nil

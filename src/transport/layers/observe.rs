@@ -87,6 +87,7 @@ impl CallLog {
                     "OUTCOME_OK" => "ok",
                     "OUTCOME_REFUSED" => "refused",
                     "OUTCOME_FAILED" => "failed",
+                    "PROMPT" => "prompt",
                     _ => "no_handler",
                 };
                 metrics().outcome(command, outcome);

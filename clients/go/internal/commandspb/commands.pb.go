@@ -700,7 +700,7 @@ type PromptBinding_Template struct {
 	// quotes grouping (as Claude Code splits them), empty when missing; `$$` is a
 	// literal `$`; any other `$` is text. A template with no placeholder gets non-empty
 	// arguments after a blank line. At most 16,384 bytes and 64 placeholders, no
-	// control characters but tab and line breaks, no invisible or text-direction
+	// control characters but tab, line feed and carriage return, no invisible or text-direction
 	// formatting characters. An expansion longer than 65,536 bytes fails the command.
 	Template string `protobuf:"bytes,1,opt,name=template,proto3,oneof"`
 }

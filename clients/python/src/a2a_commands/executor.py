@@ -117,8 +117,7 @@ class CommandsExecutor(AgentExecutor):
             task = _parked(created)
         reply = await self._command_reply(context, message, task)
         if isinstance(reply, pb.PromptExpansion):
-            prompt_message(message, reply)
-            reply = None
+            context, reply = _prompt_context(context, reply), None
         if reply is None:
             await self._to_agent(context, event_queue)
             return
@@ -197,17 +196,35 @@ class CommandsExecutor(AgentExecutor):
         return reply
 
 
-def prompt_message(message: sdk.Message, expansion: pb.PromptExpansion) -> None:
-    """Turns ``message``, in place, into what the agent reads for a prompt command.
+def prompt_message(message: sdk.Message, expansion: pb.PromptExpansion) -> sdk.Message:
+    """``message`` as the agent reads it for a prompt command (a copy; ``message`` is kept).
 
-    Its one part becomes the expansion's text; its metadata keeps what it had and gains
+    Its one part is the expansion's text; its metadata keeps what it had and gains
     ``command`` (the command's name) and ``originalText`` (the text as typed), as
     docs/kit-contract.md, section 9, says.
     """
+    changed = sdk.Message()
+    changed.CopyFrom(message)
     original = message.parts[0].text if len(message.parts) == 1 else ""
-    del message.parts[:]
-    message.parts.add(text=expansion.text)
-    message.metadata.update({"command": expansion.command.name, "originalText": original})
+    del changed.parts[:]
+    changed.parts.add(text=expansion.text)
+    changed.metadata.update({"command": expansion.command.name, "originalText": original})
+    return changed
+
+
+def _prompt_context(context: RequestContext, expansion: pb.PromptExpansion) -> RequestContext:
+    """``context`` with its message as the agent reads it for a prompt command; the SDK's
+    own request (from which it records the message as typed) is left as it was."""
+    assert context.message is not None
+    request = sdk.SendMessageRequest(message=prompt_message(context.message, expansion), tenant=context.tenant)
+    if context.configuration is not None:
+        request.configuration.CopyFrom(context.configuration)
+    if context.metadata:
+        request.metadata.update(context.metadata)
+    return RequestContext(
+        context.call_context, request, task_id=context.task_id, context_id=context.context_id,
+        task=context.current_task, related_tasks=context.related_tasks,
+    )
 
 
 def _new_task(task_id: str, context_id: str, message: sdk.Message) -> sdk.Task:
