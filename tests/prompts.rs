@@ -329,3 +329,33 @@ async fn a_prompt_command_from_the_commands_file() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn a_bad_prompt_in_the_commands_file_is_named() {
+    use a2a_commands::registry::commands_file::check;
+    use a2a_commands::rules::body::HandlerPolicy;
+    let policy = HandlerPolicy::default();
+    let file = |prompt: &str| {
+        format!(r#"{{"commands": [{{"name": "a", "description": "A", "prompt": {prompt}}}]}}"#)
+    };
+    let problems = check(
+        &file(r#"{"mcp": "http://127.0.0.1:1/", "nam": "x"}"#),
+        &policy,
+    );
+    assert!(problems[0].contains("unknown field `nam`"), "{problems:?}");
+    let problems = check(&file("5"), &policy);
+    assert!(
+        problems[0].contains("must be a template (a string) or an MCP prompt"),
+        "{problems:?}"
+    );
+    let problems = check(&file(r#""Hi \u202e""#), &policy);
+    assert!(
+        problems[0].starts_with("commands[0].prompt.template: "),
+        "{problems:?}"
+    );
+    assert!(check(
+        &file(r#"{"mcp": "http://127.0.0.1:1/", "name": "x"}"#),
+        &policy
+    )
+    .is_empty());
+}

@@ -69,10 +69,29 @@ struct HandlerEntry {
 }
 
 #[derive(Deserialize, Serialize)]
-#[serde(untagged)]
+#[serde(untagged, try_from = "serde_json::Value")]
 enum PromptEntry {
     Template(String),
     Mcp(McpPromptEntry),
+}
+
+/// Read by hand, so that a bad entry is named: serde's untagged enums say only that no
+/// variant matched.
+impl TryFrom<serde_json::Value> for PromptEntry {
+    type Error = String;
+
+    fn try_from(value: serde_json::Value) -> Result<Self, String> {
+        match value {
+            serde_json::Value::String(template) => Ok(Self::Template(template)),
+            object @ serde_json::Value::Object(_) => serde_json::from_value(object)
+                .map(Self::Mcp)
+                .map_err(|e| format!("prompt: {e}")),
+            _ => Err(
+                "prompt: must be a template (a string) or an MCP prompt ({\"mcp\": URL, \"name\": ...})"
+                    .to_owned(),
+            ),
+        }
+    }
 }
 
 #[derive(Deserialize, Serialize)]
