@@ -111,17 +111,37 @@ fn accepted_efforts() -> String {
 }
 
 fn model_line(task: &Task<'_>, catalogue: &Catalogue) -> String {
+    let mut line = String::new();
+    push_model_line(&mut line, task, catalogue);
+    line
+}
+
+fn push_model_line(text: &mut String, task: &Task<'_>, catalogue: &Catalogue) {
+    text.push_str("Model: ");
     match task.model {
-        Some(model) => format!("Model: {model}"),
-        None => format!("Model: {} (default)", catalogue.default_model),
+        Some(model) => text.push_str(model),
+        None => {
+            text.push_str(&catalogue.default_model);
+            text.push_str(" (default)");
+        }
     }
 }
 
 fn effort_line(task: &Task<'_>, catalogue: &Catalogue) -> String {
+    let mut line = String::new();
+    push_effort_line(&mut line, task, catalogue);
+    line
+}
+
+fn push_effort_line(text: &mut String, task: &Task<'_>, catalogue: &Catalogue) {
+    text.push_str("Effort: ");
     match (task.effort, &catalogue.default_effort) {
-        (Some(effort), _) => format!("Effort: {effort}"),
-        (None, Some(default)) => format!("Effort: {default} (default)"),
-        (None, None) => "Effort: provider default".to_owned(),
+        (Some(effort), _) => text.push_str(effort),
+        (None, Some(default)) => {
+            text.push_str(default);
+            text.push_str(" (default)");
+        }
+        (None, None) => text.push_str("provider default"),
     }
 }
 
@@ -182,36 +202,47 @@ fn sub_task(task: &Task<'_>, goal: &str) -> Reply {
     Reply::ok(text, changes)
 }
 
+/// `/status`'s reply, pushed piece by piece: it is the command typed most, and
+/// `core::fmt` cost more than the text (BENCHMARKS.md, issue 31).
 fn status(task: &Task<'_>, catalogue: &Catalogue) -> String {
-    use std::fmt::Write as _;
-
-    let mut text = format!(
-        "Task {} · {}\nState: {}",
+    let mut text = String::with_capacity(160);
+    for piece in [
+        "Task ",
         task.id,
+        " · ",
         task.name,
-        task.state_name()
-    );
-    if let Some(sub_state) = task.sub_state_name() {
-        let _ = write!(text, " · {sub_state}");
+        "\nState: ",
+        task.state_name(),
+    ] {
+        text.push_str(piece);
     }
-    let _ = write!(
-        text,
-        "\n{}\n{}\n",
-        model_line(task, catalogue),
-        effort_line(task, catalogue)
-    );
+    if let Some(sub_state) = task.sub_state_name() {
+        text.push_str(" · ");
+        text.push_str(sub_state);
+    }
+    text.push('\n');
+    push_model_line(&mut text, task, catalogue);
+    text.push('\n');
+    push_effort_line(&mut text, task, catalogue);
     match task.plan {
         Some((done, total)) => {
-            let _ = write!(text, "Plan: {done}/{total} steps done");
+            let mut numbers = itoa::Buffer::new();
+            text.push_str("\nPlan: ");
+            text.push_str(numbers.format(done));
+            text.push('/');
+            text.push_str(numbers.format(total));
+            text.push_str(" steps done");
         }
-        None => text.push_str("Plan: none"),
+        None => text.push_str("\nPlan: none"),
     }
     if task.sub_tasks.is_empty() {
         text.push_str("\nSub-tasks: none");
     } else {
         text.push_str("\nSub-tasks:");
         for (id, state) in &task.sub_tasks {
-            let _ = write!(text, "\n- {id} · {}", state_name(*state));
+            for piece in ["\n- ", id, " · ", state_name(*state)] {
+                text.push_str(piece);
+            }
         }
     }
     text
