@@ -469,17 +469,8 @@ fn declared_of(listed: &pb::ListSpecsResponse) -> Result<Vec<Declared>, String> 
             let s = c.spec.clone().unwrap_or_default();
             let spec = CommandSpec::new("spec", &s.name, &s.description, &s.argument_hint)
                 .map_err(|e| e.to_string())?;
-            let body = match (&c.handler, &c.prompt) {
-                (Some(binding), _) => Body::Handler {
-                    handler: HandlerBinding::parse("handler", binding, &policy)
-                        .map_err(|e| e.to_string())?,
-                },
-                (None, Some(binding)) => Body::Prompt {
-                    prompt: PromptBody::parse("prompt", binding, &policy)
-                        .map_err(|e| e.to_string())?,
-                },
-                (None, None) => Body::None,
-            };
+            let body = Body::from_bindings("", c.handler.as_ref(), c.prompt.as_ref(), &policy)
+                .map_err(|e| e.to_string())?;
             let access = Access::parse("allowed_roles", &c.allowed_roles, c.hidden)
                 .map_err(|e| e.to_string())?;
             Ok((spec, body, access))

@@ -247,32 +247,9 @@ fn parse_all(text: &str, policy: &HandlerPolicy) -> Result<Vec<Result<Declared, 
 fn parse_entry(at: &str, entry: Entry, policy: &HandlerPolicy) -> Result<Declared, String> {
     let spec = CommandSpec::new(at, &entry.name, &entry.description, &entry.argument_hint)
         .map_err(|e| e.to_string())?;
-    let body = match (entry.handler, entry.prompt) {
-        (Some(_), Some(_)) => {
-            return Err(format!(
-                "{at}: a command has a handler or a prompt, never both"
-            ))
-        }
-        (None, Some(prompt)) => {
-            use pb::prompt_binding::Source;
-            let source = match prompt {
-                PromptEntry::Template(text) => Source::Template(text),
-                PromptEntry::Mcp(m) => Source::Mcp(pb::McpPrompt {
-                    url: m.mcp,
-                    name: m.name,
-                    timeout_ms: m.timeout_ms,
-                    headers: headers_to_proto(m.headers),
-                }),
-            };
-            let binding = pb::PromptBinding {
-                source: Some(source),
-            };
-            let prompt = PromptBody::parse(&format!("{at}.prompt"), &binding, policy)
-                .map_err(|e| e.to_string())?;
-            Body::Prompt { prompt }
-        }
-        (None, None) => Body::None,
-        (Some(h), None) => {
+    let handler = match entry.handler {
+        None => None,
+        Some(h) => {
             use pb::handler_binding::Endpoint;
             let endpoint = match (h.grpc, h.json_rpc, h.mcp) {
                 (Some(url), None, None) => Some(Endpoint::Grpc(url)),
@@ -285,16 +262,30 @@ fn parse_entry(at: &str, entry: Entry, policy: &HandlerPolicy) -> Result<Declare
                     ))
                 }
             };
-            let binding = pb::HandlerBinding {
+            Some(pb::HandlerBinding {
                 endpoint,
                 timeout_ms: h.timeout_ms,
                 headers: headers_to_proto(h.headers),
-            };
-            let handler = HandlerBinding::parse(&format!("{at}.handler"), &binding, policy)
-                .map_err(|e| e.to_string())?;
-            Body::Handler { handler }
+            })
         }
     };
+    let prompt = entry.prompt.map(|prompt| {
+        use pb::prompt_binding::Source;
+        let source = match prompt {
+            PromptEntry::Template(text) => Source::Template(text),
+            PromptEntry::Mcp(m) => Source::Mcp(pb::McpPrompt {
+                url: m.mcp,
+                name: m.name,
+                timeout_ms: m.timeout_ms,
+                headers: headers_to_proto(m.headers),
+            }),
+        };
+        pb::PromptBinding {
+            source: Some(source),
+        }
+    });
+    let body = Body::from_bindings(&format!("{at}."), handler.as_ref(), prompt.as_ref(), policy)
+        .map_err(|e| e.to_string())?;
     let mut roles = Vec::new();
     for (i, name) in entry.roles.iter().flatten().enumerate() {
         let role = Role::from_name(name).ok_or_else(|| {

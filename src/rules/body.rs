@@ -39,6 +39,33 @@ pub enum Body {
     },
 }
 
+impl Body {
+    /// The body a request's bindings give: a handler, a prompt, or none; never both.
+    /// `prefix` (for example `commands[0].`, or empty) qualifies the fields in errors.
+    pub fn from_bindings(
+        prefix: &str,
+        handler: Option<&pb::HandlerBinding>,
+        prompt: Option<&pb::PromptBinding>,
+        policy: &HandlerPolicy,
+    ) -> Result<Self, Error> {
+        Ok(match (handler, prompt) {
+            (Some(_), Some(_)) => {
+                return Err(Error::invalid(
+                    format!("{prefix}prompt"),
+                    "a command has a handler or a prompt, never both",
+                ))
+            }
+            (None, None) => Body::None,
+            (Some(binding), None) => Body::Handler {
+                handler: HandlerBinding::parse(&format!("{prefix}handler"), binding, policy)?,
+            },
+            (None, Some(binding)) => Body::Prompt {
+                prompt: PromptBody::parse(&format!("{prefix}prompt"), binding, policy)?,
+            },
+        })
+    }
+}
+
 /// What a prompt command expands from.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "source", rename_all = "snake_case")]

@@ -17,7 +17,7 @@ use crate::metrics::metrics;
 use crate::pb::command_service_server::CommandService;
 use crate::pb::{self, Outcome, ParticipantRole};
 use crate::registry::{Applied, Change, Registry};
-use crate::rules::body::{Body, HandlerAnswer, HandlerBinding, PromptBody};
+use crate::rules::body::{Body, HandlerAnswer};
 use crate::rules::builtins::Catalogue;
 use crate::rules::complete::{self, Completions, Plan};
 use crate::rules::event::Forms;
@@ -92,21 +92,12 @@ impl Api {
         let request = request.into_inner();
         let spec = required("spec", &request.spec)?;
         let spec = CommandSpec::new("spec", &spec.name, &spec.description, &spec.argument_hint)?;
-        let body = match (&request.handler, &request.prompt) {
-            (Some(_), Some(_)) => {
-                return Err(Error::invalid(
-                    "prompt",
-                    "a command has a handler or a prompt, never both",
-                ))
-            }
-            (None, None) => Body::None,
-            (Some(binding), None) => Body::Handler {
-                handler: HandlerBinding::parse("handler", binding, self.handlers.policy())?,
-            },
-            (None, Some(binding)) => Body::Prompt {
-                prompt: PromptBody::parse("prompt", binding, self.handlers.policy())?,
-            },
-        };
+        let body = Body::from_bindings(
+            "",
+            request.handler.as_ref(),
+            request.prompt.as_ref(),
+            self.handlers.policy(),
+        )?;
         let access = Access::parse("allowed_roles", &request.allowed_roles, request.hidden)?;
         let change = Change::Register {
             spec,

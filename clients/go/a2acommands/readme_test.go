@@ -169,17 +169,23 @@ func TestReadmeGatewayAsWritten(t *testing.T) {
 	_, reply = ask("still there?", task.ID)
 	equal(t, reply, "echo: still there?", "plain messages while it is down")
 
-	startSidecar(t, first.dataDir, first.address)
-	deadline := time.Now().Add(30 * time.Second)
+	second := startSidecar(t, first.dataDir, first.address)
+	// The sidecar is serving; the gateway's own channel comes back on its reconnect
+	// backoff (at most 2 s), which only asking the gateway can show.
+	probe, err := NewClient("http://" + second.address)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer probe.Close()
+	if err := probe.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
 	for {
 		if _, reply = ask("/model", task.ID); reply == "Model: gpt-x (default)\nSelectable: gpt-x, gpt-x-mini" {
 			break
 		}
-		if time.Now().After(deadline) {
+		if ctx.Err() != nil {
 			t.Fatalf("commands did not come back after the restart: %q", reply)
 		}
-		// The channel reconnects with its own backoff; each try is a real request, not a
-		// sleep standing in for readiness.
-		time.Sleep(200 * time.Millisecond)
 	}
 }
