@@ -8,6 +8,8 @@
 #   bash scripts/callgrind.sh [row ...]       # default: every row; CALLGRIND_CALLS (5000)
 #
 # CALLGRIND_SERVER_FLAGS adds flags to the server's `serve` (e.g. a metrics listener).
+# CALLGRIND_KEEP=DIR keeps each row's dump as DIR/<row>.out, for
+# `callgrind_annotate --inclusive=yes DIR/<row>.out` (where a row's instructions go).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 for tool in h2load valgrind callgrind_annotate callgrind_control; do
@@ -41,6 +43,7 @@ per_call() {
   callgrind_control -d "$1" "$server" >/dev/null 2>&1
   local file="$dir/cg.out.$((before + 1))"
   for _ in $(seq 1 100); do [ -s "$file" ] && break; sleep 0.1; done
+  if [ -n "${CALLGRIND_KEEP:-}" ]; then mkdir -p "$CALLGRIND_KEEP" && cp "$file" "$CALLGRIND_KEEP/$1.out"; fi
   callgrind_annotate "$file" | awk -v n="$calls" '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1 / n}'
 }
 

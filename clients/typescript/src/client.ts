@@ -1,29 +1,39 @@
 /**
- * An async client for every RPC of the a2a-commands sidecar, over gRPC (HTTP/2).
+ * An async client for every RPC of the a2a-commands sidecar, over gRPC (HTTP/2) with
+ * `@grpc/grpc-js`, the messages (de)serialized by `@bufbuild/protobuf`.
  *
  * @packageDocumentation
  */
-import { Code, ConnectError, createClient, type CallOptions, type Client } from "@connectrpc/connect";
-import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
-import type { MessageInitShape } from "@bufbuild/protobuf";
-import type { SecureClientSessionOptions } from "node:http2";
+import * as grpc from "@grpc/grpc-js";
+import { create, fromBinary, isMessage, toBinary, type DescMessage, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
+import { anyUnpack } from "@bufbuild/protobuf/wkt";
 import {
+  ClassifyRequestSchema,
+  ClassifyResponseSchema,
   CommandService,
+  CompleteRequestSchema,
+  CompleteResponseSchema,
+  ExecuteRequestSchema,
+  ExecuteResponseSchema,
+  ListSpecsRequestSchema,
+  ListSpecsResponseSchema,
   ParticipantRole,
-  type ClassifyRequestSchema,
+  RegisterRequestSchema,
+  RegisterResponseSchema,
+  UnregisterRequestSchema,
+  UnregisterResponseSchema,
+  WatchSpecsRequestSchema,
   type ClassifyResponse,
   type CompleteResponse,
-  type ExecuteRequestSchema,
   type ExecuteResponse,
-  type ListSpecsRequestSchema,
   type HandlerBindingSchema,
   type PromptBindingSchema,
   type ListSpecsResponse,
   type RegisterResponse,
   type TaskSnapshotSchema,
-  type WatchSpecsRequestSchema,
 } from "./gen/a2a/commands/v1/commands_pb.js";
 import { BadRequestSchema } from "./gen/google/rpc/error_details_pb.js";
+import { StatusSchema } from "./gen/google/rpc/status_pb.js";
 import { addressFromEnv, parseAddress } from "./address.js";
 
 /** Milliseconds a unary call may take: more than the sidecar's default `--handler-max-timeout-ms` (30 s). */
@@ -140,13 +150,16 @@ export interface RpcOptions {
   timeoutMs?: number;
 }
 
+/** gRPC status codes, as `@grpc/grpc-js` numbers them (`GrpcStatus.UNAVAILABLE` is 14). */
+export { status as GrpcStatus } from "@grpc/grpc-js";
+
 /**
  * An error answered by the sidecar (or met reaching it), with the gRPC status code and,
  * for INVALID_ARGUMENT, the offending field.
  */
 export class CommandsError extends Error {
-  /** The gRPC status code (Connect's `Code` has the same numbers). */
-  readonly code: Code;
+  /** The gRPC status code (`GrpcStatus`, e.g. `GrpcStatus.NOT_FOUND`). */
+  readonly code: grpc.status;
   /** The gRPC code's name, e.g. `invalid_argument`, `unavailable`. */
   readonly codeName: string;
   /** The offending request field, e.g. `spec.name`, when the sidecar named one. */
@@ -156,42 +169,93 @@ export class CommandsError extends Error {
   /** Every violation of the `google.rpc.BadRequest` detail, in order. */
   readonly violations: ReadonlyArray<{ field: string; description: string }>;
 
-  constructor(cause: ConnectError) {
-    super(cause.rawMessage, { cause });
+  constructor(code: grpc.status, message: string, options: { cause?: unknown; details?: Uint8Array } = {}) {
+    super(message, { cause: options.cause });
     this.name = "CommandsError";
-    this.code = cause.code;
-    this.codeName = codeName(cause.code);
-    this.violations = cause
-      .findDetails(BadRequestSchema)
-      .flatMap((d) => d.fieldViolations.map((v) => ({ field: v.field, description: v.description })));
+    this.code = code;
+    this.codeName = (grpc.status[code] ?? "UNKNOWN").toLowerCase();
+    this.violations = badRequest(options.details);
     const first = this.violations[0];
-    const parsed = /^([A-Za-z_][\w.[\]]*): (.*)$/s.exec(cause.rawMessage);
-    this.field = first?.field ?? (cause.code === Code.InvalidArgument ? parsed?.[1] : undefined);
+    const parsed = /^([A-Za-z_][\w.[\]]*): (.*)$/s.exec(message);
+    this.field = first?.field ?? (code === grpc.status.INVALID_ARGUMENT ? parsed?.[1] : undefined);
     this.reason = first?.description ?? (this.field !== undefined ? parsed?.[2] : undefined);
   }
 
   /** Whether the sidecar could not be reached or did not answer in time. */
   get unavailable(): boolean {
-    return this.code === Code.Unavailable || this.code === Code.DeadlineExceeded;
+    return this.code === grpc.status.UNAVAILABLE || this.code === grpc.status.DEADLINE_EXCEEDED;
   }
 }
 
-function codeName(code: Code): string {
-  return (Code[code] ?? "unknown").replace(/([a-z])([A-Z])/g, "$1_$2").toLowerCase();
-}
-
-/** Turns whatever a call threw into a {@link CommandsError} (an abort becomes `canceled`). */
-export function toCommandsError(error: unknown): CommandsError {
-  return error instanceof CommandsError ? error : new CommandsError(ConnectError.from(error));
-}
-
-async function call<T>(run: () => Promise<T>): Promise<T> {
+/** The field violations of a `grpc-status-details-bin` trailer (a `google.rpc.Status`). */
+function badRequest(details: Uint8Array | undefined): Array<{ field: string; description: string }> {
+  if (!details) return [];
   try {
-    return await run();
-  } catch (error) {
-    throw toCommandsError(error);
+    return fromBinary(StatusSchema, details).details.flatMap((any) => {
+      const detail = anyUnpack(any, BadRequestSchema);
+      return detail ? detail.fieldViolations.map((v) => ({ field: v.field, description: v.description })) : [];
+    });
+  } catch {
+    return []; // a detail we cannot read leaves the message, which says the same
   }
 }
+
+function isServiceError(error: unknown): error is grpc.ServiceError {
+  return error instanceof Error && typeof (error as Partial<grpc.ServiceError>).code === "number" && "metadata" in error;
+}
+
+/** Turns whatever a call threw into a {@link CommandsError} (an abort becomes `cancelled`). */
+export function toCommandsError(error: unknown): CommandsError {
+  if (error instanceof CommandsError) return error;
+  if (isServiceError(error)) {
+    const [details] = error.metadata.get("grpc-status-details-bin");
+    return new CommandsError(error.code, error.details, { cause: error, details: details instanceof Buffer ? details : undefined });
+  }
+  if (error instanceof Error && error.name === "AbortError") return new CommandsError(grpc.status.CANCELLED, error.message, { cause: error });
+  return new CommandsError(grpc.status.UNKNOWN, error instanceof Error ? error.message : String(error), { cause: error });
+}
+
+/** How one method's messages go over the wire. */
+interface Method<I extends DescMessage, O extends DescMessage> {
+  path: string;
+  serialize: (message: MessageShape<I>) => Buffer;
+  deserialize: (bytes: Buffer) => MessageShape<O>;
+  input: I;
+}
+
+function method<I extends DescMessage, O extends DescMessage>(name: string, input: I, output: O): Method<I, O> {
+  return {
+    path: `/${CommandService.typeName}/${name}`,
+    serialize: (message) => {
+      const bytes = toBinary(input, message);
+      return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    },
+    deserialize: (bytes) => fromBinary(output, bytes),
+    input,
+  };
+}
+
+const METHODS = {
+  register: method("Register", RegisterRequestSchema, RegisterResponseSchema),
+  unregister: method("Unregister", UnregisterRequestSchema, UnregisterResponseSchema),
+  listSpecs: method("ListSpecs", ListSpecsRequestSchema, ListSpecsResponseSchema),
+  watchSpecs: method("WatchSpecs", WatchSpecsRequestSchema, ListSpecsResponseSchema),
+  classify: method("Classify", ClassifyRequestSchema, ClassifyResponseSchema),
+  execute: method("Execute", ExecuteRequestSchema, ExecuteResponseSchema),
+  complete: method("Complete", CompleteRequestSchema, CompleteResponseSchema),
+};
+
+/** A message of `schema` from a message or its init shape. */
+function message<I extends DescMessage>(schema: I, init: MessageInitShape<I> | MessageShape<I>): MessageShape<I> {
+  return isMessage(init, schema) ? (init as MessageShape<I>) : create(schema, init as MessageInitShape<I>);
+}
+
+/** The channel's settings: pings on a quiet connection, no limit on an answer's size. */
+const CHANNEL_OPTIONS: grpc.ChannelOptions = {
+  "grpc.keepalive_time_ms": 10_000,
+  "grpc.keepalive_timeout_ms": 5_000,
+  "grpc.max_receive_message_length": -1,
+};
 
 /**
  * The sidecar's `CommandService`: register, unregister, listSpecs, watchSpecs, classify,
@@ -207,28 +271,76 @@ async function call<T>(run: () => Promise<T>): Promise<T> {
  * ```
  */
 export class CommandsClient {
-  readonly #rpc: Client<typeof CommandService>;
-  readonly #session: Http2SessionManager;
+  readonly #target: string;
+  readonly #credentials: grpc.ChannelCredentials;
+  readonly #options: grpc.ChannelOptions;
+  readonly #timeoutMs: number | undefined;
   readonly #token: CommandsClientOptions["adminToken"];
+  #client: grpc.Client | undefined;
 
   constructor(options: CommandsClientOptions = {}) {
     const address = options.address ? parseAddress(options.address) : addressFromEnv();
     const tls = options.tls === true || (address.tls && !options.tls) ? {} : options.tls || undefined;
-    const url = `${tls ? "https" : "http"}://${address.target}`;
-    const nodeOptions: SecureClientSessionOptions = tls ? { ...tls } : {};
-    this.#session = new Http2SessionManager(url, { pingIntervalMs: 10_000, pingTimeoutMs: 5_000 }, nodeOptions);
+    this.#target = address.target;
+    const pem = (value: string | Buffer | undefined) => (value === undefined ? null : Buffer.from(value));
+    this.#credentials = tls
+      ? grpc.credentials.createSsl(pem(tls.ca), pem(tls.key), pem(tls.cert))
+      : grpc.credentials.createInsecure();
+    this.#options = tls?.servername
+      ? { ...CHANNEL_OPTIONS, "grpc.ssl_target_name_override": tls.servername, "grpc.default_authority": tls.servername }
+      : CHANNEL_OPTIONS;
+    this.#timeoutMs = options.timeoutMs === 0 ? undefined : (options.timeoutMs ?? DEFAULT_TIMEOUT_MS);
     this.#token = options.adminToken;
-    const transport = createGrpcTransport({
-      baseUrl: url,
-      sessionManager: this.#session,
-      defaultTimeoutMs: options.timeoutMs === 0 ? undefined : (options.timeoutMs ?? DEFAULT_TIMEOUT_MS),
-    });
-    this.#rpc = createClient(CommandService, transport);
   }
 
-  async #admin(options?: RpcOptions): Promise<CallOptions> {
+  /** The channel, opened on first use and again after {@link close} or a lost sidecar. */
+  #channel(): grpc.Client {
+    this.#client ??= new grpc.Client(this.#target, this.#credentials, this.#options);
+    return this.#client;
+  }
+
+  /**
+   * A call that could not reach the sidecar drops the channel, so the next call dials
+   * afresh instead of failing until the channel's reconnect backoff runs out: a restarted
+   * sidecar is used as soon as it listens.
+   */
+  #lost(client: grpc.Client, error: unknown): void {
+    if (isServiceError(error) && error.code === grpc.status.UNAVAILABLE && this.#client === client) {
+      this.#client = undefined;
+      client.close();
+    }
+  }
+
+  /** The admin token's header, on Register and Unregister. */
+  async #admin(): Promise<grpc.Metadata> {
+    const metadata = new grpc.Metadata();
     const token = typeof this.#token === "function" ? await this.#token() : this.#token;
-    return token ? { ...options, headers: { authorization: `Bearer ${token}` } } : { ...options };
+    if (token) metadata.set("authorization", `Bearer ${token}`);
+    return metadata;
+  }
+
+  /** One unary call, `metadata` (if any) sent with it. */
+  #unary<I extends DescMessage, O extends DescMessage>(
+    rpc: Method<I, O>,
+    request: MessageInitShape<I> | MessageShape<I>,
+    options: RpcOptions | undefined,
+    metadata: grpc.Metadata = new grpc.Metadata(),
+  ): Promise<MessageShape<O>> {
+    const timeoutMs = options?.timeoutMs ?? this.#timeoutMs;
+    const callOptions: grpc.CallOptions = timeoutMs ? { deadline: Date.now() + timeoutMs } : {};
+    const signal = options?.signal;
+    if (signal?.aborted) return Promise.reject(new CommandsError(grpc.status.CANCELLED, "the call was aborted", { cause: signal.reason }));
+    const client = this.#channel();
+    return new Promise<MessageShape<O>>((resolve, reject) => {
+      const cancel = () => call.cancel();
+      const call = client.makeUnaryRequest(rpc.path, rpc.serialize, rpc.deserialize, message(rpc.input, request), metadata, callOptions, (error, answer) => {
+        signal?.removeEventListener("abort", cancel);
+        if (!error) return resolve(answer!);
+        this.#lost(client, error);
+        reject(toCommandsError(error));
+      });
+      signal?.addEventListener("abort", cancel, { once: true });
+    });
   }
 
   /**
@@ -250,19 +362,18 @@ export class CommandsClient {
         : typeof prompt === "string"
           ? { source: { case: "template", value: prompt } }
           : { source: { case: "mcp", value: { url: prompt.mcp, name: prompt.name, timeoutMs: prompt.timeoutMs } } };
-    return call(async () =>
-      this.#rpc.register({ ...request, handler: binding, allowedRoles, prompt: promptBinding }, await this.#admin(options)),
-    );
+    const init = { ...request, handler: binding, allowedRoles, prompt: promptBinding };
+    return this.#admin().then((metadata) => this.#unary(METHODS.register, init, options, metadata));
   }
 
   /** Removes a command; answers the registry revision after the removal. */
-  unregister(name: string, options?: RpcOptions): Promise<bigint> {
-    return call(async () => (await this.#rpc.unregister({ name }, await this.#admin(options))).revision);
+  async unregister(name: string, options?: RpcOptions): Promise<bigint> {
+    return (await this.#unary(METHODS.unregister, { name }, options, await this.#admin())).revision;
   }
 
   /** Every command in order, the revision, and the card's extension entry as JSON. */
   listSpecs(request: MessageInitShape<typeof ListSpecsRequestSchema> = {}, options?: RpcOptions): Promise<ListSpecsResponse> {
-    return call(() => this.#rpc.listSpecs(request, options));
+    return this.#unary(METHODS.listSpecs, request, options);
   }
 
   /**
@@ -273,21 +384,32 @@ export class CommandsClient {
     request: MessageInitShape<typeof WatchSpecsRequestSchema> = {},
     options: { signal?: AbortSignal } = {},
   ): AsyncGenerator<ListSpecsResponse> {
+    const { signal } = options;
+    signal?.throwIfAborted();
+    const rpc = METHODS.watchSpecs;
+    const client = this.#channel();
+    const stream = client.makeServerStreamRequest(rpc.path, rpc.serialize, rpc.deserialize, message(rpc.input, request), new grpc.Metadata(), {});
+    const cancel = () => stream.cancel();
+    signal?.addEventListener("abort", cancel, { once: true });
     try {
-      yield* this.#rpc.watchSpecs(request, { signal: options.signal, timeoutMs: 0 });
+      for await (const state of stream as AsyncIterable<ListSpecsResponse>) yield state;
     } catch (error) {
+      this.#lost(client, error);
       throw toCommandsError(error);
+    } finally {
+      signal?.removeEventListener("abort", cancel);
+      stream.cancel();
     }
   }
 
   /** Says whether a message (our protobuf `Message`) is a command. */
   classify(request: MessageInitShape<typeof ClassifyRequestSchema>, options?: RpcOptions): Promise<ClassifyResponse> {
-    return call(() => this.#rpc.classify(request, options));
+    return this.#unary(METHODS.classify, request, options);
   }
 
   /** Runs a message that is a command; an ordinary message comes back as such. */
   execute(request: MessageInitShape<typeof ExecuteRequestSchema>, options?: RpcOptions): Promise<ExecuteResponse> {
-    return call(() => this.#rpc.execute(request, options));
+    return this.#unary(METHODS.execute, request, options);
   }
 
   /**
@@ -305,11 +427,12 @@ export class CommandsClient {
    */
   complete(request: CompleteRequestInit, options?: RpcOptions): Promise<CompleteResponse> {
     const { sender, ...rest } = request;
-    return call(() => this.#rpc.complete({ ...rest, sender: sender && { ...sender, role: participantRole(sender.role) } }, options));
+    return this.#unary(METHODS.complete, { ...rest, sender: sender && { ...sender, role: participantRole(sender.role) } }, options);
   }
 
-  /** Closes the HTTP/2 connection; calls made afterwards open a new one. */
+  /** Closes the connection; calls made afterwards open a new one. */
   close(): void {
-    this.#session.abort();
+    this.#client?.close();
+    this.#client = undefined;
   }
 }

@@ -1,17 +1,18 @@
 // CPU per Execute of a `/status`, in this process, for each gRPC client a gateway could
-// use (issue 31): the kit's CommandsClient (connect-node as used now), a bare
-// connect-node gRPC transport with its defaults, and @grpc/grpc-js with protobuf-es
-// doing the (de)serialization. Each sends the same ExecuteRequest, CALLS times with
-// IN_FLIGHT in flight, after a warm-up, and reports process CPU (user + system) per call.
+// use (issue 31): the kit's CommandsClient (@grpc/grpc-js), a bare @grpc/grpc-js client
+// with protobuf-es doing the (de)serialization, and, when installed, connect-node (the
+// kit's client before) with the kit's old settings and with its defaults. Each sends the
+// same ExecuteRequest, CALLS times with IN_FLIGHT in flight, after a warm-up, and reports
+// process CPU (user + system) per call.
 //
-//   (cd clients/typescript && npm ci && npm run build && npm install --no-save @grpc/grpc-js)
+//   (cd clients/typescript && npm ci && npm run build \
+//     && npm install --no-save @connectrpc/connect@2.1.2 @connectrpc/connect-node@2.1.2)
 //   A2A_COMMANDS_ADDR=127.0.0.1:50051 node clients/typescript/tools/bench-client.mjs
 //
 // against a running sidecar (target/release/a2a-commands serve). Plain JavaScript, run
 // from the built package (dist/), as tools/bench-gateway.mjs is.
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
-import { createClient } from "@connectrpc/connect";
-import { createGrpcTransport } from "@connectrpc/connect-node";
+import * as grpc from "@grpc/grpc-js";
 import { CommandsClient, pb } from "a2a-commands";
 
 const address = process.env.A2A_COMMANDS_ADDR || "127.0.0.1:50051";
@@ -53,39 +54,36 @@ async function measure(execute) {
 
 const rows = [];
 
+const serialize = (message) => Buffer.from(toBinary(pb.ExecuteRequestSchema, message));
+const deserialize = (bytes) => fromBinary(pb.ExecuteResponseSchema, bytes);
+const plain = new grpc.Client(target, grpc.credentials.createInsecure());
+const execute = () =>
+  new Promise((resolve, reject) =>
+    plain.makeUnaryRequest("/a2a.commands.v1.CommandService/Execute", serialize, deserialize, request, (error, answer) =>
+      error ? reject(error) : resolve(answer),
+    ),
+  );
+rows.push(["@grpc/grpc-js, a bare client, protobuf-es serializers", await measure(execute)]);
+plain.close();
+
 const kit = new CommandsClient({ address: `http://${target}` });
-rows.push(["the kit's CommandsClient (connect-node, its settings)", await measure(() => kit.execute(request))]);
+rows.push(["the kit's CommandsClient (@grpc/grpc-js)", await measure(() => kit.execute(request))]);
 kit.close();
 
-const bare = createClient(pb.CommandService, createGrpcTransport({ baseUrl: `http://${target}` }));
-rows.push(["connect-node, a bare gRPC transport (defaults)", await measure(() => bare.execute(request))]);
-
-let grpc;
+let connect;
 try {
-  grpc = await import("@grpc/grpc-js");
+  connect = { ...(await import("@connectrpc/connect")), ...(await import("@connectrpc/connect-node")) };
 } catch {
-  console.error("@grpc/grpc-js is not installed (npm install --no-save @grpc/grpc-js): its row is left out");
+  console.error("@connectrpc/connect-node is not installed (npm install --no-save @connectrpc/connect-node): its rows are left out");
 }
-if (grpc) {
-  const Client = grpc.makeGenericClientConstructor(
-    {
-      execute: {
-        path: "/a2a.commands.v1.CommandService/Execute",
-        requestStream: false,
-        responseStream: false,
-        requestSerialize: (message) => Buffer.from(toBinary(pb.ExecuteRequestSchema, message)),
-        requestDeserialize: (bytes) => fromBinary(pb.ExecuteRequestSchema, bytes),
-        responseSerialize: (message) => Buffer.from(toBinary(pb.ExecuteResponseSchema, message)),
-        responseDeserialize: (bytes) => fromBinary(pb.ExecuteResponseSchema, bytes),
-      },
-    },
-    "CommandService",
-  );
-  const client = new Client(target, grpc.credentials.createInsecure());
-  const execute = () =>
-    new Promise((resolve, reject) => client.execute(request, (error, answer) => (error ? reject(error) : resolve(answer))));
-  rows.push(["@grpc/grpc-js, protobuf-es serializers", await measure(execute)]);
-  client.close();
+if (connect) {
+  const baseUrl = `http://${target}`;
+  const session = new connect.Http2SessionManager(baseUrl, { pingIntervalMs: 10_000, pingTimeoutMs: 5_000 });
+  const old = connect.createClient(pb.CommandService, connect.createGrpcTransport({ baseUrl, sessionManager: session }));
+  rows.push(["connect-node 2.1, the kit's old settings (a session manager with pings)", await measure(() => old.execute(request))]);
+  session.abort();
+  const bare = connect.createClient(pb.CommandService, connect.createGrpcTransport({ baseUrl }));
+  rows.push(["connect-node 2.1, a bare gRPC transport (defaults)", await measure(() => bare.execute(request))]);
 }
 
 console.log(`| client (${calls} Execute /status, ${inFlight} in flight) | CPU µs per call | wall µs per call |`);
