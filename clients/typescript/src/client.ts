@@ -204,15 +204,19 @@ function isServiceError(error: unknown): error is grpc.ServiceError {
   return error instanceof Error && typeof (error as Partial<grpc.ServiceError>).code === "number" && "metadata" in error;
 }
 
-/** Turns whatever a call threw into a {@link CommandsError} (an abort becomes `cancelled`). */
+/** Turns whatever a call threw into a {@link CommandsError}. */
 export function toCommandsError(error: unknown): CommandsError {
   if (error instanceof CommandsError) return error;
   if (isServiceError(error)) {
     const [details] = error.metadata.get("grpc-status-details-bin");
     return new CommandsError(error.code, error.details, { cause: error, details: details instanceof Buffer ? details : undefined });
   }
-  if (error instanceof Error && error.name === "AbortError") return new CommandsError(grpc.status.CANCELLED, error.message, { cause: error });
   return new CommandsError(grpc.status.UNKNOWN, error instanceof Error ? error.message : String(error), { cause: error });
+}
+
+/** The error of a call whose signal was aborted before it started (`cancelled`, as after). */
+function aborted(signal: AbortSignal): CommandsError {
+  return new CommandsError(grpc.status.CANCELLED, "the call was aborted", { cause: signal.reason });
 }
 
 /** How one method's messages go over the wire. */
@@ -250,8 +254,15 @@ function message<I extends DescMessage>(schema: I, init: MessageInitShape<I> | M
   return isMessage(init, schema) ? (init as MessageShape<I>) : create(schema, init as MessageInitShape<I>);
 }
 
-/** The channel's settings: pings on a quiet connection, no limit on an answer's size. */
+/**
+ * The channel's settings: pings on a quiet connection, no limit on an answer's size, and
+ * reconnecting every 0.2 to 2 s while the sidecar is away (as the Python and Go kits do):
+ * a sidecar on loopback comes back within seconds, and grpc's default (up to 120 s between
+ * attempts) would keep commands failing long after it has.
+ */
 const CHANNEL_OPTIONS: grpc.ChannelOptions = {
+  "grpc.initial_reconnect_backoff_ms": 200,
+  "grpc.max_reconnect_backoff_ms": 2_000,
   "grpc.keepalive_time_ms": 10_000,
   "grpc.keepalive_timeout_ms": 5_000,
   "grpc.max_receive_message_length": -1,
@@ -293,22 +304,22 @@ export class CommandsClient {
     this.#token = options.adminToken;
   }
 
-  /** The channel, opened on first use and again after {@link close} or a lost sidecar. */
+  /** The channel, opened on first use and again after {@link close}. */
   #channel(): grpc.Client {
     this.#client ??= new grpc.Client(this.#target, this.#credentials, this.#options);
     return this.#client;
   }
 
   /**
-   * A call that could not reach the sidecar drops the channel, so the next call dials
-   * afresh instead of failing until the channel's reconnect backoff runs out: a restarted
-   * sidecar is used as soon as it listens.
+   * Waits until the channel is connected (for example at start, or after a restart of the
+   * sidecar); a {@link CommandsError} `unavailable` if it is not within `timeoutMs`.
    */
-  #lost(client: grpc.Client, error: unknown): void {
-    if (isServiceError(error) && error.code === grpc.status.UNAVAILABLE && this.#client === client) {
-      this.#client = undefined;
-      client.close();
-    }
+  waitReady(timeoutMs: number = DEFAULT_TIMEOUT_MS): Promise<void> {
+    return new Promise((resolve, reject) =>
+      this.#channel().waitForReady(Date.now() + timeoutMs, (error) =>
+        error ? reject(new CommandsError(grpc.status.UNAVAILABLE, `${this.#target} not ready after ${timeoutMs} ms`, { cause: error })) : resolve(),
+      ),
+    );
   }
 
   /** The admin token's header, on Register and Unregister. */
@@ -329,15 +340,14 @@ export class CommandsClient {
     const timeoutMs = options?.timeoutMs ?? this.#timeoutMs;
     const callOptions: grpc.CallOptions = timeoutMs ? { deadline: Date.now() + timeoutMs } : {};
     const signal = options?.signal;
-    if (signal?.aborted) return Promise.reject(new CommandsError(grpc.status.CANCELLED, "the call was aborted", { cause: signal.reason }));
+    if (signal?.aborted) return Promise.reject(aborted(signal));
     const client = this.#channel();
     return new Promise<MessageShape<O>>((resolve, reject) => {
       const cancel = () => call.cancel();
       const call = client.makeUnaryRequest(rpc.path, rpc.serialize, rpc.deserialize, message(rpc.input, request), metadata, callOptions, (error, answer) => {
         signal?.removeEventListener("abort", cancel);
-        if (!error) return resolve(answer!);
-        this.#lost(client, error);
-        reject(toCommandsError(error));
+        if (error) reject(toCommandsError(error));
+        else resolve(answer!);
       });
       signal?.addEventListener("abort", cancel, { once: true });
     });
@@ -385,16 +395,14 @@ export class CommandsClient {
     options: { signal?: AbortSignal } = {},
   ): AsyncGenerator<ListSpecsResponse> {
     const { signal } = options;
-    signal?.throwIfAborted();
+    if (signal?.aborted) throw aborted(signal);
     const rpc = METHODS.watchSpecs;
-    const client = this.#channel();
-    const stream = client.makeServerStreamRequest(rpc.path, rpc.serialize, rpc.deserialize, message(rpc.input, request), new grpc.Metadata(), {});
+    const stream = this.#channel().makeServerStreamRequest(rpc.path, rpc.serialize, rpc.deserialize, message(rpc.input, request), new grpc.Metadata(), {});
     const cancel = () => stream.cancel();
     signal?.addEventListener("abort", cancel, { once: true });
     try {
       for await (const state of stream as AsyncIterable<ListSpecsResponse>) yield state;
     } catch (error) {
-      this.#lost(client, error);
       throw toCommandsError(error);
     } finally {
       signal?.removeEventListener("abort", cancel);

@@ -58,6 +58,9 @@ test("the sidecar stopped and restarted mid-run", async (t) => {
       assert.equal(plain.replyText, "echo: still there?");
     });
   }
+  await t.test("while it is down, waitReady gives up as unavailable", async () => {
+    await assert.rejects(gateway.commands.waitReady(300), (e: unknown) => e instanceof CommandsError && e.unavailable && e.codeName === "unavailable");
+  });
   await t.test("while it is down, completion fails as a JSON-RPC internal error", async () => {
     const { error } = (await rpc(gateway, COMPLETE_METHOD, { text: "/mo" })).body;
     assert.deepEqual(error && [error.code, error.message], [-32603, "commands are unavailable right now"]);
@@ -72,6 +75,7 @@ test("the sidecar stopped and restarted mid-run", async (t) => {
   sidecar = await startSidecar({ dataDir: sidecar.dataDir, listen: sidecar.address });
 
   await t.test("once it is back, commands work and the card catches up", async () => {
+    await gateway.commands.waitReady(30_000);
     const { revision } = await gateway.commands.register({ spec: { name: "after-restart", description: "Registered after the restart" } });
     await gateway.sync.waitForRevision(revision);
     const card = await gateway.fetchCard();
