@@ -10,6 +10,8 @@ use a2a_commands::rules::card::Card;
 use a2a_commands::rules::event::JsonForm;
 use a2a_commands::rules::parse::classify;
 use a2a_commands::rules::spec::CommandSpec;
+use a2a_commands::transport::answers::write_event;
+use a2a_commands::wire::ProtoWriter;
 use a2a_commands::{registry::Snapshot, rules::body::Body};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 
@@ -131,7 +133,6 @@ fn execution(c: &mut Criterion) {
         execute::{execute, reply_event, Execution},
         task::Task,
     };
-    use prost::Message as _;
 
     let snapshot =
         Snapshot::detached(Builtin::ALL.map(|b| (b.spec(), Body::Builtin { builtin: b })));
@@ -166,7 +167,9 @@ fn execution(c: &mut Criterion) {
                 unreachable!()
             };
             let event = reply_event(&task, "", &msg.message_id, name, &reply, timestamp, false);
-            let bytes = event.to_proto().encode_to_vec();
+            let mut bytes = ProtoWriter::default();
+            write_event(&mut bytes, &event);
+            let bytes = bytes.into_bytes();
             let json = event.to_json(JsonForm::A2a10);
             (bytes.len(), json.len())
         })

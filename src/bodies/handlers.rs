@@ -240,7 +240,7 @@ impl Handlers {
         task: Option<pb::TaskSnapshot>,
         limit: usize,
         trace: &Trace,
-    ) -> Completions {
+    ) -> Completions<'static> {
         let task = task.unwrap_or_default();
         let invocation = pb::Invocation {
             task_id: task.id.clone(),
@@ -273,7 +273,7 @@ impl Handlers {
         trace: &Trace,
         timeout: std::time::Duration,
         limit: usize,
-    ) -> Completions {
+    ) -> Completions<'static> {
         let server = &query.handler;
         let call = async {
             let (headers, endpoint) = self.prepare(server, trace)?;

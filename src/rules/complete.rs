@@ -6,6 +6,8 @@
 //! and the handler clients ask and cut the answer with [`Completions::cut`], as Execute
 //! delegates.
 
+use std::borrow::Cow;
+
 use crate::error::Error;
 use crate::pb::ParticipantRole;
 use crate::rules::body::{Body, HandlerBinding, PromptBody};
@@ -72,32 +74,49 @@ pub fn target<'t>(text: &'t str, commands: &impl Lookup) -> Target<'t> {
     }
 }
 
-/// One suggestion (see `CompleteResponse` in the proto).
+/// One suggestion (see `CompleteResponse` in the proto). It borrows what it can: a
+/// completion menu asks on every keystroke, and the names, descriptions and values are
+/// already held by the registry, the catalogue or the typed text.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Suggestion {
+pub struct Suggestion<'a> {
     /// The completed word.
-    pub value: String,
-    /// The whole text with it applied.
-    pub text: String,
+    pub value: Cow<'a, str>,
+    /// What the whole text has before the value: `/` before a name, the typed text
+    /// before an argument.
+    pub before: Cow<'a, str>,
+    /// What it has after the value: a space after a name, for the argument to follow.
+    pub after: &'static str,
     /// A short description; may be empty.
-    pub description: String,
+    pub description: Cow<'a, str>,
+}
+
+impl Suggestion<'_> {
+    /// The whole text with the value applied, in its three parts.
+    pub fn text_parts(&self) -> [&str; 3] {
+        [&self.before, &self.value, self.after]
+    }
+
+    /// The whole text with the value applied.
+    pub fn text(&self) -> String {
+        self.text_parts().concat()
+    }
 }
 
 /// Suggestions cut to a limit, with how many there were.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Completions {
+pub struct Completions<'a> {
     /// At most the limit, best first.
-    pub values: Vec<Suggestion>,
+    pub values: Vec<Suggestion<'a>>,
     /// How many there were in all.
     pub total: usize,
     /// More than `values` holds.
     pub has_more: bool,
 }
 
-impl Completions {
+impl<'a> Completions<'a> {
     /// `all` cut to `limit`; `total` is at least their count (a handler may know of
     /// more than it sent).
-    pub fn cut(mut all: Vec<Suggestion>, total: usize, limit: usize) -> Self {
+    pub fn cut(mut all: Vec<Suggestion<'a>>, total: usize, limit: usize) -> Self {
         let total = total.max(all.len());
         all.truncate(limit);
         Self {
@@ -132,7 +151,7 @@ pub fn names<'a>(
     role: ParticipantRole,
     commands: impl Iterator<Item = (&'a str, &'a str, &'a Access)>,
     limit: usize,
-) -> Completions {
+) -> Completions<'a> {
     // Every match is counted; only the first `limit` are built.
     let mut total = 0;
     let mut values = Vec::with_capacity(limit.min(DEFAULT_LIMIT));
@@ -141,14 +160,11 @@ pub fn names<'a>(
     for (name, description, _) in offered_here {
         total += 1;
         if values.len() < limit {
-            let mut text = String::with_capacity(name.len() + 2);
-            text.push('/');
-            text.push_str(name);
-            text.push(' ');
             values.push(Suggestion {
-                value: name.to_owned(),
-                text,
-                description: description.to_owned(),
+                value: Cow::Borrowed(name),
+                before: Cow::Borrowed("/"),
+                after: " ",
+                description: Cow::Borrowed(description),
             });
         }
     }
@@ -158,14 +174,14 @@ pub fn names<'a>(
 /// The values a built-in suggests for `argument` (by prefix), or none: `/model` the
 /// selectable models, `/effort` the accepted efforts, the others nothing. A sender the
 /// reference would refuse a change (a watcher) is offered none.
-pub fn builtin_values(
+pub fn builtin_values<'a>(
     builtin: Builtin,
     name: &str,
-    head: &str,
+    head: &'a str,
     argument: &str,
     role: ParticipantRole,
-    catalogue: &Catalogue,
-) -> Vec<Suggestion> {
+    catalogue: &'a Catalogue,
+) -> Vec<Suggestion<'a>> {
     if role == ParticipantRole::Watcher && changes_task(name, "x") {
         return Vec::new();
     }
@@ -178,9 +194,10 @@ pub fn builtin_values(
         .into_iter()
         .filter(|v| v.starts_with(argument))
         .map(|value| Suggestion {
-            value: value.to_owned(),
-            text: format!("{head}{value}"),
-            description: String::new(),
+            value: Cow::Borrowed(value),
+            before: Cow::Borrowed(head),
+            after: "",
+            description: Cow::Borrowed(""),
         })
         .collect()
 }
@@ -216,11 +233,11 @@ pub fn argument_source(body: &Body) -> ArgumentSource<'_> {
 
 /// What a Complete request is answered with.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Plan<'t> {
+pub enum Plan<'t, 'c> {
     /// The answer: `completions` for `command` ("" when names or nothing were completed).
     Answer {
-        /// The suggestions.
-        completions: Completions,
+        /// The suggestions (borrowing the typed text, the registry and the catalogue).
+        completions: Completions<'c>,
         /// The command whose argument was completed.
         command: &'t str,
     },
@@ -247,14 +264,14 @@ pub struct ArgumentQuery<'t> {
 /// registered `commands` (looked up by name, and `listing` them in registration order
 /// with their descriptions), with at most `limit` suggestions. Completing a command
 /// needs a role: an unspecified one is an error.
-pub fn plan<'t, 'c>(
+pub fn plan<'t: 'c, 'c>(
     text: &'t str,
     role: ParticipantRole,
     commands: &'c impl Lookup,
     listing: impl Iterator<Item = (&'c str, &'c str, &'c Access)>,
-    catalogue: &Catalogue,
+    catalogue: &'c Catalogue,
     limit: usize,
-) -> Result<Plan<'t>, Error> {
+) -> Result<Plan<'t, 'c>, Error> {
     let answer = |completions, command| {
         Ok(Plan::Answer {
             completions,
@@ -322,13 +339,14 @@ pub fn from_handler(
     values: Vec<(String, String)>,
     total: usize,
     limit: usize,
-) -> Completions {
+) -> Completions<'static> {
     let all = values
         .into_iter()
         .map(|(value, description)| Suggestion {
-            text: format!("{}{value}", query.head),
-            value,
-            description,
+            value: Cow::Owned(value),
+            before: Cow::Owned(query.head.to_owned()),
+            after: "",
+            description: Cow::Owned(description),
         })
         .collect();
     Completions::cut(all, total, limit)
@@ -390,7 +408,7 @@ mod tests {
         ];
         let got = names("mo", ParticipantRole::Assignee, commands.into_iter(), 10);
         assert_eq!(got.values.len(), 1);
-        assert_eq!(got.values[0].text, "/model ");
+        assert_eq!(got.values[0].text(), "/model ");
         let got = names("mo", ParticipantRole::Admin, commands.into_iter(), 1);
         assert_eq!((got.values.len(), got.total, got.has_more), (1, 2, true));
         assert_eq!(
@@ -413,7 +431,7 @@ mod tests {
         };
         let role = ParticipantRole::Reporter;
         let models = builtin_values(Builtin::Model, "model", "/model ", "gpt", role, &catalogue);
-        let texts: Vec<&str> = models.iter().map(|s| s.text.as_str()).collect();
+        let texts: Vec<String> = models.iter().map(Suggestion::text).collect();
         assert_eq!(texts, ["/model gpt-x", "/model gpt-x-mini"]);
         let efforts = builtin_values(Builtin::Effort, "effort", "/effort ", "", role, &catalogue);
         assert_eq!(efforts.len(), 3);

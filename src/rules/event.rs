@@ -1,11 +1,12 @@
-//! The status update a command reply is re-emitted as: A2A 1.0 protobuf, A2A 1.0 JSON
-//! (protobuf's canonical JSON mapping) and A2A 0.3 JSON.
+//! The status update a command reply is re-emitted as, and its JSON forms: A2A 1.0
+//! (protobuf's canonical JSON mapping) and A2A 0.3. (Its protobuf form is written by
+//! `transport::answers`, straight into Execute's answer.)
 
-use prost_types::{value::Kind, Struct, Timestamp, Value};
+use prost_types::Timestamp;
 use serde::Serialize;
 
 use crate::error::Error;
-use crate::pb::{self, part::Content, EventForm, EventJsonFormat, Role, TaskState};
+use crate::pb::{EventForm, EventJsonFormat, Role, TaskState};
 
 /// A command's reply, as the event that carries it.
 #[derive(Clone, Debug)]
@@ -114,45 +115,6 @@ pub fn reply_message_id(incoming: &str) -> String {
 }
 
 impl ReplyEvent<'_> {
-    fn metadata_struct(&self) -> Struct {
-        let string = |s: &str| Value {
-            kind: Some(Kind::StringValue(s.to_owned())),
-        };
-        let mut fields = std::collections::BTreeMap::new();
-        fields.insert("command".to_owned(), string(self.command));
-        if let Some(task_ref) = self.task_ref {
-            fields.insert("task_ref".to_owned(), string(task_ref));
-        }
-        Struct { fields }
-    }
-
-    /// The event as an A2A 1.0 protobuf message (mirrored in our package).
-    pub fn to_proto(&self) -> pb::TaskStatusUpdateEvent {
-        let metadata = self.metadata_struct();
-        let event_metadata = self.event_metadata.then(|| metadata.clone());
-        pb::TaskStatusUpdateEvent {
-            task_id: self.task_id.to_owned(),
-            context_id: self.context_id.to_owned(),
-            status: Some(pb::TaskStatus {
-                state: self.state.into(),
-                message: Some(pb::Message {
-                    message_id: self.message_id.clone(),
-                    context_id: self.context_id.to_owned(),
-                    task_id: self.task_id.to_owned(),
-                    role: Role::Agent.into(),
-                    parts: vec![pb::Part {
-                        content: Some(Content::Text(self.text.to_owned())),
-                        ..Default::default()
-                    }],
-                    metadata: Some(metadata),
-                    ..Default::default()
-                }),
-                timestamp: Some(self.timestamp),
-            }),
-            metadata: event_metadata,
-        }
-    }
-
     /// The event as JSON text in `format`, ready to send.
     pub fn to_json(&self, format: JsonForm) -> String {
         let metadata = Metadata {
@@ -363,10 +325,6 @@ mod tests {
             event_metadata: false,
             ..event(Some("t-1.1"))
         };
-        let proto = lean.to_proto();
-        assert_eq!(proto.metadata, None);
-        let message = proto.status.unwrap().message.unwrap();
-        assert_eq!(message.metadata.unwrap().fields.len(), 2);
         for form in [JsonForm::A2a10, JsonForm::A2a03] {
             let json: serde_json::Value = serde_json::from_str(&lean.to_json(form)).unwrap();
             assert!(json.get("metadata").is_none(), "{json}");

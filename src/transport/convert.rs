@@ -1,23 +1,16 @@
-//! Conversions between our types and protobuf: the registry as ListSpecs sends it, a
-//! command's outcome as Execute sends it, and JSON values as protobuf `Struct`s.
+//! Conversions between our types and protobuf: the registry as ListSpecs sends it, the
+//! time a reply is made, and JSON values as protobuf `Struct`s. (Classify's, Execute's
+//! and Complete's answers are written straight to bytes by `answers`.)
 
 use std::time::SystemTime;
 
 use prost_types::{value::Kind, ListValue, Struct, Value};
 
-use crate::pb::{self, OrdinaryReason};
+use crate::pb;
 use crate::registry::{Snapshot, Source};
 use crate::rules::body::Body;
 use crate::rules::card::{EXTENSION_DESCRIPTION, EXTENSION_URI};
-use crate::rules::reply::Reply;
 use crate::rules::spec::CommandSpec;
-
-pub(crate) fn ordinary(reason: OrdinaryReason, name: Option<&str>) -> pb::Ordinary {
-    pb::Ordinary {
-        reason: reason.into(),
-        name: name.unwrap_or_default().to_owned(),
-    }
-}
 
 /// Now, to the millisecond (A2A timestamps carry milliseconds).
 pub(crate) fn now() -> prost_types::Timestamp {
@@ -105,39 +98,6 @@ fn unchanged_response(revision: u64) -> pb::ListSpecsResponse {
         revision,
         unchanged: true,
         ..Default::default()
-    }
-}
-
-pub(crate) fn outcome_to_proto(
-    name: &str,
-    arguments: &str,
-    reply: Reply,
-    event: Option<pb::TaskStatusUpdateEvent>,
-    event_json: String,
-) -> pb::CommandOutcome {
-    let changes = reply.changes;
-    let settings =
-        (changes.model.is_some() || changes.effort.is_some()).then_some(pb::TaskSettings {
-            model: changes.model,
-            effort: changes.effort,
-        });
-    pb::CommandOutcome {
-        command: Some(pb::Command {
-            name: name.to_owned(),
-            arguments: arguments.to_owned(),
-        }),
-        outcome: reply.outcome.into(),
-        event,
-        event_json,
-        reply: reply.text,
-        changes: Some(pb::Changes {
-            settings,
-            sub_task: changes.sub_task.map(|s| pb::SubTaskToCreate {
-                id: s.id,
-                name: s.name,
-                goal: s.goal,
-            }),
-        }),
     }
 }
 

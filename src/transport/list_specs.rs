@@ -13,14 +13,14 @@ use std::sync::Arc;
 
 use arc_swap::ArcSwapOption;
 use prost::Message as _;
-use tonic::codec::{Codec, EncodeBuf, Encoder};
 use tonic::codegen::{http, BoxFuture, Bytes};
-use tonic::server::{Grpc, UnaryService};
+use tonic::server::UnaryService;
 use tonic::{Request, Response, Status};
 
 use crate::pb;
 use crate::registry::{Registry, Snapshot};
 use crate::transport::convert::list_specs;
+use crate::transport::encoded::{serve, Limits};
 
 /// The method's path.
 pub const PATH: &str = "/a2a.commands.v1.CommandService/ListSpecs";
@@ -41,21 +41,17 @@ impl CachedListSpecs {
         }
     }
 
-    /// Answers one ListSpecs call, accepting requests of up to `max_bytes`.
+    /// Answers one ListSpecs call, accepting requests within `limits`.
     pub fn call(
         &self,
         request: http::Request<tonic::body::Body>,
-        max_bytes: usize,
+        limits: Limits,
     ) -> BoxFuture<http::Response<tonic::body::Body>, Infallible> {
         let method = ListSpecs {
             registry: Arc::clone(&self.registry),
             cache: Arc::clone(&self.cache),
         };
-        Box::pin(async move {
-            let mut grpc = Grpc::new(EncodedCodec)
-                .apply_max_message_size_config(Some(max_bytes), Some(usize::MAX));
-            Ok(grpc.unary(method, request).await)
-        })
+        Box::pin(async move { Ok(serve(method, request, limits).await) })
     }
 }
 
@@ -86,38 +82,6 @@ impl ListCache {
             bytes: bytes.clone(),
         })));
         bytes
-    }
-}
-
-/// Decodes ListSpecs requests; encodes answers that are already bytes.
-#[derive(Clone, Copy, Default)]
-struct EncodedCodec;
-
-struct PassThrough;
-
-impl Encoder for PassThrough {
-    type Item = Bytes;
-    type Error = Status;
-
-    fn encode(&mut self, item: Bytes, dst: &mut EncodeBuf<'_>) -> Result<(), Status> {
-        use bytes::BufMut as _;
-        dst.put_slice(&item);
-        Ok(())
-    }
-}
-
-impl Codec for EncodedCodec {
-    type Encode = Bytes;
-    type Decode = pb::ListSpecsRequest;
-    type Encoder = PassThrough;
-    type Decoder = tonic_prost::ProstDecoder<pb::ListSpecsRequest>;
-
-    fn encoder(&mut self) -> PassThrough {
-        PassThrough
-    }
-
-    fn decoder(&mut self) -> Self::Decoder {
-        tonic_prost::ProstDecoder::default()
     }
 }
 

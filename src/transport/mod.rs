@@ -9,9 +9,11 @@
 //! wires the listeners, health, reflection, TLS and drain. `status` is the one place
 //! errors become gRPC statuses.
 
+pub mod answers;
 pub mod auth;
 pub mod call_log;
 pub mod convert;
+pub mod encoded;
 pub mod layers;
 pub mod list_specs;
 pub mod routes;

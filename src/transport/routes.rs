@@ -1,7 +1,8 @@
 //! The route in front of the generated `CommandServiceServer`: each call decoded under
 //! this server's limits and undecodable requests given statuses that blame the
-//! client; ListSpecs goes to its cached answer (`list_specs`), the rest to the
-//! generated service.
+//! client. ListSpecs goes to its cached answer (`list_specs`); Classify, Execute and
+//! Complete to the API with their answers encoded as they are (`encoded`); the rest to
+//! the generated service.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -15,6 +16,7 @@ use tonic::server::NamedService;
 use tonic::Status;
 
 use crate::pb::command_service_server::CommandServiceServer;
+use crate::transport::encoded::{Direct, Limits};
 use crate::transport::list_specs::{self, CachedListSpecs};
 use crate::transport::service::{Api, SERVICE_NAME};
 use crate::wire;
@@ -72,13 +74,14 @@ fn clarify_decode_errors(
     answer
 }
 
-/// `CommandService`, with ListSpecs served from its cache.
+/// `CommandService`, with ListSpecs served from its cache and the per-message methods
+/// from their encoded answers.
 #[derive(Clone)]
 pub struct Routes {
+    api: Arc<Api>,
     list_specs: CachedListSpecs,
     generated: CommandServiceServer<Api>,
-    max_decoding_message_size: usize,
-    max_elements: usize,
+    limits: Limits,
 }
 
 impl Routes {
@@ -90,9 +93,12 @@ impl Routes {
             .max_encoding_message_size(usize::MAX);
         Self {
             list_specs: CachedListSpecs::new(Arc::clone(api.registry())),
+            api,
             generated,
-            max_decoding_message_size,
-            max_elements,
+            limits: Limits {
+                max_bytes: max_decoding_message_size,
+                max_elements,
+            },
         }
     }
 }
@@ -111,16 +117,21 @@ impl Service<http::Request<tonic::body::Body>> for Routes {
     }
 
     fn call(&mut self, request: http::Request<tonic::body::Body>) -> Clarified {
-        let max = self.max_decoding_message_size;
-        if request.uri().path() != list_specs::PATH {
+        let max = self.limits.max_bytes;
+        let path = request.uri().path();
+        let inner = if path == list_specs::PATH {
+            self.list_specs.call(request, self.limits)
+        } else if let Some(method) = Direct::of(path) {
+            method.call(&self.api, request, self.limits)
+        } else {
             // The codec reads this server's element limit while it decodes.
-            let inner = wire::with_max_elements(self.max_elements, self.generated.call(request));
+            let inner =
+                wire::with_max_elements(self.limits.max_elements, self.generated.call(request));
             return Clarified {
                 answer: Routed::Scoped { inner },
                 max,
             };
-        }
-        let inner = self.list_specs.call(request, max);
+        };
         Clarified {
             answer: Routed::Plain { inner },
             max,
@@ -150,7 +161,7 @@ pin_project_lite::pin_project! {
             #[pin]
             inner: TaskLocalFuture<usize, Answer>,
         },
-        /// ListSpecs, which decodes nothing the limit bounds.
+        /// A method whose decoder carries the limit itself (`encoded`).
         Plain { inner: Answer },
     }
 }

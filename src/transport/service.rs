@@ -7,6 +7,7 @@
 use std::pin::Pin;
 use std::sync::Arc;
 
+use bytes::Bytes;
 use tokio_stream::{Stream, StreamExt};
 use tokio_util::sync::CancellationToken;
 use tonic::{Request, Response, Status};
@@ -19,7 +20,7 @@ use crate::pb::{self, Outcome, ParticipantRole};
 use crate::registry::{Applied, Change, Registry};
 use crate::rules::body::{Body, HandlerAnswer};
 use crate::rules::builtins::Catalogue;
-use crate::rules::complete::{self, Completions, Plan};
+use crate::rules::complete::{self, Plan};
 use crate::rules::event::Forms;
 use crate::rules::execute::{
     execute, handler_reply, prompt_result, reply_event, Execution, Prompted,
@@ -28,8 +29,9 @@ use crate::rules::parse::{classify, Classification};
 use crate::rules::policy::Access;
 use crate::rules::spec::{CommandName, CommandSpec};
 use crate::rules::task::Task;
+use crate::transport::answers;
 use crate::transport::auth::AdminAuth;
-use crate::transport::convert::{list_response, list_specs, now, ordinary, outcome_to_proto};
+use crate::transport::convert::{list_response, list_specs, now};
 use crate::transport::layers::observe::note;
 
 /// The `CommandService` implementation.
@@ -128,31 +130,36 @@ impl Api {
         Ok(pb::UnregisterResponse { revision })
     }
 
-    fn classify(&self, request: &pb::ClassifyRequest) -> Result<pb::ClassifyResponse, Error> {
+    /// Classify's answer, encoded (`answers`); notes the command it found.
+    pub(crate) fn classify(&self, request: &pb::ClassifyRequest) -> Result<Bytes, Error> {
         let message = required("message", &request.message)?;
         let snapshot = self.registry.snapshot();
-        let result = match classify(message, &snapshot) {
-            Classification::Command {
-                name, arguments, ..
-            } => pb::classify_response::Result::Command(pb::Command {
-                name: name.to_owned(),
-                arguments: arguments.to_owned(),
-            }),
-            Classification::Ordinary { reason, name } => {
-                pb::classify_response::Result::Ordinary(ordinary(reason, name))
-            }
-        };
-        Ok(pb::ClassifyResponse {
-            result: Some(result),
-            revision: snapshot.revision(),
-        })
+        let classification = classify(message, &snapshot);
+        if let Classification::Command { name, .. } = classification {
+            note(name, "", "");
+        }
+        Ok(answers::classified(&classification, snapshot.revision()))
     }
 
-    async fn complete(
+    /// Complete's answer, encoded (`answers`); notes the command whose argument it
+    /// completed and the caller's trace id.
+    pub(crate) async fn complete(
         &self,
         request: &pb::CompleteRequest,
         trace: &Trace,
-    ) -> Result<pb::CompleteResponse, Error> {
+    ) -> Result<Bytes, Error> {
+        let result = self.completion(request, trace).await;
+        let command = result.as_ref().map_or("", |(_, command)| *command);
+        note(command, "", trace.trace_id());
+        result.map(|(bytes, _)| bytes)
+    }
+
+    /// Complete's answer and the command whose argument it completed ("" for none).
+    async fn completion<'r>(
+        &self,
+        request: &'r pb::CompleteRequest,
+        trace: &Trace,
+    ) -> Result<(Bytes, &'r str), Error> {
         let limit = complete::limit(request.limit);
         // The task is optional here; one that is sent must be well formed.
         if let Some(task) = &request.task {
@@ -177,31 +184,52 @@ impl Api {
             &self.catalogue,
             limit,
         )?;
-        // Not held across a handler call: a slow handler must not keep old states alive.
-        drop(snapshot);
-        let (completions, command) = match plan {
+        let query = match plan {
+            // Encoded while the suggestions still borrow the snapshot.
             Plan::Answer {
                 completions,
                 command,
-            } => (completions, command),
-            Plan::Ask(query) => {
-                let sender = request.sender.clone();
-                let task = request.task.clone();
-                let completions = self
-                    .handlers
-                    .suggest(&query, sender, task, limit, trace)
-                    .await;
-                (completions, query.command)
-            }
+            } => return Ok((answers::completed(&completions, command, revision), command)),
+            Plan::Ask(query) => query,
         };
-        Ok(completion_response(completions, command, revision))
+        // Not held across a handler call: a slow handler must not keep old states alive.
+        drop(snapshot);
+        let sender = request.sender.clone();
+        let task = request.task.clone();
+        let completions = self
+            .handlers
+            .suggest(&query, sender, task, limit, trace)
+            .await;
+        Ok((
+            answers::completed(&completions, query.command, revision),
+            query.command,
+        ))
     }
 
-    async fn execute(
+    /// Execute's answer, encoded (`answers`); notes the command, how it ended and the
+    /// caller's trace id.
+    pub(crate) async fn execute(
         &self,
         request: &pb::ExecuteRequest,
         trace: &Trace,
-    ) -> Result<pb::ExecuteResponse, Error> {
+    ) -> Result<Bytes, Error> {
+        let result = self.execution(request, trace).await;
+        match &result {
+            Ok(Executed::Command { name, outcome, .. }) => {
+                note(name, outcome.as_str_name(), trace.trace_id())
+            }
+            Ok(Executed::Prompt { name, .. }) => note(name, "PROMPT", trace.trace_id()),
+            _ => note("", "", trace.trace_id()),
+        }
+        result.map(Executed::into_bytes)
+    }
+
+    /// Execute's answer, with what the observing layer notes of it.
+    async fn execution<'r>(
+        &self,
+        request: &'r pb::ExecuteRequest,
+        trace: &Trace,
+    ) -> Result<Executed<'r>, Error> {
         let message = required("message", &request.message)?;
         if message.message_id.is_empty() {
             return Err(Error::invalid("message.message_id", "must not be empty"));
@@ -225,12 +253,9 @@ impl Api {
             &self.catalogue,
         )? {
             Execution::Ordinary { reason, name } => {
-                return Ok(pb::ExecuteResponse {
-                    result: Some(pb::execute_response::Result::Ordinary(ordinary(
-                        reason, name,
-                    ))),
-                    revision,
-                });
+                return Ok(Executed::Ordinary(answers::executed_ordinary(
+                    reason, name, revision,
+                )));
             }
             Execution::Command {
                 name,
@@ -241,7 +266,7 @@ impl Api {
                 name,
                 arguments,
                 text,
-            } => return Ok(prompt_response(name, arguments, text, revision)),
+            } => return Ok(Executed::prompt(name, arguments, &text, revision)),
             Execution::AskPrompt {
                 name,
                 arguments,
@@ -255,7 +280,7 @@ impl Api {
                     .await;
                 match prompt_result(name, answer) {
                     Prompted::Text(text) => {
-                        return Ok(prompt_response(name, arguments, text, revision))
+                        return Ok(Executed::prompt(name, arguments, &text, revision))
                     }
                     Prompted::Reply(reply) => (name, arguments, reply),
                 }
@@ -297,65 +322,60 @@ impl Api {
             now(),
             request.event_metadata,
         );
-        let event_proto = forms.protobuf.then(|| event.to_proto());
         let event_json = forms
             .json
             .map(|form| event.to_json(form))
             .unwrap_or_default();
-        let outcome = outcome_to_proto(name, arguments, reply, event_proto, event_json);
-        Ok(pb::ExecuteResponse {
-            result: Some(pb::execute_response::Result::Command(outcome)),
-            revision,
+        let ran = answers::Ran {
+            name,
+            arguments,
+            reply: &reply,
+            event: forms.protobuf.then_some(&event),
+            event_json: &event_json,
+        };
+        Ok(Executed::Command {
+            name,
+            outcome: reply.outcome,
+            bytes: answers::executed_command(&ran, revision),
         })
     }
 }
 
-/// Execute's answer for a prompt command: the expansion, for the model.
-fn prompt_response(
-    name: &str,
-    arguments: &str,
-    text: String,
-    revision: u64,
-) -> pb::ExecuteResponse {
-    pb::ExecuteResponse {
-        result: Some(pb::execute_response::Result::Prompt(pb::PromptExpansion {
-            command: Some(pb::Command {
-                name: name.to_owned(),
-                arguments: arguments.to_owned(),
-            }),
-            text,
-        })),
-        revision,
+/// Execute's encoded answer, and what it concerns for the observing layer.
+enum Executed<'r> {
+    /// Not a command.
+    Ordinary(Bytes),
+    /// A command that ran (or was refused), and how it ended.
+    Command {
+        name: &'r str,
+        outcome: Outcome,
+        bytes: Bytes,
+    },
+    /// A prompt command's expansion.
+    Prompt { name: &'r str, bytes: Bytes },
+}
+
+impl<'r> Executed<'r> {
+    fn prompt(name: &'r str, arguments: &str, text: &str, revision: u64) -> Self {
+        Executed::Prompt {
+            name,
+            bytes: answers::executed_prompt(name, arguments, text, revision),
+        }
+    }
+
+    fn into_bytes(self) -> Bytes {
+        match self {
+            Executed::Ordinary(bytes)
+            | Executed::Command { bytes, .. }
+            | Executed::Prompt { bytes, .. } => bytes,
+        }
     }
 }
 
 /// The W3C trace context of an incoming call, to pass on to handlers.
-fn trace_of(metadata: &tonic::metadata::MetadataMap) -> Trace {
+pub(crate) fn trace_of(metadata: &tonic::metadata::MetadataMap) -> Trace {
     let header = |name| metadata.get(name).and_then(|v| v.to_str().ok());
     Trace::from_headers(header("traceparent"), header("tracestate"))
-}
-
-/// A Complete answer.
-fn completion_response(
-    completions: Completions,
-    command: &str,
-    revision: u64,
-) -> pb::CompleteResponse {
-    pb::CompleteResponse {
-        total: u32::try_from(completions.total).unwrap_or(u32::MAX),
-        has_more: completions.has_more,
-        values: completions
-            .values
-            .into_iter()
-            .map(|s| pb::Completion {
-                value: s.value,
-                text: s.text,
-                description: s.description,
-            })
-            .collect(),
-        command: command.to_owned(),
-        revision,
-    }
 }
 
 /// The stream WatchSpecs answers with.
@@ -408,61 +428,47 @@ impl CommandService for Api {
         Ok(Response::new(Box::pin(updates) as WatchStream))
     }
 
+    /// Served by `routes::Routes` from the encoded answer as it is when the server is
+    /// wired by `server::start`; decoded here for anyone serving `Api` directly.
     async fn complete(
         &self,
         request: Request<pb::CompleteRequest>,
     ) -> Result<Response<pb::CompleteResponse>, Status> {
         let trace = trace_of(request.metadata());
-        let result = Api::complete(self, request.get_ref(), &trace).await;
-        let command = result.as_ref().map_or("", |r| r.command.as_str());
-        note(command, "", trace.trace_id());
-        answer(result)
+        decoded(Api::complete(self, request.get_ref(), &trace).await)
     }
 
+    /// As `complete`.
     async fn classify(
         &self,
         request: Request<pb::ClassifyRequest>,
     ) -> Result<Response<pb::ClassifyResponse>, Status> {
-        let result = Api::classify(self, request.get_ref());
-        if let Ok(pb::ClassifyResponse {
-            result: Some(pb::classify_response::Result::Command(command)),
-            ..
-        }) = &result
-        {
-            note(&command.name, "", "");
-        }
-        answer(result)
+        decoded(Api::classify(self, request.get_ref()))
     }
 
+    /// As `complete`.
     async fn execute(
         &self,
         request: Request<pb::ExecuteRequest>,
     ) -> Result<Response<pb::ExecuteResponse>, Status> {
         let trace = trace_of(request.metadata());
-        let result = Api::execute(self, request.get_ref(), &trace).await;
-        match &result {
-            Ok(pb::ExecuteResponse {
-                result: Some(pb::execute_response::Result::Command(outcome)),
-                ..
-            }) => {
-                let command = outcome.command.as_ref().map_or("", |c| c.name.as_str());
-                note(command, outcome.outcome().as_str_name(), trace.trace_id());
-            }
-            Ok(pb::ExecuteResponse {
-                result: Some(pb::execute_response::Result::Prompt(expansion)),
-                ..
-            }) => {
-                let command = expansion.command.as_ref().map_or("", |c| c.name.as_str());
-                note(command, "PROMPT", trace.trace_id());
-            }
-            _ => note("", "", trace.trace_id()),
-        }
-        answer(result)
+        decoded(Api::execute(self, request.get_ref(), &trace).await)
     }
 }
 
+/// An encoded answer as the generated type it encodes.
+fn decoded<T: prost::Message + Default>(
+    result: Result<Bytes, Error>,
+) -> Result<Response<T>, Status> {
+    let bytes = result.map_err(Status::from)?;
+    // `answers` writes what prost writes for `T` (its tests compare the bytes).
+    Ok(Response::new(
+        T::decode(bytes).expect("an encoded answer decodes as its type"),
+    ))
+}
+
 /// A method's result as gRPC answers it.
-fn answer<T>(result: Result<T, Error>) -> Result<Response<T>, Status> {
+pub(crate) fn answer<T>(result: Result<T, Error>) -> Result<Response<T>, Status> {
     result.map(Response::new).map_err(Status::from)
 }
 

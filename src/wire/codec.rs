@@ -216,13 +216,31 @@ where
     }
 
     fn decoder(&mut self) -> Self::Decoder {
-        BoundedDecoder(PhantomData)
+        BoundedDecoder {
+            max: None,
+            decodes: PhantomData,
+        }
     }
 }
 
 /// The decoder of [`BoundedCodec`].
 #[derive(Debug)]
-pub struct BoundedDecoder<U>(PhantomData<U>);
+pub struct BoundedDecoder<U> {
+    /// Its own limit; `None` reads the one set around the call.
+    max: Option<usize>,
+    decodes: PhantomData<U>,
+}
+
+impl<U> BoundedDecoder<U> {
+    /// A decoder that allows `max` elements, for a route that builds its own codec and
+    /// so need not set the limit around the call.
+    pub fn with_max(max: usize) -> Self {
+        Self {
+            max: Some(max),
+            decodes: PhantomData,
+        }
+    }
+}
 
 impl<U> Decoder for BoundedDecoder<U>
 where
@@ -233,7 +251,7 @@ where
 
     fn decode(&mut self, buf: &mut DecodeBuf<'_>) -> Result<Option<U>, Status> {
         use bytes::Buf as _;
-        let max = max_elements();
+        let max = self.max.unwrap_or_else(max_elements);
         let bytes = buf.chunk();
         // Every element counted takes at least one byte on the wire, so a message no
         // longer than the limit cannot pass it: most requests need no walk.

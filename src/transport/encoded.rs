@@ -1,0 +1,175 @@
+//! Unary methods whose answers are bytes already encoded: ListSpecs (cached per
+//! revision, `list_specs`) and Classify, Execute and Complete (written by `answers`).
+//!
+//! tonic's `Grpc` still reads the request, decodes it under this server's limits (the
+//! element bound given to the decoder itself, not set around the call) and frames the
+//! answer; only the encoding is ours. `routes` sends these paths here; everything else
+//! goes to the generated service, which answers the same for anyone serving `Api`
+//! directly.
+
+use std::convert::Infallible;
+use std::future::{ready, Future, Ready};
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use tonic::codec::{Codec, EncodeBuf, Encoder};
+use tonic::codegen::{http, BoxFuture, Bytes};
+use tonic::server::{Grpc, UnaryService};
+use tonic::{Request, Response, Status};
+
+use crate::pb;
+use crate::transport::service::{answer, trace_of, Api, SERVICE_NAME};
+use crate::wire::{BoundedDecoder, Scanned};
+
+/// What this server accepts of a request.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// The most bytes (`--max-message-bytes`).
+    pub max_bytes: usize,
+    /// The most repeated elements (`--max-request-elements`).
+    pub max_elements: usize,
+}
+
+/// Serves one unary call of `method`, whose answers are encoded bytes.
+pub fn serve<U, S>(
+    method: S,
+    request: http::Request<tonic::body::Body>,
+    limits: Limits,
+) -> impl Future<Output = http::Response<tonic::body::Body>>
+where
+    U: prost::Message + Default + Scanned + Send + 'static,
+    S: UnaryService<U, Response = Bytes>,
+{
+    let codec = EncodedCodec::<U> {
+        max_elements: limits.max_elements,
+        decodes: PhantomData,
+    };
+    let mut grpc =
+        Grpc::new(codec).apply_max_message_size_config(Some(limits.max_bytes), Some(usize::MAX));
+    async move { grpc.unary(method, request).await }
+}
+
+/// Decodes requests of type `U` (with the element bound); sends answers that are
+/// already bytes.
+struct EncodedCodec<U> {
+    max_elements: usize,
+    decodes: PhantomData<U>,
+}
+
+/// Writes an encoded answer as it is.
+struct PassThrough;
+
+impl Encoder for PassThrough {
+    type Item = Bytes;
+    type Error = Status;
+
+    fn encode(&mut self, item: Bytes, dst: &mut EncodeBuf<'_>) -> Result<(), Status> {
+        use bytes::BufMut as _;
+        dst.put_slice(&item);
+        Ok(())
+    }
+}
+
+impl<U> Codec for EncodedCodec<U>
+where
+    U: prost::Message + Default + Scanned + Send + 'static,
+{
+    type Encode = Bytes;
+    type Decode = U;
+    type Encoder = PassThrough;
+    type Decoder = BoundedDecoder<U>;
+
+    fn encoder(&mut self) -> PassThrough {
+        PassThrough
+    }
+
+    fn decoder(&mut self) -> BoundedDecoder<U> {
+        BoundedDecoder::with_max(self.max_elements)
+    }
+}
+
+/// Classify, Execute and Complete, the methods on every message and keystroke.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Direct {
+    /// `Classify`.
+    Classify,
+    /// `Execute`.
+    Execute,
+    /// `Complete`.
+    Complete,
+}
+
+impl Direct {
+    /// The method `path` calls, if it is one of these.
+    pub fn of(path: &str) -> Option<Self> {
+        let method = path
+            .strip_prefix('/')?
+            .strip_prefix(SERVICE_NAME)?
+            .strip_prefix('/')?;
+        match method {
+            "Classify" => Some(Self::Classify),
+            "Execute" => Some(Self::Execute),
+            "Complete" => Some(Self::Complete),
+            _ => None,
+        }
+    }
+
+    /// Answers one call of this method on `api`.
+    pub fn call(
+        self,
+        api: &Arc<Api>,
+        request: http::Request<tonic::body::Body>,
+        limits: Limits,
+    ) -> BoxFuture<http::Response<tonic::body::Body>, Infallible> {
+        let method = Method(Arc::clone(api));
+        match self {
+            Self::Classify => Box::pin(async move {
+                Ok(serve::<pb::ClassifyRequest, _>(method, request, limits).await)
+            }),
+            Self::Execute => Box::pin(async move {
+                Ok(serve::<pb::ExecuteRequest, _>(method, request, limits).await)
+            }),
+            Self::Complete => Box::pin(async move {
+                Ok(serve::<pb::CompleteRequest, _>(method, request, limits).await)
+            }),
+        }
+    }
+}
+
+/// One call of a direct method on the API.
+struct Method(Arc<Api>);
+
+impl UnaryService<pb::ClassifyRequest> for Method {
+    type Response = Bytes;
+    type Future = Ready<Result<Response<Bytes>, Status>>;
+
+    fn call(&mut self, request: Request<pb::ClassifyRequest>) -> Self::Future {
+        ready(answer(self.0.classify(request.get_ref())))
+    }
+}
+
+impl UnaryService<pb::ExecuteRequest> for Method {
+    type Response = Bytes;
+    type Future = BoxFuture<Response<Bytes>, Status>;
+
+    fn call(&mut self, request: Request<pb::ExecuteRequest>) -> Self::Future {
+        let api = Arc::clone(&self.0);
+        Box::pin(async move {
+            let trace = trace_of(request.metadata());
+            answer(api.execute(request.get_ref(), &trace).await)
+        })
+    }
+}
+
+impl UnaryService<pb::CompleteRequest> for Method {
+    type Response = Bytes;
+    type Future = BoxFuture<Response<Bytes>, Status>;
+
+    fn call(&mut self, request: Request<pb::CompleteRequest>) -> Self::Future {
+        let api = Arc::clone(&self.0);
+        Box::pin(async move {
+            let trace = trace_of(request.metadata());
+            answer(api.complete(request.get_ref(), &trace).await)
+        })
+    }
+}

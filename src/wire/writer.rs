@@ -1,0 +1,202 @@
+//! A protobuf writer for answers encoded straight from borrowed values.
+//!
+//! prost encodes a message it owns: answering Classify, Execute or Complete that way
+//! means first copying every string of the rules' output into generated structs, then
+//! measuring each nested message once per level above it, then freeing it all. The
+//! writer takes `&str`s where they already are and writes each field once, in field
+//! order, with prost's rules for what is left out (proto3 defaults), so the bytes are
+//! the ones prost would write for the same values; the answers' tests compare them.
+
+use bytes::Bytes;
+
+/// Wire type of varint fields.
+const VARINT: u32 = 0;
+/// Wire type of length-delimited fields (strings, bytes, messages).
+const LENGTH_DELIMITED: u32 = 2;
+
+/// Writes one protobuf message, field by field, into a growing buffer.
+#[derive(Debug, Default)]
+pub struct ProtoWriter {
+    buf: Vec<u8>,
+}
+
+impl ProtoWriter {
+    /// A writer whose buffer starts with room for `capacity` bytes.
+    pub fn with_capacity(capacity: usize) -> Self {
+        Self {
+            buf: Vec::with_capacity(capacity),
+        }
+    }
+
+    /// The message written.
+    pub fn into_bytes(self) -> Bytes {
+        Bytes::from(self.buf)
+    }
+
+    fn varint(&mut self, mut value: u64) {
+        while value >= 0x80 {
+            self.buf.push((value as u8) | 0x80);
+            value >>= 7;
+        }
+        self.buf.push(value as u8);
+    }
+
+    fn key(&mut self, tag: u32, wire_type: u32) {
+        self.varint(u64::from((tag << 3) | wire_type));
+    }
+
+    /// A `string` field; left out when empty, as proto3 does.
+    pub fn string(&mut self, tag: u32, value: &str) {
+        if !value.is_empty() {
+            self.present_string(tag, value);
+        }
+    }
+
+    /// A `string` field made of `parts` in a row, without joining them first; left out
+    /// when empty.
+    pub fn string_of(&mut self, tag: u32, parts: &[&str]) {
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        if len == 0 {
+            return;
+        }
+        self.key(tag, LENGTH_DELIMITED);
+        self.varint(len as u64);
+        for part in parts {
+            self.buf.extend_from_slice(part.as_bytes());
+        }
+    }
+
+    /// An `optional string` field: written when present, even empty.
+    pub fn optional_string(&mut self, tag: u32, value: Option<&str>) {
+        if let Some(value) = value {
+            self.present_string(tag, value);
+        }
+    }
+
+    fn present_string(&mut self, tag: u32, value: &str) {
+        self.key(tag, LENGTH_DELIMITED);
+        self.varint(value.len() as u64);
+        self.buf.extend_from_slice(value.as_bytes());
+    }
+
+    /// A `uint64` or `uint32` field; left out when zero.
+    pub fn uint(&mut self, tag: u32, value: u64) {
+        if value != 0 {
+            self.key(tag, VARINT);
+            self.varint(value);
+        }
+    }
+
+    /// An `int64`, `int32` or enum field; left out when zero. Negative values take ten
+    /// bytes, sign-extended, as the wire format says for both.
+    pub fn int(&mut self, tag: u32, value: i64) {
+        self.uint(tag, value as u64);
+    }
+
+    /// A `bool` field; left out when false.
+    pub fn bool(&mut self, tag: u32, value: bool) {
+        self.uint(tag, u64::from(value));
+    }
+
+    /// A message field, always written (a present message, even empty): `body` writes
+    /// its fields. Its length is known only afterwards, so one byte is kept for it and
+    /// the body moved up in the rare case that the length needs more.
+    pub fn message(&mut self, tag: u32, body: impl FnOnce(&mut Self)) {
+        self.key(tag, LENGTH_DELIMITED);
+        let at = self.buf.len();
+        self.buf.push(0);
+        body(self);
+        let len = self.buf.len() - at - 1;
+        if len < 0x80 {
+            self.buf[at] = len as u8;
+            return;
+        }
+        let mut prefix = Self::with_capacity(10);
+        prefix.varint(len as u64);
+        self.buf.splice(at..=at, prefix.buf);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use prost::Message as _;
+
+    #[test]
+    fn writes_what_prost_writes() {
+        let text = "x".repeat(300);
+        let want = crate::pb::PromptExpansion {
+            command: Some(crate::pb::Command {
+                name: "deploy".into(),
+                arguments: String::new(),
+            }),
+            text: text.clone(),
+        };
+        let mut w = ProtoWriter::default();
+        w.message(1, |w| {
+            w.string(1, "deploy");
+            w.string(2, "");
+        });
+        w.string_of(2, &[&text[..100], "", &text[100..]]);
+        assert_eq!(w.into_bytes(), want.encode_to_vec());
+    }
+
+    #[test]
+    fn long_messages_get_long_length_prefixes() {
+        for len in [0, 1, 127, 128, 16_383, 16_384, 70_000] {
+            let reply = "r".repeat(len);
+            let want = crate::pb::CommandOutcome {
+                reply: reply.clone(),
+                changes: Some(Default::default()),
+                outcome: -1,
+                ..Default::default()
+            };
+            let mut outer = ProtoWriter::default();
+            outer.message(2, |w| {
+                w.int(2, -1);
+                w.string(3, &reply);
+                w.message(6, |_| {});
+            });
+            let bytes = outer.into_bytes();
+            let decoded = crate::pb::ExecuteResponse::decode(bytes.clone()).unwrap();
+            let Some(crate::pb::execute_response::Result::Command(got)) = decoded.result else {
+                panic!("not a command outcome");
+            };
+            assert_eq!(got, want, "{len}");
+            let expected = crate::pb::ExecuteResponse {
+                result: Some(crate::pb::execute_response::Result::Command(want)),
+                revision: 0,
+            };
+            assert_eq!(bytes, expected.encode_to_vec(), "{len}");
+        }
+    }
+
+    #[test]
+    fn scalars_follow_proto3_defaults() {
+        let want = crate::pb::CompleteResponse {
+            total: 300,
+            has_more: true,
+            revision: u64::MAX,
+            ..Default::default()
+        };
+        let mut w = ProtoWriter::default();
+        w.uint(2, 300);
+        w.bool(3, true);
+        w.string(4, "");
+        w.uint(5, u64::MAX);
+        assert_eq!(w.into_bytes(), want.encode_to_vec());
+        let mut zero = ProtoWriter::default();
+        zero.uint(2, 0);
+        zero.bool(3, false);
+        zero.int(1, 0);
+        assert!(zero.into_bytes().is_empty());
+        let mut settings = ProtoWriter::default();
+        settings.optional_string(1, Some(""));
+        settings.optional_string(2, None);
+        let want = crate::pb::TaskSettings {
+            model: Some(String::new()),
+            effort: None,
+        };
+        assert_eq!(settings.into_bytes(), want.encode_to_vec());
+    }
+}
