@@ -169,7 +169,7 @@ fn execution(c: &mut Criterion) {
             let event = reply_event(&task, "", &msg.message_id, name, &reply, timestamp, false);
             let mut bytes = ProtoWriter::default();
             write_event(&mut bytes, &event);
-            let bytes = bytes.into_bytes();
+            let bytes = bytes.into_vec();
             let json = event.to_json(JsonForm::A2a10);
             (bytes.len(), json.len())
         })

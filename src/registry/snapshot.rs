@@ -126,9 +126,48 @@ pub struct Snapshot {
     commands: Commands,
     /// Rendered on first use, so writes never pay for it.
     card: OnceLock<Card>,
-    /// The commands in order as a plain list, built on first use: completion walks it
-    /// on every keystroke, and a list is cheaper to walk than the persistent map.
-    listing: OnceLock<Vec<Arc<Registered>>>,
+    /// The commands as plain lists, built on first use: completion looks names up by
+    /// prefix on every keystroke.
+    names: OnceLock<NameIndex>,
+}
+
+/// The commands in registration order, and their positions sorted by name, so that
+/// the names with a prefix are one contiguous run found by binary search.
+#[derive(Debug)]
+struct NameIndex {
+    listing: Vec<Arc<Registered>>,
+    by_name: Vec<u32>,
+}
+
+impl NameIndex {
+    fn new(commands: &Commands) -> Self {
+        let listing: Vec<Arc<Registered>> = commands.iter().cloned().collect();
+        // Positions fit: the registry holds at most --max-commands, far below u32::MAX.
+        let mut by_name: Vec<u32> = (0..listing.len() as u32).collect();
+        by_name.sort_unstable_by(|a, b| {
+            listing[*a as usize]
+                .spec
+                .name
+                .as_str()
+                .cmp(listing[*b as usize].spec.name.as_str())
+        });
+        Self { listing, by_name }
+    }
+
+    fn name(&self, position: u32) -> &str {
+        self.listing[position as usize].spec.name.as_str()
+    }
+
+    /// The commands whose names start with `prefix`, in registration order.
+    fn starting_with(&self, prefix: &str) -> impl Iterator<Item = &Arc<Registered>> {
+        // Sorted by name, the names below `prefix` come first, then those starting with
+        // it, then the rest.
+        let from = self.by_name.partition_point(|p| self.name(*p) < prefix);
+        let to = from + self.by_name[from..].partition_point(|p| self.name(*p).starts_with(prefix));
+        let mut found = self.by_name[from..to].to_vec();
+        found.sort_unstable();
+        found.into_iter().map(|p| &self.listing[p as usize])
+    }
 }
 
 impl Snapshot {
@@ -137,7 +176,7 @@ impl Snapshot {
             revision,
             commands,
             card: OnceLock::new(),
-            listing: OnceLock::new(),
+            names: OnceLock::new(),
         }
     }
 
@@ -151,10 +190,12 @@ impl Snapshot {
         self.commands.iter()
     }
 
-    /// The commands in registration order, as a list (built on first use).
-    pub fn listing(&self) -> &[Arc<Registered>] {
-        self.listing
-            .get_or_init(|| self.commands.iter().cloned().collect())
+    /// The commands whose names start with `prefix`, in registration order: a binary
+    /// search in an index built on first use, not a walk of every command.
+    pub fn starting_with(&self, prefix: &str) -> impl Iterator<Item = &Arc<Registered>> {
+        self.names
+            .get_or_init(|| NameIndex::new(&self.commands))
+            .starting_with(prefix)
     }
 
     /// How many commands there are.
@@ -204,5 +245,44 @@ impl Lookup for Snapshot {
 
     fn access(&self, name: &str) -> Option<&Access> {
         self.commands.get(name).map(|c| &c.access)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_by_prefix_come_in_registration_order() {
+        let names = ["zeta", "model-b", "alpha", "model-a", "mod", "m", "mode"];
+        let snapshot = Snapshot::detached(names.map(|n| {
+            (
+                CommandSpec::new("", n, "A command", "").unwrap(),
+                Body::None,
+            )
+        }));
+        let found = |prefix: &str| -> Vec<&str> {
+            snapshot
+                .starting_with(prefix)
+                .map(|c| c.spec.name.as_str())
+                .collect()
+        };
+        assert_eq!(found("mod"), ["model-b", "model-a", "mod", "mode"]);
+        assert_eq!(found("model-"), ["model-b", "model-a"]);
+        assert_eq!(found("zz"), Vec::<&str>::new());
+        // Every prefix (and a few that match nothing) gives what a scan of every
+        // command gives.
+        let mut prefixes: Vec<String> = vec!["".into(), "n".into(), "b".into(), "zz".into()];
+        for name in names {
+            prefixes.extend((1..=name.len()).map(|i| name[..i].to_owned()));
+        }
+        for prefix in &prefixes {
+            let scanned: Vec<&str> = snapshot
+                .commands()
+                .map(|c| c.spec.name.as_str())
+                .filter(|n| n.starts_with(prefix.as_str()))
+                .collect();
+            assert_eq!(found(prefix), scanned, "{prefix:?}");
+        }
     }
 }

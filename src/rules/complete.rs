@@ -261,17 +261,21 @@ pub struct ArgumentQuery<'t> {
 }
 
 /// Plans the answer to completing `text` for a sender of `role`, against the
-/// registered `commands` (looked up by name, and `listing` them in registration order
-/// with their descriptions), with at most `limit` suggestions. Completing a command
-/// needs a role: an unspecified one is an error.
-pub fn plan<'t: 'c, 'c>(
+/// registered `commands` (looked up by name; `listing(prefix)` gives those whose names
+/// start with `prefix`, in registration order, with their descriptions and access),
+/// with at most `limit` suggestions. Completing a command needs a role: an unspecified
+/// one is an error.
+pub fn plan<'t: 'c, 'c, L>(
     text: &'t str,
     role: ParticipantRole,
     commands: &'c impl Lookup,
-    listing: impl Iterator<Item = (&'c str, &'c str, &'c Access)>,
+    listing: impl FnOnce(&'t str) -> L,
     catalogue: &'c Catalogue,
     limit: usize,
-) -> Result<Plan<'t, 'c>, Error> {
+) -> Result<Plan<'t, 'c>, Error>
+where
+    L: Iterator<Item = (&'c str, &'c str, &'c Access)>,
+{
     let answer = |completions, command| {
         Ok(Plan::Answer {
             completions,
@@ -290,7 +294,7 @@ pub fn plan<'t: 'c, 'c>(
         ));
     }
     let (name, head, argument) = match target {
-        Target::Name { prefix } => return answer(names(prefix, role, listing, limit), ""),
+        Target::Name { prefix } => return answer(names(prefix, role, listing(prefix), limit), ""),
         Target::Argument {
             name,
             head,

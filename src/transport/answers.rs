@@ -9,8 +9,6 @@
 //! the bytes are the ones prost writes for the same answer (the tests below check).
 //! `service` answers with them; `routes` sends them as they are.
 
-use bytes::Bytes;
-
 use crate::pb::{OrdinaryReason, Role};
 use crate::rules::complete::Completions;
 use crate::rules::event::ReplyEvent;
@@ -85,7 +83,7 @@ fn ordinary(w: &mut ProtoWriter, tag: u32, reason: OrdinaryReason, name: Option<
 }
 
 /// `ClassifyResponse { oneof result { command = 1; ordinary = 2 } revision = 3 }`.
-pub fn classified(classification: &Classification<'_, '_>, revision: u64) -> Bytes {
+pub fn classified(classification: &Classification<'_, '_>, revision: u64) -> Vec<u8> {
     let mut w = ProtoWriter::with_capacity(SMALL);
     match classification {
         Classification::Command {
@@ -94,27 +92,27 @@ pub fn classified(classification: &Classification<'_, '_>, revision: u64) -> Byt
         Classification::Ordinary { reason, name } => ordinary(&mut w, 2, *reason, *name),
     }
     w.uint(3, revision);
-    w.into_bytes()
+    w.into_vec()
 }
 
 /// `ExecuteResponse` (`ordinary = 1`, `revision = 3`): not a command.
-pub fn executed_ordinary(reason: OrdinaryReason, name: Option<&str>, revision: u64) -> Bytes {
+pub fn executed_ordinary(reason: OrdinaryReason, name: Option<&str>, revision: u64) -> Vec<u8> {
     let mut w = ProtoWriter::with_capacity(SMALL);
     ordinary(&mut w, 1, reason, name);
     w.uint(3, revision);
-    w.into_bytes()
+    w.into_vec()
 }
 
 /// `ExecuteResponse` (`prompt = 4`, then `revision = 3`, as prost orders a oneof by its
 /// first field): a prompt command's expansion, `PromptExpansion { command = 1; text = 2 }`.
-pub fn executed_prompt(name: &str, arguments: &str, text: &str, revision: u64) -> Bytes {
+pub fn executed_prompt(name: &str, arguments: &str, text: &str, revision: u64) -> Vec<u8> {
     let mut w = ProtoWriter::with_capacity(SMALL + text.len());
     w.message(4, |p| {
         command(p, 1, name, arguments);
         p.string(2, text);
     });
     w.uint(3, revision);
-    w.into_bytes()
+    w.into_vec()
 }
 
 /// A command's answer: who ran, its reply and changes, and the reply event in the forms
@@ -135,7 +133,7 @@ pub struct Ran<'a> {
 /// `ExecuteResponse` (`command = 2`, `revision = 3`): a command's
 /// `CommandOutcome { command = 1; outcome = 2; reply = 3; event = 4; event_json = 5;
 /// changes = 6 }`.
-pub fn executed_command(ran: &Ran<'_>, revision: u64) -> Bytes {
+pub fn executed_command(ran: &Ran<'_>, revision: u64) -> Vec<u8> {
     let mut w = ProtoWriter::with_capacity(WITH_EVENT + ran.event_json.len());
     w.message(2, |o| {
         command(o, 1, ran.name, ran.arguments);
@@ -164,12 +162,12 @@ pub fn executed_command(ran: &Ran<'_>, revision: u64) -> Bytes {
         });
     });
     w.uint(3, revision);
-    w.into_bytes()
+    w.into_vec()
 }
 
 /// `CompleteResponse { repeated values = 1; total = 2; has_more = 3; command = 4;
 /// revision = 5 }`, each value a `Completion { value = 1; text = 2; description = 3 }`.
-pub fn completed(completions: &Completions<'_>, command: &str, revision: u64) -> Bytes {
+pub fn completed(completions: &Completions<'_>, command: &str, revision: u64) -> Vec<u8> {
     let mut w = ProtoWriter::with_capacity(SMALL + 64 * completions.values.len());
     for suggestion in &completions.values {
         w.message(1, |c| {
@@ -187,7 +185,7 @@ pub fn completed(completions: &Completions<'_>, command: &str, revision: u64) ->
     w.bool(3, completions.has_more);
     w.string(4, command);
     w.uint(5, revision);
-    w.into_bytes()
+    w.into_vec()
 }
 
 #[cfg(test)]
@@ -283,10 +281,10 @@ mod tests {
         for case in cases {
             let mut w = ProtoWriter::default();
             write_event(&mut w, &case);
-            let bytes = w.into_bytes();
+            let bytes = w.into_vec();
             let want = generated_event(&case);
             assert_eq!(bytes, want.encode_to_vec(), "{case:?}");
-            let got = pb::TaskStatusUpdateEvent::decode(bytes).unwrap();
+            let got = pb::TaskStatusUpdateEvent::decode(&bytes[..]).unwrap();
             assert_eq!(got.metadata.is_some(), case.event_metadata);
             let message = got.status.unwrap().message.unwrap();
             let metadata = message.metadata.unwrap().fields;

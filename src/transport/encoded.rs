@@ -13,7 +13,7 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 
 use tonic::codec::{Codec, EncodeBuf, Encoder};
-use tonic::codegen::{http, BoxFuture, Bytes};
+use tonic::codegen::{http, BoxFuture};
 use tonic::server::{Grpc, UnaryService};
 use tonic::{Request, Response, Status};
 
@@ -30,57 +30,60 @@ pub struct Limits {
     pub max_elements: usize,
 }
 
-/// Serves one unary call of `method`, whose answers are encoded bytes.
-pub fn serve<U, S>(
+/// Serves one unary call of `method`, whose answers are encoded bytes (`A`: a cached
+/// `Bytes`, or a `Vec` written for this call).
+pub fn serve<U, A, S>(
     method: S,
     request: http::Request<tonic::body::Body>,
     limits: Limits,
 ) -> impl Future<Output = http::Response<tonic::body::Body>>
 where
     U: prost::Message + Default + Scanned + Send + 'static,
-    S: UnaryService<U, Response = Bytes>,
+    A: AsRef<[u8]> + Send + 'static,
+    S: UnaryService<U, Response = A>,
 {
-    let codec = EncodedCodec::<U> {
+    let codec = EncodedCodec::<U, A> {
         max_elements: limits.max_elements,
-        decodes: PhantomData,
+        types: PhantomData,
     };
     let mut grpc =
         Grpc::new(codec).apply_max_message_size_config(Some(limits.max_bytes), Some(usize::MAX));
     async move { grpc.unary(method, request).await }
 }
 
-/// Decodes requests of type `U` (with the element bound); sends answers that are
+/// Decodes requests of type `U` (with the element bound); sends answers `A` that are
 /// already bytes.
-struct EncodedCodec<U> {
+struct EncodedCodec<U, A> {
     max_elements: usize,
-    decodes: PhantomData<U>,
+    types: PhantomData<fn(A) -> U>,
 }
 
 /// Writes an encoded answer as it is.
-struct PassThrough;
+struct PassThrough<A>(PhantomData<fn(A)>);
 
-impl Encoder for PassThrough {
-    type Item = Bytes;
+impl<A: AsRef<[u8]>> Encoder for PassThrough<A> {
+    type Item = A;
     type Error = Status;
 
-    fn encode(&mut self, item: Bytes, dst: &mut EncodeBuf<'_>) -> Result<(), Status> {
+    fn encode(&mut self, item: A, dst: &mut EncodeBuf<'_>) -> Result<(), Status> {
         use bytes::BufMut as _;
-        dst.put_slice(&item);
+        dst.put_slice(item.as_ref());
         Ok(())
     }
 }
 
-impl<U> Codec for EncodedCodec<U>
+impl<U, A> Codec for EncodedCodec<U, A>
 where
     U: prost::Message + Default + Scanned + Send + 'static,
+    A: AsRef<[u8]> + Send + 'static,
 {
-    type Encode = Bytes;
+    type Encode = A;
     type Decode = U;
-    type Encoder = PassThrough;
+    type Encoder = PassThrough<A>;
     type Decoder = BoundedDecoder<U>;
 
-    fn encoder(&mut self) -> PassThrough {
-        PassThrough
+    fn encoder(&mut self) -> PassThrough<A> {
+        PassThrough(PhantomData)
     }
 
     fn decoder(&mut self) -> BoundedDecoder<U> {
@@ -124,13 +127,13 @@ impl Direct {
         let method = Method(Arc::clone(api));
         match self {
             Self::Classify => Box::pin(async move {
-                Ok(serve::<pb::ClassifyRequest, _>(method, request, limits).await)
+                Ok(serve::<pb::ClassifyRequest, _, _>(method, request, limits).await)
             }),
             Self::Execute => Box::pin(async move {
-                Ok(serve::<pb::ExecuteRequest, _>(method, request, limits).await)
+                Ok(serve::<pb::ExecuteRequest, _, _>(method, request, limits).await)
             }),
             Self::Complete => Box::pin(async move {
-                Ok(serve::<pb::CompleteRequest, _>(method, request, limits).await)
+                Ok(serve::<pb::CompleteRequest, _, _>(method, request, limits).await)
             }),
         }
     }
@@ -140,8 +143,8 @@ impl Direct {
 struct Method(Arc<Api>);
 
 impl UnaryService<pb::ClassifyRequest> for Method {
-    type Response = Bytes;
-    type Future = Ready<Result<Response<Bytes>, Status>>;
+    type Response = Vec<u8>;
+    type Future = Ready<Result<Response<Vec<u8>>, Status>>;
 
     fn call(&mut self, request: Request<pb::ClassifyRequest>) -> Self::Future {
         ready(answer(self.0.classify(request.get_ref())))
@@ -149,8 +152,8 @@ impl UnaryService<pb::ClassifyRequest> for Method {
 }
 
 impl UnaryService<pb::ExecuteRequest> for Method {
-    type Response = Bytes;
-    type Future = BoxFuture<Response<Bytes>, Status>;
+    type Response = Vec<u8>;
+    type Future = BoxFuture<Response<Vec<u8>>, Status>;
 
     fn call(&mut self, request: Request<pb::ExecuteRequest>) -> Self::Future {
         let api = Arc::clone(&self.0);
@@ -162,8 +165,8 @@ impl UnaryService<pb::ExecuteRequest> for Method {
 }
 
 impl UnaryService<pb::CompleteRequest> for Method {
-    type Response = Bytes;
-    type Future = BoxFuture<Response<Bytes>, Status>;
+    type Response = Vec<u8>;
+    type Future = BoxFuture<Response<Vec<u8>>, Status>;
 
     fn call(&mut self, request: Request<pb::CompleteRequest>) -> Self::Future {
         let api = Arc::clone(&self.0);

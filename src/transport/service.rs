@@ -7,9 +7,9 @@
 use std::pin::Pin;
 use std::sync::Arc;
 
-use bytes::Bytes;
 use tokio_stream::{Stream, StreamExt};
 use tokio_util::sync::CancellationToken;
+use tonic::codegen::http;
 use tonic::{Request, Response, Status};
 
 use crate::bodies::{Handlers, Trace};
@@ -131,7 +131,7 @@ impl Api {
     }
 
     /// Classify's answer, encoded (`answers`); notes the command it found.
-    pub(crate) fn classify(&self, request: &pb::ClassifyRequest) -> Result<Bytes, Error> {
+    pub(crate) fn classify(&self, request: &pb::ClassifyRequest) -> Result<Vec<u8>, Error> {
         let message = required("message", &request.message)?;
         let snapshot = self.registry.snapshot();
         let classification = classify(message, &snapshot);
@@ -147,7 +147,7 @@ impl Api {
         &self,
         request: &pb::CompleteRequest,
         trace: &Trace,
-    ) -> Result<Bytes, Error> {
+    ) -> Result<Vec<u8>, Error> {
         let result = self.completion(request, trace).await;
         let command = result.as_ref().map_or("", |(_, command)| *command);
         note(command, "", trace.trace_id());
@@ -159,7 +159,7 @@ impl Api {
         &self,
         request: &'r pb::CompleteRequest,
         trace: &Trace,
-    ) -> Result<(Bytes, &'r str), Error> {
+    ) -> Result<(Vec<u8>, &'r str), Error> {
         let limit = complete::limit(request.limit);
         // The task is optional here; one that is sent must be well formed.
         if let Some(task) = &request.task {
@@ -172,10 +172,11 @@ impl Api {
             .unwrap_or(ParticipantRole::Unspecified);
         let snapshot = self.registry.snapshot();
         let revision = snapshot.revision();
-        let listing = snapshot
-            .listing()
-            .iter()
-            .map(|c| (c.spec.name.as_str(), c.spec.description.as_str(), &c.access));
+        let listing = |prefix| {
+            snapshot
+                .starting_with(prefix)
+                .map(|c| (c.spec.name.as_str(), c.spec.description.as_str(), &c.access))
+        };
         let plan = complete::plan(
             &request.text,
             role,
@@ -212,7 +213,7 @@ impl Api {
         &self,
         request: &pb::ExecuteRequest,
         trace: &Trace,
-    ) -> Result<Bytes, Error> {
+    ) -> Result<Vec<u8>, Error> {
         let result = self.execution(request, trace).await;
         match &result {
             Ok(Executed::Command { name, outcome, .. }) => {
@@ -344,15 +345,15 @@ impl Api {
 /// Execute's encoded answer, and what it concerns for the observing layer.
 enum Executed<'r> {
     /// Not a command.
-    Ordinary(Bytes),
+    Ordinary(Vec<u8>),
     /// A command that ran (or was refused), and how it ended.
     Command {
         name: &'r str,
         outcome: Outcome,
-        bytes: Bytes,
+        bytes: Vec<u8>,
     },
     /// A prompt command's expansion.
-    Prompt { name: &'r str, bytes: Bytes },
+    Prompt { name: &'r str, bytes: Vec<u8> },
 }
 
 impl<'r> Executed<'r> {
@@ -363,7 +364,7 @@ impl<'r> Executed<'r> {
         }
     }
 
-    fn into_bytes(self) -> Bytes {
+    fn into_bytes(self) -> Vec<u8> {
         match self {
             Executed::Ordinary(bytes)
             | Executed::Command { bytes, .. }
@@ -374,8 +375,12 @@ impl<'r> Executed<'r> {
 
 /// The W3C trace context of an incoming call, to pass on to handlers.
 pub(crate) fn trace_of(metadata: &tonic::metadata::MetadataMap) -> Trace {
-    let header = |name| metadata.get(name).and_then(|v| v.to_str().ok());
-    Trace::from_headers(header("traceparent"), header("tracestate"))
+    // Names made once, not parsed from a `&str` on every call.
+    const TRACEPARENT: http::HeaderName = http::HeaderName::from_static("traceparent");
+    const TRACESTATE: http::HeaderName = http::HeaderName::from_static("tracestate");
+    let headers = metadata.as_ref();
+    let header = |name| headers.get(name).and_then(|v| v.to_str().ok());
+    Trace::from_headers(header(&TRACEPARENT), header(&TRACESTATE))
 }
 
 /// The stream WatchSpecs answers with.
@@ -458,12 +463,12 @@ impl CommandService for Api {
 
 /// An encoded answer as the generated type it encodes.
 fn decoded<T: prost::Message + Default>(
-    result: Result<Bytes, Error>,
+    result: Result<Vec<u8>, Error>,
 ) -> Result<Response<T>, Status> {
     let bytes = result.map_err(Status::from)?;
     // `answers` writes what prost writes for `T` (its tests compare the bytes).
     Ok(Response::new(
-        T::decode(bytes).expect("an encoded answer decodes as its type"),
+        T::decode(&bytes[..]).expect("an encoded answer decodes as its type"),
     ))
 }
 

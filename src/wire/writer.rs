@@ -7,8 +7,6 @@
 //! order, with prost's rules for what is left out (proto3 defaults), so the bytes are
 //! the ones prost would write for the same values; the answers' tests compare them.
 
-use bytes::Bytes;
-
 /// Wire type of varint fields.
 const VARINT: u32 = 0;
 /// Wire type of length-delimited fields (strings, bytes, messages).
@@ -29,16 +27,23 @@ impl ProtoWriter {
     }
 
     /// The message written.
-    pub fn into_bytes(self) -> Bytes {
-        Bytes::from(self.buf)
+    pub fn into_vec(self) -> Vec<u8> {
+        self.buf
     }
 
-    fn varint(&mut self, mut value: u64) {
-        while value >= 0x80 {
-            self.buf.push((value as u8) | 0x80);
-            value >>= 7;
-        }
-        self.buf.push(value as u8);
+    /// Appends `value` as a varint.
+    fn varint(&mut self, value: u64) {
+        let mut bytes = [0u8; 10];
+        let n = put_varint(&mut bytes, value);
+        self.buf.extend_from_slice(&bytes[..n]);
+    }
+
+    /// Appends a field's key and, for a length-delimited field, its length, in one go.
+    fn key_and_length(&mut self, tag: u32, len: usize) {
+        let mut head = [0u8; 20];
+        let n = put_varint(&mut head, u64::from((tag << 3) | LENGTH_DELIMITED));
+        let n = n + put_varint(&mut head[n..], len as u64);
+        self.buf.extend_from_slice(&head[..n]);
     }
 
     fn key(&mut self, tag: u32, wire_type: u32) {
@@ -59,8 +64,8 @@ impl ProtoWriter {
         if len == 0 {
             return;
         }
-        self.key(tag, LENGTH_DELIMITED);
-        self.varint(len as u64);
+        self.buf.reserve(len + 20);
+        self.key_and_length(tag, len);
         for part in parts {
             self.buf.extend_from_slice(part.as_bytes());
         }
@@ -74,8 +79,8 @@ impl ProtoWriter {
     }
 
     fn present_string(&mut self, tag: u32, value: &str) {
-        self.key(tag, LENGTH_DELIMITED);
-        self.varint(value.len() as u64);
+        self.buf.reserve(value.len() + 20);
+        self.key_and_length(tag, value.len());
         self.buf.extend_from_slice(value.as_bytes());
     }
 
@@ -111,10 +116,25 @@ impl ProtoWriter {
             self.buf[at] = len as u8;
             return;
         }
-        let mut prefix = Self::with_capacity(10);
-        prefix.varint(len as u64);
-        self.buf.splice(at..=at, prefix.buf);
+        // Move the body up by the bytes the length needs beyond the one kept.
+        let mut prefix = [0u8; 10];
+        let width = put_varint(&mut prefix, len as u64);
+        self.buf.resize(self.buf.len() + width - 1, 0);
+        self.buf.copy_within(at + 1..at + 1 + len, at + width);
+        self.buf[at..at + width].copy_from_slice(&prefix[..width]);
     }
+}
+
+/// Writes `value` as a varint at the start of `out`; returns how many bytes it took.
+fn put_varint(out: &mut [u8], mut value: u64) -> usize {
+    let mut n = 0;
+    while value >= 0x80 {
+        out[n] = (value as u8) | 0x80;
+        value >>= 7;
+        n += 1;
+    }
+    out[n] = value as u8;
+    n + 1
 }
 
 #[cfg(test)]
@@ -138,7 +158,7 @@ mod tests {
             w.string(2, "");
         });
         w.string_of(2, &[&text[..100], "", &text[100..]]);
-        assert_eq!(w.into_bytes(), want.encode_to_vec());
+        assert_eq!(w.into_vec(), want.encode_to_vec());
     }
 
     #[test]
@@ -157,8 +177,8 @@ mod tests {
                 w.string(3, &reply);
                 w.message(6, |_| {});
             });
-            let bytes = outer.into_bytes();
-            let decoded = crate::pb::ExecuteResponse::decode(bytes.clone()).unwrap();
+            let bytes = outer.into_vec();
+            let decoded = crate::pb::ExecuteResponse::decode(&bytes[..]).unwrap();
             let Some(crate::pb::execute_response::Result::Command(got)) = decoded.result else {
                 panic!("not a command outcome");
             };
@@ -184,12 +204,12 @@ mod tests {
         w.bool(3, true);
         w.string(4, "");
         w.uint(5, u64::MAX);
-        assert_eq!(w.into_bytes(), want.encode_to_vec());
+        assert_eq!(w.into_vec(), want.encode_to_vec());
         let mut zero = ProtoWriter::default();
         zero.uint(2, 0);
         zero.bool(3, false);
         zero.int(1, 0);
-        assert!(zero.into_bytes().is_empty());
+        assert!(zero.into_vec().is_empty());
         let mut settings = ProtoWriter::default();
         settings.optional_string(1, Some(""));
         settings.optional_string(2, None);
@@ -197,6 +217,6 @@ mod tests {
             model: Some(String::new()),
             effort: None,
         };
-        assert_eq!(settings.into_bytes(), want.encode_to_vec());
+        assert_eq!(settings.into_vec(), want.encode_to_vec());
     }
 }
