@@ -111,7 +111,8 @@ impl Forms {
 
 /// The reply message's id for an incoming message id: stable, so retries match.
 pub fn reply_message_id(incoming: &str) -> String {
-    format!("{incoming}:reply")
+    // Not `format!`, which costs several times more, on every command's reply.
+    [incoming, ":reply"].concat()
 }
 
 impl ReplyEvent<'_> {

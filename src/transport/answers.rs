@@ -4,10 +4,11 @@
 //! These three are the calls a gateway makes on every message and a completion menu on
 //! every keystroke. Building their generated structs copied each string once more,
 //! prost then measured each nested message once per level above it, and everything was
-//! freed after sending: about a sixth of an Execute. Each function here writes the
-//! fields of the proto's message, in field order, with the writer's proto3 rules, so
-//! the bytes are the ones prost writes for the same answer (the tests below check).
-//! `service` answers with them; `routes` sends them as they are.
+//! freed after sending (BENCHMARKS.md, "The hot path", has the instructions it cost).
+//! Each function here writes the fields of the proto's message, in field order, with
+//! the writer's proto3 rules, so the bytes are the ones prost writes for the same
+//! answer: the tests below build the generated structs and compare. `service` answers
+//! with these bytes; `encoded` sends them as they are.
 
 use crate::pb::{OrdinaryReason, Role};
 use crate::rules::complete::Completions;

@@ -1,9 +1,10 @@
 //! The gRPC transport: everything that knows about tonic, HTTP/2 and statuses.
 //!
 //! `service` implements `CommandService` by translating requests into calls of the
-//! rules, the registry and the handler clients; `routes` sits in front of it (decoding
-//! limits, clear statuses for undecodable requests, ListSpecs to `list_specs`, which
-//! answers from bytes cached per revision);
+//! rules, the registry and the handler clients; `routes` sits in front of it (clear
+//! statuses for undecodable requests; ListSpecs to `list_specs`, which answers from
+//! bytes cached per revision; Classify, Execute and Complete to `encoded`, which sends
+//! the bytes `answers` writes from the rules' output);
 //! `layers` are what every connection and call passes first, one concern each, and the
 //! observing layer that logs and counts calls (written out by `call_log`); `server`
 //! wires the listeners, health, reflection, TLS and drain. `status` is the one place
