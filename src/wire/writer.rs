@@ -31,19 +31,20 @@ impl ProtoWriter {
         self.buf
     }
 
-    /// Appends `value` as a varint.
-    fn varint(&mut self, value: u64) {
-        let mut bytes = [0u8; 10];
-        let n = put_varint(&mut bytes, value);
-        self.buf.extend_from_slice(&bytes[..n]);
+    /// Appends `value` as a varint, a byte at a time: keys and lengths are one or two
+    /// bytes, for which a copy call would cost more than the bytes.
+    fn varint(&mut self, mut value: u64) {
+        while value >= 0x80 {
+            self.buf.push((value as u8) | 0x80);
+            value >>= 7;
+        }
+        self.buf.push(value as u8);
     }
 
-    /// Appends a field's key and, for a length-delimited field, its length, in one go.
+    /// Appends a length-delimited field's key and its length.
     fn key_and_length(&mut self, tag: u32, len: usize) {
-        let mut head = [0u8; 20];
-        let n = put_varint(&mut head, u64::from((tag << 3) | LENGTH_DELIMITED));
-        let n = n + put_varint(&mut head[n..], len as u64);
-        self.buf.extend_from_slice(&head[..n]);
+        self.varint(u64::from((tag << 3) | LENGTH_DELIMITED));
+        self.varint(len as u64);
     }
 
     fn key(&mut self, tag: u32, wire_type: u32) {
