@@ -12,7 +12,7 @@ use std::future::{ready, Future, Ready};
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use tonic::codec::{Codec, EncodeBuf, Encoder};
+use tonic::codec::{BufferSettings, Codec, EncodeBuf, Encoder};
 use tonic::codegen::{http, BoxFuture};
 use tonic::server::{Grpc, UnaryService};
 use tonic::{Request, Response, Status};
@@ -30,12 +30,20 @@ pub struct Limits {
     pub max_elements: usize,
 }
 
+/// tonic's own first size of an answer's buffer.
+pub const ANSWER_BUFFER: usize = 8 * 1024;
+/// tonic's own size at which a growing answer's buffer is sent before more is written.
+const YIELD_THRESHOLD: usize = 32 * 1024;
+
 /// Serves one unary call of `method`, whose answers are encoded bytes (`A`: a cached
-/// `Bytes`, or a `Vec` written for this call).
+/// `Bytes`, or a `Vec` written for this call), framed in a buffer of `answer_buffer`
+/// bytes at first: an answer known to be larger gets its size, so that the buffer is
+/// not grown (and what it holds copied) as the answer is written into it.
 pub fn serve<U, A, S>(
     method: S,
     request: http::Request<tonic::body::Body>,
     limits: Limits,
+    answer_buffer: usize,
 ) -> impl Future<Output = http::Response<tonic::body::Body>>
 where
     U: prost::Message + Default + Scanned + Send + 'static,
@@ -44,6 +52,7 @@ where
 {
     let codec = EncodedCodec::<U, A> {
         max_elements: limits.max_elements,
+        answer_buffer,
         types: PhantomData,
     };
     let mut grpc =
@@ -55,11 +64,15 @@ where
 /// already bytes.
 struct EncodedCodec<U, A> {
     max_elements: usize,
+    answer_buffer: usize,
     types: PhantomData<fn(A) -> U>,
 }
 
-/// Writes an encoded answer as it is.
-struct PassThrough<A>(PhantomData<fn(A)>);
+/// Writes an encoded answer as it is, into a buffer of `answer_buffer` bytes at first.
+struct PassThrough<A> {
+    answer_buffer: usize,
+    writes: PhantomData<fn(A)>,
+}
 
 impl<A: AsRef<[u8]>> Encoder for PassThrough<A> {
     type Item = A;
@@ -69,6 +82,10 @@ impl<A: AsRef<[u8]>> Encoder for PassThrough<A> {
         use bytes::BufMut as _;
         dst.put_slice(item.as_ref());
         Ok(())
+    }
+
+    fn buffer_settings(&self) -> BufferSettings {
+        BufferSettings::new(self.answer_buffer, YIELD_THRESHOLD)
     }
 }
 
@@ -83,7 +100,10 @@ where
     type Decoder = BoundedDecoder<U>;
 
     fn encoder(&mut self) -> PassThrough<A> {
-        PassThrough(PhantomData)
+        PassThrough {
+            answer_buffer: self.answer_buffer,
+            writes: PhantomData,
+        }
     }
 
     fn decoder(&mut self) -> BoundedDecoder<U> {
@@ -127,13 +147,19 @@ impl Direct {
         let method = Method(Arc::clone(api));
         match self {
             Self::Classify => Box::pin(async move {
-                Ok(serve::<pb::ClassifyRequest, _, _>(method, request, limits).await)
+                Ok(
+                    serve::<pb::ClassifyRequest, _, _>(method, request, limits, ANSWER_BUFFER)
+                        .await,
+                )
             }),
             Self::Execute => Box::pin(async move {
-                Ok(serve::<pb::ExecuteRequest, _, _>(method, request, limits).await)
+                Ok(serve::<pb::ExecuteRequest, _, _>(method, request, limits, ANSWER_BUFFER).await)
             }),
             Self::Complete => Box::pin(async move {
-                Ok(serve::<pb::CompleteRequest, _, _>(method, request, limits).await)
+                Ok(
+                    serve::<pb::CompleteRequest, _, _>(method, request, limits, ANSWER_BUFFER)
+                        .await,
+                )
             }),
         }
     }

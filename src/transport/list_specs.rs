@@ -20,7 +20,10 @@ use tonic::{Request, Response, Status};
 use crate::pb;
 use crate::registry::{Registry, Snapshot};
 use crate::transport::convert::list_specs;
-use crate::transport::encoded::{serve, Limits};
+use crate::transport::encoded::{serve, Limits, ANSWER_BUFFER};
+
+/// The bytes gRPC puts before each message: a compressed flag and a 4-byte length.
+const GRPC_PREFIX: usize = 5;
 
 /// The method's path.
 pub const PATH: &str = "/a2a.commands.v1.CommandService/ListSpecs";
@@ -51,7 +54,13 @@ impl CachedListSpecs {
             registry: Arc::clone(&self.registry),
             cache: Arc::clone(&self.cache),
         };
-        Box::pin(async move { Ok(serve(method, request, limits).await) })
+        // The plain answer's size, prefix included, as last encoded: it is what most
+        // calls send.
+        let answer_buffer = self
+            .cache
+            .latest_len()
+            .map_or(ANSWER_BUFFER, |len| (len + GRPC_PREFIX).max(ANSWER_BUFFER));
+        Box::pin(async move { Ok(serve(method, request, limits, answer_buffer).await) })
     }
 }
 
@@ -68,6 +77,11 @@ struct ListCache {
 }
 
 impl ListCache {
+    /// The size of the latest encoded answer, if there is one.
+    fn latest_len(&self) -> Option<usize> {
+        self.latest.load().as_ref().map(|cached| cached.bytes.len())
+    }
+
     /// The encoded answer for `snapshot`.
     fn answer(&self, snapshot: &Snapshot) -> Bytes {
         if let Some(cached) = self.latest.load().as_ref() {
