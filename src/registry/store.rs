@@ -241,6 +241,23 @@ fn refuse_if_locked(dir: &Path) -> Result<(), String> {
     }
 }
 
+/// Waits, at most `limit`, until nothing holds the lock of the store in `dir`; false if
+/// something still does. sled can finish work on threads of its own after its last
+/// handle is dropped, holding the lock until they end; a caller told the store is
+/// closed must be able to open it again at once.
+pub(super) fn wait_unlocked(dir: &Path, limit: std::time::Duration) -> bool {
+    let started = std::time::Instant::now();
+    loop {
+        if refuse_if_locked(dir).is_ok() {
+            return true;
+        }
+        if started.elapsed() >= limit {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
 /// Opens the sled store in `dir`; the error is one line for the operator.
 pub(super) fn open(dir: &Path, cache_bytes: u64) -> Result<sled::Db, String> {
     // No periodic flush: the writer flushes and syncs every group itself, and sled's

@@ -89,7 +89,11 @@ impl Writer {
         }
         // Closing sled releases the directory's lock; only then is the stop answered, so
         // a new instance can open the directory as soon as `close` returns.
+        let dir = self.options.data_dir.clone();
         drop(self);
+        if !store::wait_unlocked(&dir, std::time::Duration::from_secs(5)) {
+            tracing::warn!(dir = %dir.display(), "the store's lock is still held 5 s after closing it");
+        }
         for reply in stopping {
             let _ = reply.send(());
         }
