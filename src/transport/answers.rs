@@ -17,7 +17,7 @@ use crate::rules::parse::Classification;
 use crate::rules::reply::Reply;
 use crate::wire::ProtoWriter;
 
-/// Room for an answer without a reply event; one with an event grows once at most.
+/// Room for a small answer (Classify, Execute's ordinary one); the writer grows past it.
 const SMALL: usize = 128;
 /// Room for an Execute answer with its reply event.
 const WITH_EVENT: usize = 512;
