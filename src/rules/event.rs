@@ -264,10 +264,12 @@ struct V03Part<'a> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn event(task_ref: Option<&str>) -> ReplyEvent<'_> {
+    /// The reply to `/model gpt-x` on an input-required task, as the A2A spec's wire
+    /// example has it; the tests of the event's other forms start from it too.
+    pub(crate) fn event(task_ref: Option<&str>) -> ReplyEvent<'_> {
         ReplyEvent {
             task_id: "t-1",
             context_id: "c-1",

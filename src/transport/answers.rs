@@ -196,6 +196,7 @@ mod tests {
     use crate::pb::part::Content;
     use crate::rules::builtins::Builtin;
     use crate::rules::complete::Suggestion;
+    use crate::rules::event::tests::event;
     use crate::rules::reply::{Changes, SubTask};
     use prost::Message as _;
     use prost_types::{value::Kind, Struct, Timestamp, Value};
@@ -205,23 +206,6 @@ mod tests {
             name: name.into(),
             arguments: arguments.into(),
         })
-    }
-
-    fn event(task_ref: Option<&str>) -> ReplyEvent<'_> {
-        ReplyEvent {
-            task_id: "t-1",
-            context_id: "c-1",
-            state: pb::TaskState::InputRequired,
-            message_id: "m-7:reply".into(),
-            text: "Model set to gpt-x.",
-            command: "model",
-            task_ref,
-            timestamp: Timestamp {
-                seconds: 1_796_217_892,
-                nanos: 807_000_000,
-            },
-            event_metadata: true,
-        }
     }
 
     /// The event built as generated types, field by field.
