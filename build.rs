@@ -23,7 +23,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .generate_default_stubs(true)
         // The descriptor set feeds server reflection, so grpcurl needs no proto files.
         .file_descriptor_set_path(out_dir.join("a2a_commands_descriptor.bin"))
-        .compile_protos(&protos, &[PathBuf::from("proto"), well_known])?;
+        .compile_protos(&protos, &[PathBuf::from("proto"), well_known.clone()])?;
+    // etcd's API, for the fleet store: a client only, with prost's own codec (etcd's
+    // answers are bounded by the client's decode limit, not by our request budget), and
+    // kept out of the descriptor set reflection serves.
+    tonic_prost_build::configure()
+        .build_server(false)
+        .compile_protos(
+            &[PathBuf::from("proto/etcd/etcd.proto")],
+            &[PathBuf::from("proto"), well_known],
+        )?;
     println!("cargo:rerun-if-changed=proto");
 
     // `--version` names the commit built from: A2A_COMMANDS_COMMIT when set (an image

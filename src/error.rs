@@ -47,6 +47,20 @@ pub enum Error {
          (--admin-token-file; the server's log says why it cannot)"
     )]
     TokenUnavailable,
+    /// The fleet store (etcd) cannot take or confirm a change; the message says whether
+    /// the change was made, was not, or cannot be known yet.
+    #[error("the fleet store (etcd) is unavailable: {0}")]
+    FleetUnavailable(String),
+    /// A change is larger than one etcd transaction may be; nothing was written.
+    #[error("the change does not fit in one fleet store (etcd) transaction: {0}")]
+    FleetTooLarge(String),
+    /// Fleet mode, before the registry was first read from etcd and with no copy of it
+    /// to serve: nothing is answered rather than a registry this sidecar never applied.
+    #[error(
+        "this sidecar has not yet read the registry from the fleet store (etcd) and has \
+         no copy of it; it serves once etcd answers"
+    )]
+    NotReady,
     /// The service is stopping and takes no more changes.
     #[error("the service is shutting down")]
     ShuttingDown,

@@ -33,4 +33,9 @@ pub mod pb {
     /// served by reflection.
     pub const FILE_DESCRIPTOR_SET: &[u8] =
         tonic::include_file_descriptor_set!("a2a_commands_descriptor");
+
+    /// etcd's v3 API as the fleet store uses it (`proto/etcd/etcd.proto`): a client only.
+    pub mod etcd {
+        tonic::include_proto!("etcdserverpb");
+    }
 }

@@ -106,6 +106,25 @@ pub struct Metrics {
     pub file_last_success: Gauge<f64, AtomicU64>,
     /// Open WatchSpecs streams.
     pub watch_subscribers: Gauge,
+    /// The fleet store (etcd, fleet mode only).
+    pub fleet: FleetMetrics,
+}
+
+/// What the fleet store reports (fleet mode only; zero otherwise).
+#[derive(Clone, Debug, Default)]
+pub struct FleetMetrics {
+    /// 1 while the last call to etcd answered, else 0.
+    pub connected: Gauge,
+    /// The etcd revision of the last change applied.
+    pub applied_etcd_revision: Gauge,
+    /// Seconds since etcd last answered.
+    pub seconds_since_contact: Gauge<f64, AtomicU64>,
+    /// Watches opened again after they ended.
+    pub watch_restarts: Counter,
+    /// Whole reads of the fleet's registry (at start, after a compaction or a gap).
+    pub full_reads: Counter,
+    /// Writes that found the registry changed by another sidecar and were made again.
+    pub write_conflicts: Counter,
 }
 
 impl Metrics {
@@ -185,8 +204,40 @@ impl Metrics {
             "Open WatchSpecs streams",
             watch_subscribers.clone(),
         );
+        let fleet = FleetMetrics::default();
+        registry.register(
+            "fleet_connected",
+            "1 while etcd answers the fleet store's calls",
+            fleet.connected.clone(),
+        );
+        registry.register(
+            "fleet_applied_etcd_revision",
+            "The etcd revision of the last fleet change applied",
+            fleet.applied_etcd_revision.clone(),
+        );
+        registry.register(
+            "fleet_seconds_since_contact",
+            "Seconds since etcd last answered the fleet store",
+            fleet.seconds_since_contact.clone(),
+        );
+        registry.register(
+            "fleet_watch_restarts",
+            "Fleet watches opened again after they ended",
+            fleet.watch_restarts.clone(),
+        );
+        registry.register(
+            "fleet_full_reads",
+            "Whole reads of the fleet's registry",
+            fleet.full_reads.clone(),
+        );
+        registry.register(
+            "fleet_write_conflicts",
+            "Fleet writes made again after another sidecar's change",
+            fleet.write_conflicts.clone(),
+        );
         Self {
             registry,
+            fleet,
             calls,
             call_seconds,
             outcomes,

@@ -128,6 +128,20 @@ pub enum CtlVerb {
         #[arg(long)]
         output: Option<PathBuf>,
     },
+    /// The fleet's live sidecars and the registry revision each has applied, read from
+    /// etcd with the same flags and variables as `serve` (so it works as is inside a
+    /// sidecar's container); exits non-zero if they disagree.
+    Fleet {
+        /// The fleet's etcd.
+        #[command(flatten)]
+        fleet: FleetArgs,
+        /// The config file, for its "fleet" settings.
+        #[arg(long, env = "A2A_COMMANDS_CONFIG")]
+        config: Option<PathBuf>,
+        /// As JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Check a commands file offline (no server needed) exactly as `serve` would, with
     /// the same handler flags: every error, one per line; exits non-zero if there is any.
     Check {
@@ -369,7 +383,12 @@ pub struct ServeArgs {
     #[command(flatten)]
     pub handlers: HandlerArgs,
 
-    /// JSON config file: {"default_model", "models", "default_effort", "builtins"}.
+    /// Fleet mode: the registry kept in etcd for every replica.
+    #[command(flatten)]
+    pub fleet: FleetArgs,
+
+    /// JSON config file: {"default_model", "models", "default_effort", "builtins",
+    /// "fleet"}.
     #[arg(long, env = "A2A_COMMANDS_CONFIG")]
     pub config: Option<PathBuf>,
 
@@ -472,4 +491,44 @@ fn socket_addr(text: &str) -> Result<SocketAddr, String> {
     Err(format!(
         "{text:?} (from the flag or its A2A_COMMANDS_* variable): {hint}"
     ))
+}
+
+/// The fleet flags (`serve`, and `ctl fleet` with the same flags and variables). Without
+/// endpoints the service runs in sled mode.
+#[derive(Clone, Debug, Default, Args)]
+pub struct FleetArgs {
+    /// etcd client URLs, comma-separated (`http://etcd-0:2379,...`; `https://` with
+    /// TLS); setting them turns fleet mode on [default: none, sled mode].
+    #[arg(long, env = "A2A_COMMANDS_FLEET_ETCD_ENDPOINTS", value_delimiter = ',')]
+    pub fleet_etcd_endpoints: Option<Vec<String>>,
+    /// The key prefix the fleet's registry lives under [default: /a2a-commands/].
+    #[arg(long, env = "A2A_COMMANDS_FLEET_PREFIX")]
+    pub fleet_prefix: Option<String>,
+    /// PEM CA certificate(s) that signed etcd's certificates [default: the system's].
+    #[arg(long, env = "A2A_COMMANDS_FLEET_ETCD_CA_FILE")]
+    pub fleet_etcd_ca_file: Option<PathBuf>,
+    /// PEM client certificate for etcd (with --fleet-etcd-key-file).
+    #[arg(long, env = "A2A_COMMANDS_FLEET_ETCD_CERT_FILE")]
+    pub fleet_etcd_cert_file: Option<PathBuf>,
+    /// PEM client key for etcd (with --fleet-etcd-cert-file).
+    #[arg(long, env = "A2A_COMMANDS_FLEET_ETCD_KEY_FILE")]
+    pub fleet_etcd_key_file: Option<PathBuf>,
+    /// etcd user (with --fleet-etcd-password-file).
+    #[arg(long, env = "A2A_COMMANDS_FLEET_ETCD_USER")]
+    pub fleet_etcd_user: Option<String>,
+    /// File holding the etcd user's password.
+    #[arg(long, env = "A2A_COMMANDS_FLEET_ETCD_PASSWORD_FILE")]
+    pub fleet_etcd_password_file: Option<PathBuf>,
+    /// How long one etcd call may take, in milliseconds [default: 5000].
+    #[arg(long, env = "A2A_COMMANDS_FLEET_TIMEOUT_MS")]
+    pub fleet_timeout_ms: Option<u64>,
+    /// Most operations in one etcd transaction: etcd's --max-txn-ops [default: 128].
+    #[arg(long, env = "A2A_COMMANDS_FLEET_MAX_TXN_OPS")]
+    pub fleet_max_txn_ops: Option<usize>,
+    /// Largest etcd request in bytes: etcd's --max-request-bytes [default: 1572864].
+    #[arg(long, env = "A2A_COMMANDS_FLEET_MAX_REQUEST_BYTES")]
+    pub fleet_max_request_bytes: Option<usize>,
+    /// This sidecar's name in `ctl fleet` [default: $HOSTNAME, the pod's name].
+    #[arg(long, env = "A2A_COMMANDS_FLEET_MEMBER_NAME")]
+    pub fleet_member_name: Option<String>,
 }

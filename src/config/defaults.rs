@@ -44,6 +44,15 @@ pub const REQUEST_READ_TIMEOUT_SECONDS: u64 = 30;
 /// Longest wait for calls in flight at shutdown, in seconds.
 pub const DRAIN_SECONDS: u64 = 10;
 
+/// The fleet's key prefix in etcd.
+pub const FLEET_PREFIX: &str = "/a2a-commands/";
+/// How long one etcd call may take, in milliseconds.
+pub const FLEET_TIMEOUT_MS: u64 = 5_000;
+/// Most operations in one etcd transaction (etcd's own default `--max-txn-ops`).
+pub const FLEET_MAX_TXN_OPS: usize = 128;
+/// Largest etcd request, in bytes (etcd's own default `--max-request-bytes`, 1.5 MiB).
+pub const FLEET_MAX_REQUEST_BYTES: usize = 1_572_864;
+
 /// The handler defaults (timeouts, answer size, concurrency).
 pub fn handlers() -> HandlerPolicy {
     HandlerPolicy::default()

@@ -18,7 +18,7 @@ pub mod cli;
 pub mod defaults;
 
 pub use cli::{
-    Cli, Command, CtlArgs, CtlVerb, HandlerArgs, LogFormat, OptionalAddr, RegisterArgs,
+    Cli, Command, CtlArgs, CtlVerb, FleetArgs, HandlerArgs, LogFormat, OptionalAddr, RegisterArgs,
     SalvageArgs, ServeArgs,
 };
 
@@ -41,6 +41,25 @@ struct ConfigFile {
     models: Option<Vec<String>>,
     default_effort: Option<String>,
     builtins: Option<Vec<String>>,
+    fleet: Option<FleetFile>,
+}
+
+/// The config file's `fleet` object: the fleet flags' names without `fleet-`, in
+/// snake case.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FleetFile {
+    etcd_endpoints: Option<Vec<String>>,
+    prefix: Option<String>,
+    etcd_ca_file: Option<PathBuf>,
+    etcd_cert_file: Option<PathBuf>,
+    etcd_key_file: Option<PathBuf>,
+    etcd_user: Option<String>,
+    etcd_password_file: Option<PathBuf>,
+    timeout_ms: Option<u64>,
+    max_txn_ops: Option<usize>,
+    max_request_bytes: Option<usize>,
+    member_name: Option<String>,
 }
 
 /// Everything `serve` needs, checked.
@@ -62,6 +81,8 @@ pub struct Settings {
     pub tls: Option<Tls>,
     /// How to open the registry.
     pub registry: registry::Options,
+    /// Fleet mode: the registry kept in etcd for every replica; `None` for sled mode.
+    pub fleet: Option<registry::FleetOptions>,
     /// The model catalogue.
     pub catalogue: Catalogue,
     /// The built-ins to offer, in order.
@@ -139,6 +160,7 @@ impl Settings {
                 cache_bytes: defaults::CACHE_MIB << 20,
                 max_commands: defaults::MAX_COMMANDS,
             },
+            fleet: None,
             catalogue: default_catalogue(),
             builtins: Builtin::ALL.to_vec(),
             max_message_bytes: defaults::MAX_MESSAGE_BYTES,
@@ -192,15 +214,17 @@ impl Settings {
             "handler_concurrency": self.handlers.max_concurrency,
             "handler_secrets_dir": path(&self.handlers.secrets_dir),
             "handler_ca_file": path(&self.handlers.ca_file),
+            "fleet": self.fleet.as_ref().map(describe_fleet),
         })
     }
 
     /// Resolves flags, environment and config file into settings.
     pub fn from_args(args: &ServeArgs) -> Result<Self, ConfigError> {
-        let file = match &args.config {
+        let mut file = match &args.config {
             Some(path) => read_config_file(path)?,
             None => ConfigFile::default(),
         };
+        let fleet = fleet_options(&args.fleet, file.fleet.take(), &args.listen.to_string())?;
         let defaults = default_catalogue();
         let models = args
             .models
@@ -276,6 +300,7 @@ impl Settings {
                 cache_bytes: args.cache_mib.max(1) << 20,
                 max_commands: args.max_commands,
             },
+            fleet,
             catalogue,
             builtins,
             max_message_bytes: args.max_message_bytes,
@@ -285,6 +310,170 @@ impl Settings {
             handlers,
         })
     }
+}
+
+/// Fleet mode's settings from `args`, the config file's `fleet` object (given by
+/// `config`, if any) and the defaults; `None` without endpoints (sled mode). `ctl fleet`
+/// resolves them as `serve` does.
+pub fn fleet_settings(
+    args: &FleetArgs,
+    config: Option<&Path>,
+) -> Result<Option<registry::FleetOptions>, ConfigError> {
+    let file = match config {
+        Some(path) => read_config_file(path)?.fleet,
+        None => None,
+    };
+    fleet_options(args, file, "")
+}
+
+fn fleet_options(
+    args: &FleetArgs,
+    file: Option<FleetFile>,
+    listen: &str,
+) -> Result<Option<registry::FleetOptions>, ConfigError> {
+    let file = file.unwrap_or_default();
+    let Some(endpoints) = args.fleet_etcd_endpoints.clone().or(file.etcd_endpoints) else {
+        return Ok(None);
+    };
+    let endpoints = non_empty(endpoints);
+    if endpoints.is_empty() {
+        return Ok(None);
+    }
+    let mut schemes = std::collections::BTreeSet::new();
+    for endpoint in &endpoints {
+        schemes.insert(check_endpoint(endpoint)?);
+    }
+    if schemes.len() > 1 {
+        return Err(ConfigError(
+            "fleet-etcd-endpoints: all http:// or all https://, not both".into(),
+        ));
+    }
+    let ca = args.fleet_etcd_ca_file.clone().or(file.etcd_ca_file);
+    let cert = args.fleet_etcd_cert_file.clone().or(file.etcd_cert_file);
+    let key = args.fleet_etcd_key_file.clone().or(file.etcd_key_file);
+    let identity = match (cert, key) {
+        (Some(cert), Some(key)) => Some((cert, key)),
+        (None, None) => None,
+        _ => {
+            return Err(ConfigError(
+                "fleet-etcd-cert-file and fleet-etcd-key-file: give both or neither".into(),
+            ))
+        }
+    };
+    let https = schemes.contains("https");
+    if !https && (ca.is_some() || identity.is_some()) {
+        return Err(ConfigError(
+            "fleet-etcd-ca-file, -cert-file, -key-file: TLS needs https:// endpoints".into(),
+        ));
+    }
+    let tls = https.then_some(registry::EtcdTls { ca, identity });
+    let user = match (
+        args.fleet_etcd_user.clone().or(file.etcd_user),
+        args.fleet_etcd_password_file
+            .clone()
+            .or(file.etcd_password_file),
+    ) {
+        (Some(user), Some(password)) => Some((user, password)),
+        (None, None) => None,
+        _ => {
+            return Err(ConfigError(
+                "fleet-etcd-user and fleet-etcd-password-file: give both or neither".into(),
+            ))
+        }
+    };
+    let prefix = args
+        .fleet_prefix
+        .clone()
+        .or(file.prefix)
+        .unwrap_or_else(|| defaults::FLEET_PREFIX.to_owned());
+    if prefix.is_empty() {
+        return Err(ConfigError("fleet-prefix: must not be empty".into()));
+    }
+    let timeout_ms = args
+        .fleet_timeout_ms
+        .or(file.timeout_ms)
+        .unwrap_or(defaults::FLEET_TIMEOUT_MS);
+    let max_txn_ops = args
+        .fleet_max_txn_ops
+        .or(file.max_txn_ops)
+        .unwrap_or(defaults::FLEET_MAX_TXN_OPS);
+    let max_request_bytes = args
+        .fleet_max_request_bytes
+        .or(file.max_request_bytes)
+        .unwrap_or(defaults::FLEET_MAX_REQUEST_BYTES);
+    if timeout_ms == 0 || max_txn_ops < 3 || max_request_bytes < 4096 {
+        return Err(ConfigError(
+            "fleet-timeout-ms, fleet-max-txn-ops, fleet-max-request-bytes: at least 1, 3 and 4096"
+                .into(),
+        ));
+    }
+    let member_name = args
+        .fleet_member_name
+        .clone()
+        .or(file.member_name)
+        .or_else(|| std::env::var("HOSTNAME").ok().filter(|h| !h.is_empty()))
+        .or_else(|| {
+            std::fs::read_to_string("/etc/hostname")
+                .ok()
+                .map(|h| h.trim().to_owned())
+                .filter(|h| !h.is_empty())
+        })
+        .unwrap_or_else(|| "sidecar".to_owned());
+    Ok(Some(registry::FleetOptions {
+        endpoints,
+        prefix,
+        tls,
+        user,
+        timeout: Duration::from_millis(timeout_ms),
+        max_txn_ops,
+        max_request_bytes,
+        member_name,
+        member_addr: listen.to_owned(),
+    }))
+}
+
+/// Checks one etcd endpoint; returns its scheme.
+fn check_endpoint(endpoint: &str) -> Result<&'static str, ConfigError> {
+    let bad = |why: &str| {
+        ConfigError(format!(
+            "fleet-etcd-endpoints: {endpoint:?} {why} (expected http://host:port or https://host:port)"
+        ))
+    };
+    let url = url::Url::parse(endpoint).map_err(|e| bad(&format!("is not a URL: {e}")))?;
+    let scheme = match url.scheme() {
+        "http" => "http",
+        "https" => "https",
+        _ => return Err(bad("is not an http:// or https:// URL")),
+    };
+    if url.host_str().is_none_or(str::is_empty) {
+        return Err(bad("has no host"));
+    }
+    if url.port().is_none() {
+        return Err(bad("has no port"));
+    }
+    if url.path() != "/" || url.query().is_some() {
+        return Err(bad("has a path"));
+    }
+    Ok(scheme)
+}
+
+/// Fleet mode's settings for `--print-config`: file paths, never the password.
+fn describe_fleet(fleet: &registry::FleetOptions) -> serde_json::Value {
+    let path = |p: &Option<PathBuf>| p.as_ref().map(|p| p.display().to_string());
+    serde_json::json!({
+        "etcd_endpoints": fleet.endpoints,
+        "prefix": fleet.prefix,
+        "etcd_ca_file": fleet.tls.as_ref().and_then(|t| path(&t.ca)),
+        "etcd_cert_file": fleet.tls.as_ref().and_then(|t| t.identity.as_ref()).map(|i| i.0.display().to_string()),
+        "etcd_key_file": fleet.tls.as_ref().and_then(|t| t.identity.as_ref()).map(|i| i.1.display().to_string()),
+        "etcd_user": fleet.user.as_ref().map(|u| u.0.clone()),
+        "etcd_password_file": fleet.user.as_ref().map(|u| u.1.display().to_string()),
+        "etcd_password": fleet.user.as_ref().map(|_| "<redacted>"),
+        "timeout_ms": fleet.timeout.as_millis() as u64,
+        "max_txn_ops": fleet.max_txn_ops,
+        "max_request_bytes": fleet.max_request_bytes,
+        "member_name": fleet.member_name,
+    })
 }
 
 fn default_catalogue() -> Catalogue {

@@ -206,6 +206,9 @@ pub struct FileError {
     pub path: PathBuf,
     /// What is wrong with it.
     pub reason: String,
+    /// The file is fine but the registry could not take it now (the fleet store is
+    /// unreachable, or not read yet): the same content is tried again.
+    pub transient: bool,
 }
 
 /// The file's commands, in file order, as the registry takes them.
@@ -339,6 +342,7 @@ async fn reconcile(
     let fail = |reason: String| FileError {
         path: path.to_owned(),
         reason,
+        transient: false,
     };
     let text = std::str::from_utf8(bytes).map_err(|e| fail(format!("not UTF-8: {e}")))?;
     let file = parse(text, policy).map_err(fail)?;
@@ -346,10 +350,10 @@ async fn reconcile(
         builtins: builtins.to_vec(),
         file: Some(file),
     };
-    registry
-        .apply(change)
-        .await
-        .map_err(|e: Error| fail(e.to_string()))?;
+    registry.apply(change).await.map_err(|e: Error| FileError {
+        transient: matches!(e, Error::FleetUnavailable(_) | Error::NotReady),
+        ..fail(e.to_string())
+    })?;
     Ok(())
 }
 
@@ -364,14 +368,43 @@ pub async fn apply(
     let bytes = std::fs::read(path).map_err(|e| FileError {
         path: path.to_owned(),
         reason: e.to_string(),
+        transient: false,
     })?;
     apply_bytes(path, &bytes, builtins, policy, registry).await?;
     Ok(bytes)
 }
 
+/// Fleet mode without a commands file: makes the registry hold the `builtins` once
+/// etcd takes the change, trying again every second until it does.
+pub async fn configure_builtins(builtins: Vec<Builtin>, registry: Arc<Registry>) {
+    let mut waiting = false;
+    loop {
+        let change = Change::Configure {
+            builtins: builtins.clone(),
+            file: None,
+        };
+        match registry.apply(change).await {
+            Ok(_) => return,
+            Err(e @ (Error::FleetUnavailable(_) | Error::NotReady)) => {
+                if !waiting {
+                    tracing::warn!(error = %e, "built-ins not applied yet; trying again every second");
+                    waiting = true;
+                }
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "the built-ins could not be applied");
+                return;
+            }
+        }
+    }
+}
+
 /// Re-reads the file every `interval` and reconciles when its content differs from
 /// `applied` (what was last applied, so a change made while the service started is not
-/// missed). A bad change is logged and skipped: the registry keeps the last good state.
+/// missed; `None` applies the file at the first tick). A bad change is logged and
+/// skipped: the registry keeps the last good state. A change the registry could not take
+/// for now (fleet mode, etcd unreachable) is tried again at the next tick.
 /// Kubernetes updates a mounted ConfigMap by swapping a symlink, which polling the path
 /// sees.
 pub async fn watch(
@@ -380,9 +413,10 @@ pub async fn watch(
     builtins: Vec<Builtin>,
     policy: HandlerPolicy,
     registry: Arc<Registry>,
-    applied: Vec<u8>,
+    applied: Option<Vec<u8>>,
 ) {
-    let mut last = Some(applied);
+    let mut last = applied;
+    let mut waiting = false;
     let mut ticks = tokio::time::interval(interval);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -406,10 +440,18 @@ pub async fn watch(
                 revision = registry.snapshot().revision(),
                 "commands file reconciled"
             ),
+            Err(e) if e.transient => {
+                if !waiting {
+                    tracing::warn!(error = %e, "commands file not applied yet; trying again at every check");
+                    waiting = true;
+                }
+                continue;
+            }
             Err(e) => {
                 tracing::error!(error = %e, "commands file rejected; keeping the last good registry")
             }
         }
+        waiting = false;
         last = Some(current);
     }
 }

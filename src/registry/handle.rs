@@ -1,16 +1,25 @@
 //! [`Registry`]: the handle the rest of the service holds. Reads load the published
-//! snapshot; changes go to the writer thread and return once they are durable.
+//! snapshot; changes go to the writer thread and return once they are durable (in fleet
+//! mode, once etcd committed them).
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use arc_swap::ArcSwap;
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{mpsc, oneshot, watch, Notify};
+use tokio_util::sync::CancellationToken;
 
 use crate::error::Error;
+use crate::registry::fleet::etcd::Etcd;
+use crate::registry::fleet::layout::Keys;
+use crate::registry::fleet::members::{self, Member};
+use crate::registry::fleet::record::Record;
+use crate::registry::fleet::{copy, follow, FleetOptions};
 use crate::registry::snapshot::Snapshot;
 use crate::registry::state::{Change, ChangeResult};
 use crate::registry::store::{self, OpenError, Options};
-use crate::registry::writer::{Op, Writer};
+use crate::registry::writer::{Fleet, Op, Writer};
 
 /// Changes that may wait for the writer before callers wait to enqueue.
 const QUEUE_DEPTH: usize = 4096;
@@ -20,17 +29,45 @@ pub struct Registry {
     current: Arc<ArcSwap<Snapshot>>,
     watch: watch::Receiver<Arc<Snapshot>>,
     ops: mpsc::Sender<Op>,
+    /// Whether there is a registry to serve: always in sled mode; in fleet mode once
+    /// the fleet's was read, or at once when the data directory holds a copy of it.
+    ready: Arc<AtomicBool>,
+    /// Fleet mode's follower and member key: stopped at close, the member key's task
+    /// awaited (it revokes its lease).
+    fleet_tasks: Option<(
+        CancellationToken,
+        std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
+    )>,
 }
 
 impl Registry {
-    /// Opens (or creates) the registry in `options.data_dir` and starts its writer.
+    /// Opens (or creates) the registry in `options.data_dir` and starts its writer (sled
+    /// mode).
     pub fn open(options: &Options) -> Result<Self, OpenError> {
+        Self::open_with(options, None)
+    }
+
+    /// Opens the registry; with `fleet`, in fleet mode: the registry is kept in etcd, and
+    /// the data directory holds this sidecar's copy of it.
+    pub fn open_with(options: &Options, fleet: Option<&FleetOptions>) -> Result<Self, OpenError> {
         let dir = options.data_dir.clone();
         let fail = |cause: String| OpenError {
             dir: dir.clone(),
             cause,
         };
         let (db, state, seal) = store::open_verified(&dir, options.cache_bytes).map_err(fail)?;
+        let marker = copy::read(&dir).map_err(fail)?;
+        let copy_of_this_fleet = match (fleet, &marker) {
+            (Some(fleet), Some(prefix)) => Keys::new(&fleet.prefix).prefix() == prefix,
+            (None, Some(_)) => {
+                // Sled mode takes the directory over: it is no longer the fleet's copy.
+                copy::remove(&dir)
+                    .map_err(|e| fail(format!("cannot remove the fleet marker: {e}")))?;
+                false
+            }
+            _ => false,
+        };
+        let ready = Arc::new(AtomicBool::new(fleet.is_none() || copy_of_this_fleet));
 
         let snapshot = Arc::new(state.snapshot());
         let m = crate::metrics::metrics();
@@ -41,6 +78,18 @@ impl Registry {
         let current = Arc::new(ArcSwap::new(Arc::clone(&snapshot)));
         let (watch_tx, watch) = watch::channel(snapshot);
         let (ops, rx) = mpsc::channel(QUEUE_DEPTH);
+        let (fleet, fleet_tasks) = match fleet {
+            Some(fleet) => {
+                let started = start_fleet(fleet, &ops, &ready, copy_of_this_fleet, state.revision)
+                    .map_err(fail)?;
+                let (stop, member_key) = started.1;
+                (
+                    Some(started.0),
+                    Some((stop, std::sync::Mutex::new(Some(member_key)))),
+                )
+            }
+            None => (None, None),
+        };
         let writer = Writer {
             db: Some(db),
             seal,
@@ -49,6 +98,7 @@ impl Registry {
             watch: watch_tx,
             options: options.clone(),
             stopped: None,
+            fleet,
         };
         std::thread::Builder::new()
             .name("registry-writer".into())
@@ -58,12 +108,37 @@ impl Registry {
             current,
             watch,
             ops,
+            ready,
+            fleet_tasks,
         })
     }
 
-    /// The current snapshot (cheap: no lock, no copy).
+    /// The current snapshot (cheap: no lock, no copy), even before fleet mode has a
+    /// registry to serve (see [`Registry::read`]).
     pub fn snapshot(&self) -> Arc<Snapshot> {
         self.current.load_full()
+    }
+
+    /// The current snapshot, for answering a request: [`Error::NotReady`] in fleet mode
+    /// until there is a registry this sidecar applied.
+    pub fn read(&self) -> Result<Arc<Snapshot>, Error> {
+        if self.ready.load(Ordering::Acquire) {
+            Ok(self.current.load_full())
+        } else {
+            Err(Error::NotReady)
+        }
+    }
+
+    /// Whether there is a registry to serve (see [`Registry::read`]).
+    pub fn is_ready(&self) -> bool {
+        self.ready.load(Ordering::Acquire)
+    }
+
+    /// Returns once there is a registry to serve.
+    pub async fn wait_ready(&self) {
+        while !self.is_ready() {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
     }
 
     /// A receiver that sees every published snapshot (only the latest if it lags).
@@ -81,11 +156,83 @@ impl Registry {
         rx.await.map_err(|_| Error::ShuttingDown)?
     }
 
-    /// Flushes and stops the writer; later changes fail with `ShuttingDown`.
+    /// Flushes and stops the writer; later changes fail with `ShuttingDown`. In fleet
+    /// mode the follower stops first and the member key is revoked.
     pub async fn close(&self) {
+        if let Some((stop, member_key)) = &self.fleet_tasks {
+            stop.cancel();
+            let task = member_key.lock().expect("task lock").take();
+            if let Some(task) = task {
+                let _ = tokio::time::timeout(Duration::from_secs(2), task).await;
+            }
+        }
         let (tx, rx) = oneshot::channel();
         if self.ops.send(Op::Stop(tx)).await.is_ok() {
             let _ = rx.await;
         }
     }
+}
+
+/// Starts fleet mode's follower and member key, and builds the writer's side of it.
+fn start_fleet(
+    options: &FleetOptions,
+    ops: &mpsc::Sender<Op>,
+    ready: &Arc<AtomicBool>,
+    copy_of_this_fleet: bool,
+    revision: u64,
+) -> Result<(Fleet, (CancellationToken, tokio::task::JoinHandle<()>)), String> {
+    let runtime = tokio::runtime::Handle::try_current()
+        .map_err(|_| "fleet mode needs the service's runtime".to_owned())?;
+    let etcd = Arc::new(Etcd::new(options)?);
+    let keys = Keys::new(&options.prefix);
+    let resync = Arc::new(Notify::new());
+    let stop = CancellationToken::new();
+    let (applied, applied_rx) = watch::channel((revision, 0));
+
+    let (followed, mut from_follower) = mpsc::channel(1024);
+    let follower = follow::run(
+        Arc::clone(&etcd),
+        keys.clone(),
+        followed,
+        Arc::clone(&resync),
+    );
+    let forward = {
+        let ops = ops.clone();
+        async move {
+            while let Some(f) = from_follower.recv().await {
+                if ops.send(Op::Follow(f)).await.is_err() {
+                    break;
+                }
+            }
+        }
+    };
+    let member = Member {
+        name: options.member_name.clone(),
+        addr: options.member_addr.clone(),
+        revision,
+        etcd_revision: 0,
+    };
+    let member_key = members::run(Arc::clone(&etcd), keys, member, applied_rx, stop.clone());
+    let stopped = stop.clone();
+    runtime.spawn(async move {
+        let following = async {
+            tokio::join!(follower, forward);
+        };
+        tokio::select! {
+            () = stopped.cancelled() => {}
+            () = following => {}
+        }
+    });
+    let member_key = runtime.spawn(member_key);
+    let fleet = Fleet {
+        record: Record::new(etcd, options),
+        options: options.clone(),
+        runtime,
+        meta_mod: None,
+        resync,
+        ready: Arc::clone(ready),
+        marked: copy_of_this_fleet,
+        applied,
+    };
+    Ok((fleet, (stop, member_key)))
 }

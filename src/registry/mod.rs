@@ -6,13 +6,17 @@
 //! thread ([`writer`]) that applies them to the in-memory [`state`], writes them to the
 //! [`store`] in one batch and flush, then publishes the new snapshot.
 //!
-//! The modules below import one another only downwards: `handle` → `writer` → `store` →
-//! `durable`, `seal` → `state` → `snapshot`; `commands_file` sits beside `handle` and uses it;
+//! In fleet mode ([`fleet`]) the registry is kept in etcd for every replica, and the
+//! data directory holds this sidecar's copy of it.
+//!
+//! The modules below import one another only downwards: `handle` → `writer` → `fleet`,
+//! `store` → `durable`, `seal` → `state` → `snapshot`; `commands_file` sits beside `handle` and uses it;
 //! `prompt_files` reads Claude Code's and Gemini CLI's command folders into declared
 //! commands. Nothing here imports this file's re-exports.
 
 pub mod commands_file;
 mod durable;
+pub mod fleet;
 pub mod handle;
 pub mod prompt_files;
 pub mod seal;
@@ -21,6 +25,7 @@ pub mod state;
 pub mod store;
 mod writer;
 
+pub use fleet::{EtcdTls, FleetOptions};
 pub use handle::Registry;
 pub use snapshot::{Registered, Snapshot, Source};
 pub use state::{Applied, Change, ChangeResult, Declared};

@@ -109,7 +109,15 @@ impl Commands {
     pub(super) fn remove(&mut self, name: &str) -> Option<Arc<Registered>> {
         let old = self.by_name.remove(name)?;
         self.sum = self.sum.wrapping_sub(record_digest(&old));
-        self.by_seq.remove(&old.seq);
+        // Its place may already be another's (a change that moves several commands,
+        // applied one record at a time).
+        if self
+            .by_seq
+            .get(&old.seq)
+            .is_some_and(|at| at.spec.name == old.spec.name)
+        {
+            self.by_seq.remove(&old.seq);
+        }
         Some(old)
     }
 

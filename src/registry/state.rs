@@ -310,6 +310,30 @@ impl State {
     }
 }
 
+/// The writes that take a store holding `before` to `after`: each command `after` holds
+/// differently put, each it no longer holds removed.
+pub fn diff(before: &State, after: &State) -> Writes {
+    let mut writes: Writes = before
+        .commands
+        .iter()
+        .filter(|c| after.commands.get(c.spec.name.as_str()).is_none())
+        .map(|c| Write::Remove(c.spec.name.clone()))
+        .collect();
+    writes.extend(
+        after
+            .commands
+            .iter()
+            .filter(|c| {
+                before
+                    .commands
+                    .get(c.spec.name.as_str())
+                    .is_none_or(|b| !Arc::ptr_eq(b, c) && **b != ***c)
+            })
+            .map(|c| Write::Put(Arc::clone(c))),
+    );
+    writes
+}
+
 /// The configuration-owned commands in the order a fresh replica gives them: the
 /// enabled built-ins first (as the built-ins are added before the file is read), the
 /// file's commands taking, in file order, the places of the built-ins they name and then

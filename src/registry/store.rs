@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::Error;
 use crate::registry::durable::{self, Durable};
+use crate::registry::fleet;
 use crate::registry::seal::{self, Fingerprint, Seal};
 use crate::registry::snapshot::{Commands, Registered};
 use crate::registry::state::{State, Write};
@@ -159,7 +160,14 @@ fn sled_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
         let entry = entry.map_err(|e| e.to_string())?;
         let name = entry.file_name();
         let name = name.to_string_lossy();
-        let ours = [seal::FILE_NAME, seal::TEMPORARY_NAME, CHECK_DIR];
+        let marker = format!("{}.new", fleet::copy::FILE_NAME);
+        let ours = [
+            seal::FILE_NAME,
+            seal::TEMPORARY_NAME,
+            CHECK_DIR,
+            fleet::copy::FILE_NAME,
+            &marker,
+        ];
         if !ours.contains(&name.as_ref()) && !is_stale_snapshot(&name) {
             out.push(entry.path());
         }

@@ -3,26 +3,41 @@
 //! flushes and syncs once (see `durable`), and only then publishes the new snapshot and
 //! answers. Concurrent changes thus share one set of syncs, and nothing is acknowledged
 //! before it would survive a power cut.
+//!
+//! In fleet mode etcd is the acknowledged record instead: a group is acknowledged once
+//! its compare-and-swap transaction committed (`fleet::record`), and sled keeps the
+//! local copy, written with the same syncs, of every state applied. Changes committed
+//! by other sidecars reach this thread from the follower (`Op::Follow`) through the same
+//! queue, so one thread orders everything this sidecar applies.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{mpsc, oneshot, watch, Notify};
 
 use crate::error::Error;
 use crate::metrics::metrics;
+use crate::registry::fleet::follow::Followed;
+use crate::registry::fleet::layout::{self, FleetState};
+use crate::registry::fleet::record::{Outcome, Record};
+use crate::registry::fleet::{copy, FleetOptions};
 use crate::registry::seal::{Fingerprint, Seal};
 use crate::registry::snapshot::Snapshot;
-use crate::registry::state::{Change, ChangeResult, State, Writes};
+use crate::registry::state::{self, Change, ChangeResult, State, Write, Writes};
 use crate::registry::store::{self, Failed, Options, Served};
 
 /// Most changes one flush covers; bounds the latency a change adds to its group.
 const MAX_GROUP: usize = 512;
+/// Most times a fleet write is made again after other sidecars' changes came first.
+const MAX_CONFLICTS: usize = 16;
 
 /// What the writer is asked to do.
 pub(super) enum Op {
     /// Apply a change and answer when it is durable.
     Change(Change, oneshot::Sender<ChangeResult>),
+    /// Fleet mode: what the follower read from etcd.
+    Follow(Followed),
     /// Flush, close the store and answer.
     Stop(oneshot::Sender<()>),
 }
@@ -40,8 +55,29 @@ pub(super) struct Writer {
     pub(super) options: Options,
     /// Set once a sync failed: every later change gets this error until a restart (a
     /// failed `fsync` is not reported again, so a retry could acknowledge what the
-    /// disk never got).
+    /// disk never got). In fleet mode it stops only the local copy.
     pub(super) stopped: Option<Error>,
+    /// Fleet mode's record and what was applied from it; `None` in sled mode.
+    pub(super) fleet: Option<Fleet>,
+}
+
+/// The writer's side of fleet mode.
+pub(super) struct Fleet {
+    pub(super) record: Record,
+    pub(super) options: FleetOptions,
+    /// Where the etcd calls run (this thread is not one of the runtime's).
+    pub(super) runtime: tokio::runtime::Handle,
+    /// `meta`'s mod revision in the state applied; `None` until the first whole read.
+    pub(super) meta_mod: Option<i64>,
+    /// Asks the follower for a whole read.
+    pub(super) resync: Arc<Notify>,
+    /// Set once there is a registry to serve: the copy of this fleet found at open, or
+    /// the fleet's, once read.
+    pub(super) ready: Arc<AtomicBool>,
+    /// The marker names this fleet.
+    pub(super) marked: bool,
+    /// The registry revision and etcd revision applied, for the member key.
+    pub(super) applied: watch::Sender<(u64, i64)>,
 }
 
 impl Writer {
@@ -59,6 +95,13 @@ impl Writer {
             }
             let mut changes = Vec::with_capacity(group.len());
             for op in group.drain(..) {
+                if let Op::Follow(followed) = op {
+                    // Changes queued before it are another sidecar's base; commit them
+                    // first so both keep the queue's order.
+                    self.commit_group(std::mem::take(&mut changes));
+                    self.follow(followed);
+                    continue;
+                }
                 match op {
                     Op::Change(change, reply) if stopping.is_empty() => {
                         changes.push((change, reply))
@@ -67,6 +110,7 @@ impl Writer {
                         let _ = reply.send(Err(Error::ShuttingDown));
                     }
                     Op::Stop(reply) => stopping.push(reply),
+                    Op::Follow(_) => unreachable!("handled above"),
                 }
             }
             self.commit_group(changes);
@@ -82,6 +126,7 @@ impl Writer {
                     let _ = reply.send(Err(Error::ShuttingDown));
                 }
                 Op::Stop(reply) => stopping.push(reply),
+                Op::Follow(_) => {}
             }
         }
         if let Some(Err(e)) = self.db.as_ref().map(Served::flush) {
@@ -103,21 +148,21 @@ impl Writer {
         if changes.is_empty() {
             return;
         }
+        if self.fleet.is_some() {
+            return self.commit_fleet(changes);
+        }
         if let Some(err) = &self.stopped {
             for (_, reply) in changes {
                 let _ = reply.send(Err(err.clone()));
             }
             return;
         }
-        let db = match self.store() {
-            Ok(()) => self.db.as_mut().expect("the store is open"),
-            Err(err) => {
-                for (_, reply) in changes {
-                    let _ = reply.send(Err(err.clone()));
-                }
-                return;
+        if let Err(err) = self.store() {
+            for (_, reply) in changes {
+                let _ = reply.send(Err(err.clone()));
             }
-        };
+            return;
+        }
         let mut next = self.state.clone();
         let mut writes = Writes::new();
         let mut results = Vec::with_capacity(changes.len());
@@ -128,26 +173,10 @@ impl Writer {
         }
         if next.revision != self.state.revision {
             let started = std::time::Instant::now();
-            // The record first: once sled may hold the new state, the record allows it.
-            let written = self
-                .seal
-                .write(Fingerprint::of(&self.state), Fingerprint::of(&next))
-                .map_err(|e| Failed::Sync(store::io_error(&e)))
-                .and_then(|()| db.commit(store::batch(&writes, &next)));
-            let flushed = started.elapsed();
-            if written.is_ok() {
-                // Now only the new state is acknowledged: a store that later turns out to
-                // hold the one before it lost this group, and must be refused. If this
-                // write fails the group is still durable (the record allows both states,
-                // and a torn slot falls back to the other), so it is acknowledged; but
-                // the record is no longer trusted, so no later change is taken.
-                let after = Fingerprint::of(&next);
-                if let Err(err) = self.seal.write(after, after) {
-                    self.stop_changes(store::io_error(&err));
-                }
-            }
+            let on_disk = self.state.clone();
+            let written = self.persist(&on_disk, &next, &writes);
             match written {
-                Ok(_) => {
+                Ok(flushed) => {
                     let m = metrics();
                     m.group_size.observe(replies.len() as f64);
                     m.flush_seconds.observe(flushed.as_secs_f64());
@@ -195,8 +224,22 @@ impl Writer {
 
     /// Opens the store again (and re-reads the registry from it) if a write failed.
     fn store(&mut self) -> Result<(), Error> {
-        if self.db.is_some() {
+        let Some(state) = self.reopen()? else {
             return Ok(());
+        };
+        // A group that failed may still have reached the disk; what is there now is
+        // the truth. Acknowledged changes are all there, so the revision never goes
+        // back.
+        if state.revision != self.state.revision {
+            self.publish(state);
+        }
+        Ok(())
+    }
+
+    /// Reopens the store if a write failed; returns what it holds when it did.
+    fn reopen(&mut self) -> Result<Option<State>, Error> {
+        if self.db.is_some() {
+            return Ok(None);
         }
         let db = Served::open(&self.options.data_dir, self.options.cache_bytes)
             .map_err(|cause| Error::Storage(format!("reopening the store failed: {cause}")))?;
@@ -207,14 +250,37 @@ impl Writer {
             .check(Fingerprint::of(&state))
             .map_err(|cause| Error::Storage(format!("after reopening the store: {cause}")))?;
         tracing::info!(revision = state.revision, "registry store reopened");
-        // A group that failed may still have reached the disk; what is there now is
-        // the truth. Acknowledged changes are all there, so the revision never goes
-        // back.
-        if state.revision != self.state.revision {
-            self.publish(state);
-        }
         self.db = Some(db);
-        Ok(())
+        Ok(Some(state))
+    }
+
+    /// Writes `writes` (taking the store from `on_disk` to `next`) under the record:
+    /// the record allows both states, sled writes and syncs, then the record allows
+    /// `next` alone. Returns how long reaching the disk took.
+    fn persist(
+        &mut self,
+        on_disk: &State,
+        next: &State,
+        writes: &[Write],
+    ) -> Result<std::time::Duration, Failed> {
+        let started = std::time::Instant::now();
+        let db = self.db.as_mut().expect("the store is open");
+        // The record first: once sled may hold the new state, the record allows it.
+        self.seal
+            .write(Fingerprint::of(on_disk), Fingerprint::of(next))
+            .map_err(|e| Failed::Sync(store::io_error(&e)))
+            .and_then(|()| db.commit(store::batch(writes, next)))?;
+        let flushed = started.elapsed();
+        // Now only the new state is acknowledged: a store that later turns out to hold
+        // the one before it lost this group, and must be refused. If this write fails
+        // the group is still durable (the record allows both states, and a torn slot
+        // falls back to the other), so it is acknowledged; but the record is no longer
+        // trusted, so no later change is taken.
+        let after = Fingerprint::of(next);
+        if let Err(err) = self.seal.write(after, after) {
+            self.stop_changes(store::io_error(&err));
+        }
+        Ok(flushed)
     }
 
     fn publish(&mut self, state: State) {
@@ -228,4 +294,268 @@ impl Writer {
         self.current.store(Arc::clone(&snapshot));
         self.watch.send_replace(snapshot);
     }
+}
+
+/// Fleet mode.
+impl Writer {
+    fn fleet(&mut self) -> &mut Fleet {
+        self.fleet.as_mut().expect("fleet mode")
+    }
+
+    /// Commits a group to etcd, in transactions small enough for it, then applies it.
+    fn commit_fleet(&mut self, mut changes: Vec<(Change, oneshot::Sender<ChangeResult>)>) {
+        if self.fleet().meta_mod.is_none() {
+            for (_, reply) in changes {
+                let _ = reply.send(Err(Error::FleetUnavailable(
+                    "this sidecar has not read the fleet's registry yet; the change was not made"
+                        .into(),
+                )));
+            }
+            return;
+        };
+        let most = (self.fleet().options.max_txn_ops / 2).max(1);
+        while changes.len() > most {
+            let rest = changes.split_off(most);
+            self.commit_fleet_group(std::mem::replace(&mut changes, rest));
+        }
+        self.commit_fleet_group(changes);
+    }
+
+    fn commit_fleet_group(&mut self, changes: Vec<(Change, oneshot::Sender<ChangeResult>)>) {
+        let mut conflicts = 0;
+        loop {
+            let meta_mod = self.fleet().meta_mod.expect("joined");
+            let mut next = self.state.clone();
+            let mut writes = Writes::new();
+            let results: Vec<ChangeResult> = changes
+                .iter()
+                .map(|(change, _)| {
+                    next.apply(change.clone(), self.options.max_commands, &mut writes)
+                })
+                .collect();
+            if next.revision == self.state.revision {
+                return answer(changes, results);
+            }
+            let before = FleetState {
+                state: self.state.clone(),
+                meta_mod,
+            };
+            let fleet = self.fleet.as_mut().expect("fleet mode");
+            let started = std::time::Instant::now();
+            let committed = fleet
+                .runtime
+                .block_on(fleet.record.commit(&before, &next, &writes));
+            match committed {
+                Ok(Outcome::Committed(at)) => {
+                    metrics()
+                        .flush_seconds
+                        .observe(started.elapsed().as_secs_f64());
+                    metrics().group_size.observe(changes.len() as f64);
+                    self.apply_fleet(next, &writes, at);
+                    return answer(changes, results);
+                }
+                Ok(Outcome::Conflict) => {
+                    metrics().fleet.write_conflicts.inc();
+                    conflicts += 1;
+                    let reread = if conflicts > MAX_CONFLICTS {
+                        Err(Error::FleetUnavailable(format!(
+                            "{MAX_CONFLICTS} other changes came first; the change was not made"
+                        )))
+                    } else {
+                        let fleet = self.fleet();
+                        fleet.runtime.block_on(fleet.record.read_all())
+                    };
+                    match reread {
+                        Ok((whole, _)) => {
+                            metrics().fleet.full_reads.inc();
+                            self.apply_whole(whole);
+                        }
+                        Err(err) => {
+                            let results = changes.iter().map(|_| Err(err.clone())).collect();
+                            return answer(changes, results);
+                        }
+                    }
+                }
+                Err(Error::FleetTooLarge(_)) if changes.len() > 1 => {
+                    // Each change alone may fit.
+                    for change in changes {
+                        self.commit_fleet_group(vec![change]);
+                    }
+                    return;
+                }
+                Err(err) => {
+                    let results = changes.iter().map(|_| Err(err.clone())).collect();
+                    return answer(changes, results);
+                }
+            }
+        }
+    }
+
+    /// Applies what the follower read.
+    fn follow(&mut self, followed: Followed) {
+        let Some(meta_mod) = self.fleet().meta_mod else {
+            if let Followed::Whole(whole) = followed {
+                self.join(whole);
+            }
+            return;
+        };
+        match followed {
+            Followed::Whole(whole) => {
+                if whole.meta_mod > meta_mod {
+                    self.apply_whole(whole);
+                }
+            }
+            Followed::Events { revision, events } => {
+                if revision <= meta_mod {
+                    // Already applied: this sidecar's own commit, or a whole read.
+                    return;
+                }
+                let fleet = self.fleet.as_ref().expect("fleet mode");
+                let before = FleetState {
+                    state: self.state.clone(),
+                    meta_mod,
+                };
+                match layout::apply_events(fleet.record.keys(), &before, &events) {
+                    Ok(layout::Applied::Next(next, writes)) => {
+                        self.apply_fleet(next.state, &writes, next.meta_mod);
+                    }
+                    Ok(layout::Applied::Gap(why)) => {
+                        tracing::warn!(etcd_revision = revision, cause = %why, "a fleet change did not follow the registry applied; reading the whole registry");
+                        fleet.resync.notify_one();
+                    }
+                    Err(err) => {
+                        tracing::error!(etcd_revision = revision, error = %err, "a fleet change could not be read; reading the whole registry");
+                        fleet.resync.notify_one();
+                    }
+                }
+            }
+        }
+    }
+
+    /// The first whole read: the fleet's registry replaces the local one (whose
+    /// differences are logged, never merged), and revisions never go back.
+    fn join(&mut self, mut whole: FleetState) {
+        log_differences(&self.state, &whole.state);
+        if self.state.revision > whole.state.revision {
+            // A registry with an older revision than this sidecar served (a sled
+            // history, or a fleet recreated empty): its revision moves past ours first.
+            let mut next = whole.state.clone();
+            next.revision = self.state.revision + 1;
+            let fleet = self.fleet();
+            match fleet
+                .runtime
+                .block_on(fleet.record.commit(&whole, &next, &[]))
+            {
+                Ok(Outcome::Committed(at)) => {
+                    tracing::info!(
+                        from = whole.state.revision,
+                        to = next.revision,
+                        "the fleet's revision moved past this sidecar's, so that no revision goes back"
+                    );
+                    whole = FleetState {
+                        state: next,
+                        meta_mod: at,
+                    };
+                }
+                Ok(Outcome::Conflict) => return fleet.resync.notify_one(),
+                Err(err) => {
+                    tracing::warn!(error = %err, "cannot move the fleet's revision past this sidecar's yet; trying again");
+                    return fleet.resync.notify_one();
+                }
+            }
+        }
+        self.apply_whole(whole);
+    }
+
+    /// Applies a whole read (after a compaction, a gap or a conflict).
+    fn apply_whole(&mut self, whole: FleetState) {
+        let writes = state::diff(&self.state, &whole.state);
+        self.apply_fleet(whole.state, &writes, whole.meta_mod);
+    }
+
+    /// Makes `next` (at etcd revision `meta_mod`) the state: the local copy first, then
+    /// the snapshot. A copy that cannot be written is logged and written whole later;
+    /// reads still get `next`, which etcd holds.
+    fn apply_fleet(&mut self, next: State, writes: &[Write], meta_mod: i64) {
+        if self.stopped.is_none() {
+            let copied = match self.reopen() {
+                Ok(Some(on_disk)) => {
+                    let writes = state::diff(&on_disk, &next);
+                    self.persist(&on_disk, &next, &writes).map_err(failed)
+                }
+                Ok(None) => {
+                    let on_disk = self.state.clone();
+                    self.persist(&on_disk, &next, writes).map_err(failed)
+                }
+                Err(err) => Err(err),
+            };
+            match copied {
+                Ok(_) => self.mark_copy(),
+                Err(err) => {
+                    tracing::error!(error = %err, "the local copy of the fleet's registry could not be written; it is written whole at the next change");
+                    self.db = None;
+                }
+            }
+        }
+        let revision = next.revision;
+        self.publish(next);
+        let fleet = self.fleet();
+        fleet.meta_mod = Some(meta_mod);
+        fleet.applied.send_replace((revision, meta_mod));
+        fleet.ready.store(true, Ordering::Release);
+        metrics().fleet.applied_etcd_revision.set(meta_mod);
+    }
+
+    /// Writes the marker that the data directory holds this fleet's copy, once.
+    fn mark_copy(&mut self) {
+        if self.fleet().marked {
+            return;
+        }
+        let dir = self.options.data_dir.clone();
+        let prefix = self.fleet().record.keys().prefix().to_owned();
+        match copy::write(&dir, &prefix) {
+            Ok(()) => self.fleet().marked = true,
+            Err(e) => {
+                tracing::error!(error = %e, "cannot mark the data directory as a copy of the fleet's registry; a restart while etcd is down will not serve it")
+            }
+        }
+    }
+}
+
+fn failed(failed: Failed) -> Error {
+    match failed {
+        Failed::Write(err) | Failed::Sync(err) => err,
+    }
+}
+
+fn answer(changes: Vec<(Change, oneshot::Sender<ChangeResult>)>, results: Vec<ChangeResult>) {
+    for ((_, reply), result) in changes.into_iter().zip(results) {
+        let _ = reply.send(result);
+    }
+}
+
+/// Logs how the local registry differs from the fleet's it is replaced by.
+fn log_differences(local: &State, fleet: &State) {
+    let names = |writes: &[Write], put: bool| -> Vec<String> {
+        writes
+            .iter()
+            .filter_map(|w| match w {
+                Write::Put(r) if put => Some(r.spec.name.to_string()),
+                Write::Remove(name) if !put => Some(name.to_string()),
+                _ => None,
+            })
+            .collect()
+    };
+    let writes = state::diff(local, fleet);
+    let (only_here, differing) = (names(&writes, false), names(&writes, true));
+    if only_here.is_empty() && differing.is_empty() {
+        return;
+    }
+    tracing::warn!(
+        local_revision = local.revision,
+        fleet_revision = fleet.revision,
+        only_here = %only_here.join(","),
+        new_or_different_in_fleet = %differing.join(","),
+        "this sidecar's local registry differs from the fleet's; the fleet's is served, the local one is not merged (a2a-commands ctl import registers a commands file into the fleet)"
+    );
 }

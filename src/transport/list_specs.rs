@@ -114,7 +114,7 @@ impl UnaryService<pb::ListSpecsRequest> for ListSpecs {
         let cache = Arc::clone(&self.cache);
         Box::pin(async move {
             let request = request.get_ref();
-            let snapshot = registry.snapshot();
+            let snapshot = registry.read()?;
             let plain = request.known_revision != Some(snapshot.revision())
                 && !request.include_card_extension;
             let bytes = if plain {

@@ -275,13 +275,20 @@ async fn bind(
 /// the listeners and starts serving in the background. Returns once both listeners
 /// accept connections and health is SERVING.
 pub async fn start(settings: Settings) -> Result<RunningServer, StartError> {
-    let registry = Arc::new(Registry::open(&settings.registry)?);
+    let registry = Arc::new(Registry::open_with(
+        &settings.registry,
+        settings.fleet.as_ref(),
+    )?);
+    let fleet_mode = settings.fleet.is_some();
     // The built-ins and the file are one change, so a replica never serves one
-    // without the other; the watcher starts from exactly the bytes applied.
+    // without the other; the watcher starts from exactly the bytes applied. In fleet
+    // mode etcd may be down at start, so the watcher applies them once it can.
     let applied_file = match &settings.commands_file {
+        Some(_) if fleet_mode => None,
         Some(path) => Some(
             commands_file::apply(path, &settings.builtins, &settings.handlers, &registry).await?,
         ),
+        None if fleet_mode => None,
         None => {
             let change = Change::Configure {
                 builtins: settings.builtins.clone(),
@@ -317,7 +324,20 @@ pub async fn start(settings: Settings) -> Result<RunningServer, StartError> {
         draining.clone(),
     ));
     let (health, health_service) = tonic_health::server::health_reporter();
-    health.set_serving::<CommandServiceServer<Api>>().await;
+    if registry.is_ready() {
+        health.set_serving::<CommandServiceServer<Api>>().await;
+    } else {
+        // Fleet mode with no copy of the fleet's registry: NOT_SERVING until it is read.
+        health.set_not_serving::<CommandServiceServer<Api>>().await;
+        let (health, registry, draining) =
+            (health.clone(), Arc::clone(&registry), draining.clone());
+        tokio::spawn(async move {
+            tokio::select! {
+                () = registry.wait_ready() => health.set_serving::<CommandServiceServer<Api>>().await,
+                () = draining.cancelled() => {}
+            }
+        });
+    }
     let max_elements = settings.limits.max_request_elements;
     let calls = CallLog::new(settings.call_log_sample, settings.metrics_listen.is_some());
     let api = Observed::new(
@@ -383,20 +403,23 @@ pub async fn start(settings: Settings) -> Result<RunningServer, StartError> {
         None => (None, None),
     };
 
-    let watcher = settings
-        .commands_file
-        .clone()
-        .zip(applied_file)
-        .map(|(path, applied)| {
-            tokio::spawn(commands_file::watch(
-                path,
+    let watcher = match (&settings.commands_file, applied_file) {
+        (Some(path), applied) if fleet_mode || applied.is_some() => {
+            Some(tokio::spawn(commands_file::watch(
+                path.clone(),
                 settings.commands_file_poll,
                 settings.builtins.clone(),
                 settings.handlers.clone(),
                 Arc::clone(&registry),
                 applied,
-            ))
-        });
+            )))
+        }
+        (None, _) if fleet_mode => Some(tokio::spawn(commands_file::configure_builtins(
+            settings.builtins.clone(),
+            Arc::clone(&registry),
+        ))),
+        _ => None,
+    };
 
     let snapshot = registry.snapshot();
     tracing::info!(
@@ -410,6 +433,8 @@ pub async fn start(settings: Settings) -> Result<RunningServer, StartError> {
         default_model = %settings.catalogue.default_model,
         commands_file = %settings.commands_file.as_ref().map_or_else(|| "none".into(), |p| p.display().to_string()),
         admin_token = settings.admin_token_file.is_some(),
+        fleet = %settings.fleet.as_ref().map_or_else(|| "off".into(), |f| f.endpoints.join(",")),
+        ready = registry.is_ready(),
         revision = snapshot.revision(),
         commands = snapshot.len(),
         "serving"

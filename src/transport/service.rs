@@ -133,7 +133,7 @@ impl Api {
     /// Classify's answer, encoded (`answers`); notes the command it found.
     pub(crate) fn classify(&self, request: &pb::ClassifyRequest) -> Result<Vec<u8>, Error> {
         let message = required("message", &request.message)?;
-        let snapshot = self.registry.snapshot();
+        let snapshot = self.registry.read()?;
         let classification = classify(message, &snapshot);
         if let Classification::Command { name, .. } = classification {
             note(name, "", "");
@@ -170,7 +170,7 @@ impl Api {
             .as_ref()
             .and_then(|s| ParticipantRole::try_from(s.role).ok())
             .unwrap_or(ParticipantRole::Unspecified);
-        let snapshot = self.registry.snapshot();
+        let snapshot = self.registry.read()?;
         let revision = snapshot.revision();
         let listing = |prefix| {
             snapshot
@@ -244,7 +244,7 @@ impl Api {
         #[allow(deprecated)]
         let forms = Forms::from_request(&request.event_forms, request.event_json_format)?;
 
-        let snapshot = self.registry.snapshot();
+        let snapshot = self.registry.read()?;
         let revision = snapshot.revision();
         let (name, arguments, reply) = match execute(
             message,
@@ -412,7 +412,7 @@ impl CommandService for Api {
         &self,
         request: Request<pb::ListSpecsRequest>,
     ) -> Result<Response<pb::ListSpecsResponse>, Status> {
-        let snapshot = self.registry.snapshot();
+        let snapshot = self.registry.read()?;
         Ok(Response::new(list_specs(&snapshot, request.get_ref())))
     }
 
@@ -421,6 +421,8 @@ impl CommandService for Api {
         request: Request<pb::WatchSpecsRequest>,
     ) -> Result<Response<WatchStream>, Status> {
         let with_struct = request.get_ref().include_card_extension;
+        // Fleet mode: nothing to stream before this sidecar has a registry it applied.
+        self.registry.read()?;
         // A watch channel holds only the latest snapshot: a slow reader skips ahead and
         // the writer never waits for it.
         let updates = tokio_stream::wrappers::WatchStream::new(self.registry.subscribe())

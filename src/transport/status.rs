@@ -14,8 +14,14 @@ pub fn code(err: &Error) -> Code {
         Error::ManagedByFile(_) => Code::FailedPrecondition,
         Error::Unauthenticated => Code::Unauthenticated,
         Error::PermissionDenied => Code::PermissionDenied,
-        Error::RegistryFull(_) | Error::DiskFull(_) => Code::ResourceExhausted,
-        Error::Storage(_) | Error::TokenUnavailable | Error::ShuttingDown => Code::Unavailable,
+        Error::RegistryFull(_) | Error::DiskFull(_) | Error::FleetTooLarge(_) => {
+            Code::ResourceExhausted
+        }
+        Error::Storage(_)
+        | Error::TokenUnavailable
+        | Error::ShuttingDown
+        | Error::FleetUnavailable(_)
+        | Error::NotReady => Code::Unavailable,
     }
 }
 
