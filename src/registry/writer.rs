@@ -29,8 +29,8 @@ use crate::registry::store::{self, Failed, Options, Served};
 
 /// Most changes one flush covers; bounds the latency a change adds to its group.
 const MAX_GROUP: usize = 512;
-/// Most times a fleet write is made again after other sidecars' changes came first.
-const MAX_CONFLICTS: usize = 16;
+/// How long a fleet write is made again while other sidecars' changes come first.
+const CONFLICT_BUDGET: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// What the writer is asked to do.
 pub(super) enum Op {
@@ -322,7 +322,8 @@ impl Writer {
     }
 
     fn commit_fleet_group(&mut self, changes: Vec<(Change, oneshot::Sender<ChangeResult>)>) {
-        let mut conflicts = 0;
+        let mut conflicts: u32 = 0;
+        let since = std::time::Instant::now();
         loop {
             let meta_mod = self.fleet().meta_mod.expect("joined");
             let mut next = self.state.clone();
@@ -357,11 +358,16 @@ impl Writer {
                 Ok(Outcome::Conflict) => {
                     metrics().fleet.write_conflicts.inc();
                     conflicts += 1;
-                    let reread = if conflicts > MAX_CONFLICTS {
+                    let reread = if since.elapsed() > CONFLICT_BUDGET {
                         Err(Error::FleetUnavailable(format!(
-                            "{MAX_CONFLICTS} other changes came first; the change was not made"
+                            "other sidecars' changes came first {conflicts} times in {} s; \
+                             the change was not made",
+                            CONFLICT_BUDGET.as_secs()
                         )))
                     } else {
+                        // A random pause, growing with each conflict, so that sidecars
+                        // writing at once do not keep colliding.
+                        std::thread::sleep(backoff(conflicts));
                         let fleet = self.fleet();
                         fleet.runtime.block_on(fleet.record.read_all())
                     };
@@ -520,6 +526,14 @@ impl Writer {
             }
         }
     }
+}
+
+/// A random pause of up to 2^`conflicts` ms (at most 64 ms) before writing again.
+fn backoff(conflicts: u32) -> std::time::Duration {
+    let mut byte = [0u8; 2];
+    let _ = ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut byte);
+    let most = 1u64 << conflicts.min(6);
+    std::time::Duration::from_micros(u64::from(u16::from_be_bytes(byte)) % (most * 1000))
 }
 
 fn failed(failed: Failed) -> Error {

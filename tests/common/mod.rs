@@ -10,6 +10,7 @@ use a2a_commands::pb::command_service_client::CommandServiceClient;
 use a2a_commands::transport::server::{self, RunningServer};
 use tonic::transport::Channel;
 
+pub mod etcd;
 pub mod handlers;
 pub mod http2;
 pub mod metrics;

@@ -25,7 +25,7 @@ use crate::pb::etcd::{
     LeaseRevokeRequest, RangeRequest, RangeResponse, TxnRequest, TxnResponse, WatchCreateRequest,
     WatchRequest, WatchResponse,
 };
-use crate::registry::fleet::FleetOptions;
+use crate::registry::fleet::options::FleetOptions;
 
 /// Largest answer decoded from etcd: a full page of the registry fits well within it.
 const MAX_DECODE_BYTES: usize = 64 << 20;
@@ -40,6 +40,9 @@ pub enum EtcdError {
     /// `--max-txn-ops`): nothing was done.
     #[error("{0}")]
     TooLarge(String),
+    /// No connection to any member could be made: the request was never sent.
+    #[error("no etcd member could be reached: {0}")]
+    NotSent(String),
     /// The revision asked for has been compacted away.
     #[error("etcd compacted revision {0}")]
     Compacted(i64),
@@ -234,7 +237,7 @@ impl Etcd {
             let (at, channel) = self.channel();
             let request = match self.request(message.clone(), &channel).await {
                 Ok(request) => request,
-                Err(EtcdError::Unreachable(e)) => {
+                Err(EtcdError::Unreachable(e) | EtcdError::NotSent(e)) => {
                     self.fail_over(at);
                     tries += 1;
                     last = Some(EtcdError::Unreachable(e));
@@ -252,7 +255,7 @@ impl Etcd {
                     *self.token.lock().expect("token lock") = None;
                 }
                 Err(status) => match classify(status) {
-                    EtcdError::Unreachable(e) => {
+                    EtcdError::Unreachable(e) | EtcdError::NotSent(e) => {
                         self.fail_over(at);
                         tries += 1;
                         last = Some(EtcdError::Unreachable(e));
@@ -276,29 +279,52 @@ impl Etcd {
 
     /// A transaction. [`EtcdError::Unreachable`] leaves its outcome unknown.
     pub async fn txn(&self, request: TxnRequest) -> Result<TxnResponse, EtcdError> {
-        // Sent once only: a retry on another member after a lost answer could apply a
-        // transaction twice, so the caller reads the outcome back instead.
-        let (at, channel) = self.channel();
-        let request = self.request(request, &channel).await?;
-        match client(KvClient::new(channel)).txn(request).await {
-            Ok(answer) => {
-                self.answered();
-                Ok(answer.into_inner())
-            }
-            Err(status) => {
-                if is_token_expired(&status) {
-                    // Refused before it ran: nothing was done.
-                    *self.token.lock().expect("token lock") = None;
-                    return Err(EtcdError::Rejected("etcd's auth token expired".into()));
-                }
-                let err = classify(status);
-                if matches!(err, EtcdError::Unreachable(_)) {
+        // Sent to one member only: a retry on another after a lost answer could apply a
+        // transaction twice, so the caller reads the outcome back instead. Members that
+        // cannot even be connected to never saw it, so the next one is tried.
+        let mut last = None;
+        for _ in 0..self.channels.len() {
+            let (at, channel) = self.channel();
+            let request = match self.request(request.clone(), &channel).await {
+                Ok(request) => request,
+                Err(e @ (EtcdError::Unreachable(_) | EtcdError::NotSent(_))) => {
+                    // The token could not be fetched: the transaction was not sent.
                     self.fail_over(at);
-                    self.unreachable(&err.to_string());
+                    last = Some(EtcdError::NotSent(e.to_string()));
+                    continue;
                 }
-                Err(err)
+                Err(e) => return Err(e),
+            };
+            match client(KvClient::new(channel)).txn(request).await {
+                Ok(answer) => {
+                    self.answered();
+                    return Ok(answer.into_inner());
+                }
+                Err(status) => {
+                    if is_token_expired(&status) {
+                        // Refused before it ran: nothing was done.
+                        *self.token.lock().expect("token lock") = None;
+                        return Err(EtcdError::Rejected("etcd's auth token expired".into()));
+                    }
+                    let err = classify(status);
+                    match err {
+                        EtcdError::NotSent(_) => {
+                            self.fail_over(at);
+                            last = Some(err);
+                        }
+                        EtcdError::Unreachable(_) => {
+                            self.fail_over(at);
+                            self.unreachable(&err.to_string());
+                            return Err(err);
+                        }
+                        other => return Err(other),
+                    }
+                }
             }
         }
+        let last = last.unwrap_or_else(|| EtcdError::NotSent("no endpoint".into()));
+        self.unreachable(&last.to_string());
+        Err(last)
     }
 
     /// Opens a watch of `[key, range_end)` from `start_revision`, on a member that has a
@@ -497,6 +523,8 @@ mod tests {
         let compacted =
             Status::out_of_range("etcdserver: mvcc: required revision has been compacted");
         assert!(matches!(classify(compacted), EtcdError::Compacted(_)));
+        let refused = Status::unavailable("tcp connect error");
+        assert!(matches!(classify(refused), EtcdError::NotSent(_)));
         let timed_out = Status::unavailable("etcdserver: request timed out");
         assert!(matches!(classify(timed_out), EtcdError::Unreachable(_)));
         let denied = Status::permission_denied("etcdserver: permission denied");

@@ -9,7 +9,7 @@ use crate::error::Error;
 use crate::pb::etcd::RangeRequest;
 use crate::registry::fleet::etcd::{Etcd, EtcdError};
 use crate::registry::fleet::layout::{self, FleetState, Keys};
-use crate::registry::fleet::FleetOptions;
+use crate::registry::fleet::options::FleetOptions;
 use crate::registry::state::{State, Write};
 
 /// Keys read per page of a whole read.
@@ -102,6 +102,9 @@ impl Record {
             Err(EtcdError::Rejected(message)) => Err(Error::FleetUnavailable(format!(
                 "etcd refused the change ({message}); it was not made"
             ))),
+            Err(EtcdError::NotSent(message)) => Err(Error::FleetUnavailable(format!(
+                "no etcd member could be reached ({message}); the change was not made"
+            ))),
             Err(EtcdError::Unreachable(_) | EtcdError::Compacted(_)) => {
                 self.resolve(before.meta_mod, &id).await
             }
@@ -122,7 +125,9 @@ impl Record {
                 .await;
             let kv = match read {
                 Ok(answer) => answer.kvs.into_iter().next(),
-                Err(EtcdError::Unreachable(e)) if Instant::now() < deadline => {
+                Err(EtcdError::Unreachable(e) | EtcdError::NotSent(e))
+                    if Instant::now() < deadline =>
+                {
                     tracing::debug!(error = %e, "reading back a fleet change's outcome");
                     tokio::time::sleep(Duration::from_millis(200)).await;
                     continue;

@@ -1,0 +1,255 @@
+//! A real etcd cluster on loopback for the fleet tests: members on free ports with
+//! temporary data directories, stopped by PID when dropped (a failed test included).
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use a2a_commands::pb::etcd::kv_client::KvClient;
+use a2a_commands::pb::etcd::{CompactionRequest, RangeRequest};
+
+/// One member's ports and process.
+struct Member {
+    name: String,
+    client: u16,
+    peer: u16,
+    child: Option<Child>,
+}
+
+/// A running cluster.
+pub struct EtcdCluster {
+    members: Vec<Member>,
+    dir: tempfile::TempDir,
+}
+
+/// Whether etcd is installed; under CI its absence fails the test (`.ci/run` installs
+/// it), elsewhere the test is skipped with one loud line.
+pub fn available() -> bool {
+    let found = Command::new("etcd")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !found {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "etcd is not installed, and CI must run the fleet tests (apt-get install etcd-server etcd-client)"
+        );
+        eprintln!("*** etcd is not installed: fleet test SKIPPED ***");
+    }
+    found
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+impl EtcdCluster {
+    /// Starts `n` members and waits until every one answers.
+    pub async fn start(n: usize) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let members: Vec<Member> = (0..n)
+            .map(|i| Member {
+                name: format!("m{i}"),
+                client: free_port(),
+                peer: free_port(),
+                child: None,
+            })
+            .collect();
+        let mut cluster = Self { members, dir };
+        for i in 0..n {
+            cluster.spawn(i);
+        }
+        for i in 0..n {
+            cluster.wait_member(i).await;
+        }
+        cluster
+    }
+
+    fn initial_cluster(&self) -> String {
+        let peers: Vec<String> = self
+            .members
+            .iter()
+            .map(|m| format!("{}=http://127.0.0.1:{}", m.name, m.peer))
+            .collect();
+        peers.join(",")
+    }
+
+    fn data_dir(&self, i: usize) -> PathBuf {
+        self.dir.path().join(&self.members[i].name)
+    }
+
+    fn spawn(&mut self, i: usize) {
+        let initial = self.initial_cluster();
+        let data = self.data_dir(i);
+        let m = &self.members[i];
+        let client = format!("http://127.0.0.1:{}", m.client);
+        let peer = format!("http://127.0.0.1:{}", m.peer);
+        let log = std::fs::File::create(self.dir.path().join(format!("{}.log", m.name))).unwrap();
+        let child = Command::new("etcd")
+            .args(["--name", &m.name, "--data-dir"])
+            .arg(&data)
+            .args([
+                "--listen-client-urls",
+                &client,
+                "--advertise-client-urls",
+                &client,
+                "--listen-peer-urls",
+                &peer,
+                "--initial-advertise-peer-urls",
+                &peer,
+                "--initial-cluster",
+                &initial,
+                "--initial-cluster-state",
+                "new",
+                "--initial-cluster-token",
+                "a2a-commands-test",
+                // Loopback: elections in tens of milliseconds keep the tests short.
+                "--heartbeat-interval",
+                "50",
+                "--election-timeout",
+                "500",
+            ])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("etcd starts");
+        self.members[i].child = Some(child);
+    }
+
+    /// Client URLs, comma-separated, as `--fleet-etcd-endpoints` takes them.
+    pub fn endpoints(&self) -> String {
+        let urls: Vec<String> = (0..self.members.len()).map(|i| self.endpoint(i)).collect();
+        urls.join(",")
+    }
+
+    /// Member `i`'s client URL.
+    pub fn endpoint(&self, i: usize) -> String {
+        format!("http://127.0.0.1:{}", self.members[i].client)
+    }
+
+    async fn kv(&self, i: usize) -> Option<KvClient<tonic::transport::Channel>> {
+        let channel = tonic::transport::Endpoint::from_shared(self.endpoint(i))
+            .unwrap()
+            .connect_timeout(Duration::from_millis(500))
+            .connect()
+            .await
+            .ok()?;
+        Some(KvClient::new(channel))
+    }
+
+    /// Waits until member `i` answers a linearizable read (so it has a leader).
+    async fn wait_member(&self, i: usize) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Some(mut kv) = self.kv(i).await {
+                let mut request = tonic::Request::new(RangeRequest {
+                    key: b"probe".to_vec(),
+                    ..Default::default()
+                });
+                request.set_timeout(Duration::from_secs(2));
+                if kv.range(request).await.is_ok() {
+                    return;
+                }
+            }
+            assert!(
+                Instant::now() < deadline,
+                "etcd member {i} did not answer within 60 s; its log: {}",
+                self.log(i)
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    fn log(&self, i: usize) -> String {
+        std::fs::read_to_string(
+            self.dir
+                .path()
+                .join(format!("{}.log", self.members[i].name)),
+        )
+        .unwrap_or_default()
+    }
+
+    /// The index of the current leader.
+    pub fn leader(&self) -> usize {
+        let output = Command::new("etcdctl")
+            .env("ETCDCTL_API", "3")
+            .args(["endpoint", "status", "-w", "json", "--endpoints"])
+            .arg(self.endpoints())
+            .output()
+            .expect("etcdctl runs");
+        let statuses: serde_json::Value =
+            serde_json::from_slice(&output.stdout).expect("etcdctl answers JSON");
+        for status in statuses.as_array().unwrap() {
+            let s = &status["Status"];
+            if s["leader"] == s["header"]["member_id"] {
+                let endpoint = status["Endpoint"].as_str().unwrap();
+                return (0..self.members.len())
+                    .find(|&i| self.endpoint(i) == endpoint)
+                    .unwrap();
+            }
+        }
+        panic!("no leader among {statuses}");
+    }
+
+    /// Kills member `i` with SIGKILL.
+    pub fn kill(&mut self, i: usize) {
+        if let Some(mut child) = self.members[i].child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts `members` again on their data directories, and waits until each answers
+    /// (which needs a quorum back).
+    pub async fn restart(&mut self, members: &[usize]) {
+        for &i in members {
+            self.spawn(i);
+        }
+        for &i in members {
+            self.wait_member(i).await;
+        }
+    }
+
+    /// Compacts the history up to the newest revision; returns it.
+    pub async fn compact(&self) -> i64 {
+        for i in 0..self.members.len() {
+            let Some(mut kv) = self.kv(i).await else {
+                continue;
+            };
+            let Ok(answer) = kv
+                .range(RangeRequest {
+                    key: b"probe".to_vec(),
+                    ..Default::default()
+                })
+                .await
+            else {
+                continue;
+            };
+            let revision = answer.into_inner().header.unwrap().revision;
+            kv.compact(CompactionRequest {
+                revision,
+                physical: true,
+            })
+            .await
+            .expect("compacts");
+            return revision;
+        }
+        panic!("no member answered");
+    }
+}
+
+impl Drop for EtcdCluster {
+    fn drop(&mut self) {
+        for i in 0..self.members.len() {
+            self.kill(i);
+        }
+    }
+}

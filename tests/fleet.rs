@@ -1,0 +1,468 @@
+//! Fleet mode against a real three-member etcd cluster on loopback, with three real
+//! sidecars (the binary) in front of it: concurrent writers, the leader killed mid-write,
+//! a paused sidecar catching up across a compaction, every member down. After each
+//! scenario, on every sidecar: each acknowledged Register is present, each acknowledged
+//! Unregister absent, all show the same revision and the same ordered list, and the
+//! revisions WatchSpecs streamed only went up.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use a2a_commands::pb;
+use common::etcd::{self, EtcdCluster};
+use common::process::ServeProcess;
+use common::{spec, Client};
+use tokio_stream::StreamExt;
+use tonic::Code;
+
+/// A sidecar in fleet mode on `cluster`, its registry copy in `dir`.
+fn sidecar(cluster: &EtcdCluster, dir: &Path, name: &str, extra: &[&str]) -> ServeProcess {
+    let endpoints = cluster.endpoints();
+    let mut args = vec![
+        "--fleet-etcd-endpoints",
+        &endpoints,
+        "--fleet-member-name",
+        name,
+        "--fleet-timeout-ms",
+        "2000",
+    ];
+    args.extend_from_slice(extra);
+    ServeProcess::start(dir, &args)
+}
+
+async fn client(process: &ServeProcess) -> Client {
+    Client::connect(process.url()).await.expect("connects")
+}
+
+/// Waits until the sidecar answers ListSpecs (fleet mode: it has a registry to serve).
+async fn ready(process: &ServeProcess) -> Client {
+    let mut client = client(process).await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        match client.list_specs(pb::ListSpecsRequest::default()).await {
+            Ok(_) => return client,
+            Err(status) => {
+                assert_eq!(status.code(), Code::Unavailable, "{status:?}");
+                assert!(Instant::now() < deadline, "not ready in 30 s: {status:?}");
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The registry as one sidecar serves it: revision and names in order.
+async fn listed(client: &mut Client) -> (u64, Vec<String>) {
+    let answer = client
+        .list_specs(pb::ListSpecsRequest::default())
+        .await
+        .expect("ListSpecs answers")
+        .into_inner();
+    let names = answer
+        .commands
+        .into_iter()
+        .map(|c| c.spec.unwrap().name)
+        .collect();
+    (answer.revision, names)
+}
+
+/// Waits until every sidecar serves the same revision and list; returns it.
+async fn converged(clients: &mut [Client]) -> (u64, Vec<String>) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let mut seen = Vec::new();
+        for client in clients.iter_mut() {
+            seen.push(listed(client).await);
+        }
+        if seen.windows(2).all(|w| w[0] == w[1]) {
+            return seen.remove(0);
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the sidecars did not converge in 30 s: {seen:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Every revision a sidecar's WatchSpecs streams, collected in the background.
+fn watch_revisions(mut client: Client) -> Arc<Mutex<Vec<u64>>> {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let into = Arc::clone(&seen);
+    tokio::spawn(async move {
+        let Ok(answer) = client.watch_specs(pb::WatchSpecsRequest::default()).await else {
+            return;
+        };
+        let mut stream = answer.into_inner();
+        while let Some(Ok(update)) = stream.next().await {
+            into.lock().unwrap().push(update.revision);
+        }
+    });
+    seen
+}
+
+fn assert_increasing(revisions: &Mutex<Vec<u64>>) {
+    let revisions = revisions.lock().unwrap();
+    assert!(!revisions.is_empty(), "WatchSpecs streamed nothing");
+    assert!(
+        revisions.windows(2).all(|w| w[0] < w[1]),
+        "WatchSpecs revisions went back or repeated: {revisions:?}"
+    );
+}
+
+/// What the writers were told.
+#[derive(Default)]
+struct Acknowledged {
+    present: BTreeSet<String>,
+    absent: BTreeSet<String>,
+}
+
+impl Acknowledged {
+    fn check(&self, names: &[String]) {
+        for name in &self.present {
+            assert!(
+                names.contains(name),
+                "acknowledged /{name} is missing: {names:?}"
+            );
+        }
+        for name in &self.absent {
+            assert!(
+                !names.contains(name),
+                "unregistered /{name} is back: {names:?}"
+            );
+        }
+    }
+}
+
+async fn register(client: &mut Client, name: &str) -> Result<u64, tonic::Status> {
+    common::register(client, spec(name, "fleet test", ""), false)
+        .await
+        .map(|r| r.revision)
+}
+
+async fn unregister(client: &mut Client, name: &str) -> Result<u64, tonic::Status> {
+    client
+        .unregister(pb::UnregisterRequest { name: name.into() })
+        .await
+        .map(|r| r.into_inner().revision)
+}
+
+/// Writer `w` through `client`: registers `w{w}-{k}` for each k, unregistering every
+/// third one it registered. Failures are allowed only when `faults`, and must then be
+/// UNAVAILABLE naming the fleet store; what was acknowledged is recorded.
+async fn writer(mut client: Client, w: usize, count: usize, faults: bool) -> Acknowledged {
+    let mut acked = Acknowledged::default();
+    let mut unknown = BTreeSet::new();
+    for k in 0..count {
+        let name = format!("w{w}-{k}");
+        match register(&mut client, &name).await {
+            Ok(_) => {
+                acked.present.insert(name.clone());
+            }
+            Err(status) => {
+                assert!(faults, "register {name}: {status:?}");
+                assert_eq!(status.code(), Code::Unavailable, "{status:?}");
+                assert!(status.message().contains("fleet store"), "{status:?}");
+                unknown.insert(name.clone());
+                continue;
+            }
+        }
+        if k % 3 == 2 {
+            match unregister(&mut client, &name).await {
+                Ok(_) => {
+                    acked.present.remove(&name);
+                    acked.absent.insert(name);
+                }
+                Err(status) => {
+                    assert!(faults, "unregister {name}: {status:?}");
+                    acked.present.remove(&name);
+                }
+            }
+        }
+    }
+    acked
+}
+
+struct Fleet {
+    cluster: EtcdCluster,
+    sidecars: Vec<ServeProcess>,
+    dirs: tempfile::TempDir,
+}
+
+impl Fleet {
+    async fn start() -> Option<Self> {
+        if !etcd::available() {
+            return None;
+        }
+        let cluster = EtcdCluster::start(3).await;
+        let dirs = tempfile::tempdir().unwrap();
+        let sidecars = (0..3)
+            .map(|i| {
+                sidecar(
+                    &cluster,
+                    &dirs.path().join(format!("s{i}")),
+                    &format!("s{i}"),
+                    &[],
+                )
+            })
+            .collect();
+        Some(Self {
+            cluster,
+            sidecars,
+            dirs,
+        })
+    }
+
+    async fn clients(&self) -> Vec<Client> {
+        let mut clients = Vec::new();
+        for s in &self.sidecars {
+            clients.push(ready(s).await);
+        }
+        clients
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_writers_through_three_sidecars_lose_nothing() {
+    let Some(fleet) = Fleet::start().await else {
+        return;
+    };
+    let mut clients = fleet.clients().await;
+    // The built-ins are written once, by whichever sidecar gets there first.
+    let (_, names) = converged(&mut clients).await;
+    assert_eq!(names, ["model", "effort", "sub-task", "status"]);
+    let watched: Vec<_> = clients.iter().cloned().map(watch_revisions).collect();
+
+    let writers: Vec<_> = clients
+        .iter()
+        .cloned()
+        .enumerate()
+        .map(|(w, c)| tokio::spawn(writer(c, w, 30, false)))
+        .collect();
+    let mut acked = Vec::new();
+    for w in writers {
+        acked.push(w.await.unwrap());
+    }
+    let (revision, names) = converged(&mut clients).await;
+    for a in &acked {
+        a.check(&names);
+    }
+    // 90 registers and 30 unregisters, each its own revision, after the built-ins'.
+    assert_eq!(revision, 1 + 90 + 30, "{names:?}");
+    // Registration order is commit order across the fleet: one writer's commands keep
+    // the order it registered them in.
+    for w in 0..3 {
+        let mine: Vec<&String> = names
+            .iter()
+            .filter(|n| n.starts_with(&format!("w{w}-")))
+            .collect();
+        let mut sorted = mine.clone();
+        sorted.sort_by_key(|n| n.split('-').nth(1).unwrap().parse::<u32>().unwrap());
+        assert_eq!(mine, sorted);
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    for w in &watched {
+        assert_increasing(w);
+    }
+
+    // `ctl fleet` lists the three sidecars at the same revision.
+    let out = common::process::binary()
+        .args([
+            "ctl",
+            "fleet",
+            "--fleet-etcd-endpoints",
+            &fleet.cluster.endpoints(),
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let members: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let listed: BTreeSet<&str> = members
+        .iter()
+        .map(|m| m["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(listed, BTreeSet::from(["s0", "s1", "s2"]));
+    assert!(
+        members.iter().all(|m| m["revision"] == revision),
+        "{members:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn killing_the_etcd_leader_mid_writes_loses_no_acknowledged_change() {
+    let Some(mut fleet) = Fleet::start().await else {
+        return;
+    };
+    let mut clients = fleet.clients().await;
+    converged(&mut clients).await;
+    let watched: Vec<_> = clients.iter().cloned().map(watch_revisions).collect();
+    let writers: Vec<_> = clients
+        .iter()
+        .cloned()
+        .enumerate()
+        .map(|(w, c)| tokio::spawn(writer(c, w, 40, true)))
+        .collect();
+    // Once some changes are through, the leader dies.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while listed(&mut clients[0]).await.0 < 15 {
+        assert!(Instant::now() < deadline, "no writes went through");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let leader = fleet.cluster.leader();
+    fleet.cluster.kill(leader);
+    let mut acked = Vec::new();
+    for w in writers {
+        acked.push(w.await.unwrap());
+    }
+    let (_, names) = converged(&mut clients).await;
+    for a in &acked {
+        a.check(&names);
+    }
+    // Writes go on with two members of three.
+    let revision = register(&mut clients[1], "after-the-leader").await.unwrap();
+    let (now, names) = converged(&mut clients).await;
+    assert_eq!(now, revision);
+    assert!(names.contains(&"after-the-leader".to_owned()));
+    for w in &watched {
+        assert_increasing(w);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_paused_sidecar_catches_up_across_a_compaction() {
+    let Some(fleet) = Fleet::start().await else {
+        return;
+    };
+    let mut clients = fleet.clients().await;
+    converged(&mut clients).await;
+    let watched = watch_revisions(clients[2].clone());
+    fleet.sidecars[2].signal("STOP");
+    let acked = {
+        let a = tokio::spawn(writer(clients[0].clone(), 0, 15, false));
+        let b = tokio::spawn(writer(clients[1].clone(), 1, 15, false));
+        [a.await.unwrap(), b.await.unwrap()]
+    };
+    fleet.cluster.compact().await;
+    fleet.sidecars[2].signal("CONT");
+    let (revision, names) = converged(&mut clients).await;
+    for a in &acked {
+        a.check(&names);
+    }
+    assert_eq!(revision, 1 + 30 + 10);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_increasing(&watched);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn with_every_member_down_reads_go_on_and_writes_are_refused() {
+    let Some(mut fleet) = Fleet::start().await else {
+        return;
+    };
+    let mut clients = fleet.clients().await;
+    converged(&mut clients).await;
+    register(&mut clients[0], "before").await.unwrap();
+    let before = converged(&mut clients).await;
+    for i in 0..3 {
+        fleet.cluster.kill(i);
+    }
+
+    // Reads answer from the registry applied.
+    for client in &mut clients {
+        assert_eq!(listed(client).await, before);
+        let got = common::classify(client, common::text_message("m", "/before now")).await;
+        assert!(
+            matches!(got, pb::classify_response::Result::Command(_)),
+            "{got:?}"
+        );
+    }
+    // Writes are refused, naming the fleet store; nothing is written locally.
+    let refused = register(&mut clients[1], "during").await.unwrap_err();
+    assert_eq!(refused.code(), Code::Unavailable, "{refused:?}");
+    assert!(
+        refused.message().contains("fleet store (etcd)"),
+        "{refused:?}"
+    );
+    assert_eq!(listed(&mut clients[1]).await, before);
+
+    // A sidecar restarted meanwhile serves the copy it applied.
+    let dir = fleet.dirs.path().join("s2");
+    drop(fleet.sidecars.pop());
+    fleet
+        .sidecars
+        .push(sidecar(&fleet.cluster, &dir, "s2", &[]));
+    clients[2] = ready(&fleet.sidecars[2]).await;
+    assert_eq!(listed(&mut clients[2]).await, before);
+
+    // One that never read the fleet has nothing to serve: not ready.
+    let fresh = sidecar(
+        &fleet.cluster,
+        &fleet.dirs.path().join("fresh"),
+        "fresh",
+        &[],
+    );
+    let mut fresh_client = client(&fresh).await;
+    let status = fresh_client
+        .list_specs(pb::ListSpecsRequest::default())
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), Code::Unavailable, "{status:?}");
+
+    // The members come back: everyone converges, and writes go on.
+    fleet.cluster.restart(&[0, 1, 2]).await;
+    clients.push(ready(&fresh).await);
+    let revision = register(&mut clients[2], "after").await.unwrap();
+    let (now, names) = converged(&mut clients).await;
+    assert_eq!(now, revision);
+    assert_eq!(
+        names,
+        ["model", "effort", "sub-task", "status", "before", "after"]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_change_too_large_for_one_transaction_is_refused_whole() {
+    if !etcd::available() {
+        return;
+    }
+    let cluster = EtcdCluster::start(1).await;
+    let dir = tempfile::tempdir().unwrap();
+    let process = sidecar(
+        &cluster,
+        dir.path(),
+        "s",
+        &["--fleet-max-request-bytes", "8192"],
+    );
+    let mut client = ready(&process).await;
+    // The built-ins are written once etcd answers.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let (revision, names) = loop {
+        let (revision, names) = listed(&mut client).await;
+        if names.len() == 4 {
+            break (revision, names);
+        }
+        assert!(Instant::now() < deadline, "no built-ins in 30 s");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let big = pb::RegisterRequest {
+        spec: Some(spec("big", "a long prompt", "")),
+        prompt: Some(pb::PromptBinding {
+            source: Some(pb::prompt_binding::Source::Template("x".repeat(12_000))),
+        }),
+        ..Default::default()
+    };
+    let refused = client.register(big).await.unwrap_err();
+    assert_eq!(refused.code(), Code::ResourceExhausted, "{refused:?}");
+    assert!(
+        refused.message().contains("--max-request-bytes"),
+        "{refused:?}"
+    );
+    assert_eq!(listed(&mut client).await, (revision, names));
+}
