@@ -19,6 +19,11 @@ use common::{spec, Client};
 use tokio_stream::StreamExt;
 use tonic::Code;
 
+/// The scenarios run one at a time: each starts a cluster on ports it picks free, and
+/// two picking at once could collide; it also keeps two cores from being shared by
+/// several clusters' elections.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// A sidecar in fleet mode on `cluster`, its registry copy in `dir`.
 fn sidecar(cluster: &EtcdCluster, dir: &Path, name: &str, extra: &[&str]) -> ServeProcess {
     let endpoints = cluster.endpoints();
@@ -227,6 +232,7 @@ impl Fleet {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_writers_through_three_sidecars_lose_nothing() {
+    let _one = ONE_AT_A_TIME.lock().await;
     let Some(fleet) = Fleet::start().await else {
         return;
     };
@@ -298,6 +304,7 @@ async fn concurrent_writers_through_three_sidecars_lose_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn killing_the_etcd_leader_mid_writes_loses_no_acknowledged_change() {
+    let _one = ONE_AT_A_TIME.lock().await;
     let Some(mut fleet) = Fleet::start().await else {
         return;
     };
@@ -338,6 +345,7 @@ async fn killing_the_etcd_leader_mid_writes_loses_no_acknowledged_change() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_paused_sidecar_catches_up_across_a_compaction() {
+    let _one = ONE_AT_A_TIME.lock().await;
     let Some(fleet) = Fleet::start().await else {
         return;
     };
@@ -363,6 +371,7 @@ async fn a_paused_sidecar_catches_up_across_a_compaction() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn with_every_member_down_reads_go_on_and_writes_are_refused() {
+    let _one = ONE_AT_A_TIME.lock().await;
     let Some(mut fleet) = Fleet::start().await else {
         return;
     };
@@ -429,6 +438,7 @@ async fn with_every_member_down_reads_go_on_and_writes_are_refused() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_change_too_large_for_one_transaction_is_refused_whole() {
+    let _one = ONE_AT_A_TIME.lock().await;
     if !etcd::available() {
         return;
     }
@@ -465,4 +475,101 @@ async fn a_change_too_large_for_one_transaction_is_refused_whole() {
         "{refused:?}"
     );
     assert_eq!(listed(&mut client).await, (revision, names));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn every_pod_applies_the_same_commands_file_once() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    if !etcd::available() {
+        return;
+    }
+    let cluster = EtcdCluster::start(1).await;
+    let dirs = tempfile::tempdir().unwrap();
+    let file = dirs.path().join("commands.json");
+    std::fs::write(
+        &file,
+        r#"{"commands": [{"name": "deploy", "description": "Deploy"}, {"name": "review", "description": "Review"}]}"#,
+    )
+    .unwrap();
+    let file = file.to_str().unwrap().to_owned();
+    let sidecars: Vec<_> = (0..3)
+        .map(|i| {
+            let dir = dirs.path().join(format!("s{i}"));
+            sidecar(
+                &cluster,
+                &dir,
+                &format!("s{i}"),
+                &["--commands-file", &file],
+            )
+        })
+        .collect();
+    let mut clients = Vec::new();
+    for s in &sidecars {
+        clients.push(ready(s).await);
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let (revision, names) = loop {
+        let got = converged(&mut clients).await;
+        if got.1.len() == 6 {
+            break got;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the file was not applied: {got:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(
+        names,
+        ["model", "effort", "sub-task", "status", "deploy", "review"]
+    );
+    // One change for the built-ins and the file together, made by one pod: the others
+    // found it done.
+    assert_eq!(revision, 1);
+    // The API may not change the file's commands, on any pod.
+    let refused = unregister(&mut clients[2], "deploy").await.unwrap_err();
+    assert_eq!(refused.code(), Code::FailedPrecondition, "{refused:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_sled_sidecar_joining_an_empty_fleet_serves_the_fleet_and_never_goes_back() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    if !etcd::available() {
+        return;
+    }
+    let dirs = tempfile::tempdir().unwrap();
+    let dir = dirs.path().join("s");
+    let sled_revision = {
+        let process = ServeProcess::start(&dir, &[]);
+        let mut client = client(&process).await;
+        for name in ["alpha", "beta", "gamma"] {
+            register(&mut client, name).await.unwrap();
+        }
+        listed(&mut client).await.0
+    };
+    assert_eq!(sled_revision, 4);
+    let cluster = EtcdCluster::start(1).await;
+    let process = sidecar(&cluster, &dir, "s", &[]);
+    let mut client = ready(&process).await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let (revision, names) = loop {
+        let got = listed(&mut client).await;
+        if got.1.len() == 4 {
+            break got;
+        }
+        assert!(Instant::now() < deadline, "no built-ins: {got:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    // The fleet's registry (empty, then the built-ins) is served; the local commands
+    // are not merged, and the revision moved on from the one this sidecar had served.
+    assert_eq!(names, ["model", "effort", "sub-task", "status"]);
+    assert!(revision > sled_revision, "{revision} after {sled_revision}");
+    let mut logged = process.before.clone();
+    logged.extend(process.lines.try_iter());
+    assert!(
+        logged
+            .iter()
+            .any(|l| l.contains("differs from the fleet") && l.contains("alpha,beta,gamma")),
+        "{logged:#?}"
+    );
 }

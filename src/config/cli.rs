@@ -504,7 +504,7 @@ pub struct FleetArgs {
     /// The key prefix the fleet's registry lives under [default: /a2a-commands/].
     #[arg(long, env = "A2A_COMMANDS_FLEET_PREFIX")]
     pub fleet_prefix: Option<String>,
-    /// PEM CA certificate(s) that signed etcd's certificates [default: the system's].
+    /// PEM CA certificate(s) that signed etcd's certificates (else the system's roots).
     #[arg(long, env = "A2A_COMMANDS_FLEET_ETCD_CA_FILE")]
     pub fleet_etcd_ca_file: Option<PathBuf>,
     /// PEM client certificate for etcd (with --fleet-etcd-key-file).

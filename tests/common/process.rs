@@ -13,6 +13,8 @@ pub struct ServeProcess {
     pub addr: SocketAddr,
     /// Every log line after the "serving" one, as it arrives.
     pub lines: mpsc::Receiver<String>,
+    /// The log lines before the "serving" one.
+    pub before: Vec<String>,
 }
 
 pub fn binary() -> Command {
@@ -74,7 +76,12 @@ impl ServeProcess {
             if let Ok(event) = serde_json::from_str::<serde_json::Value>(&line) {
                 if event["message"] == "serving" {
                     let addr = event["addr"].as_str().unwrap().parse().unwrap();
-                    return Self { child, addr, lines };
+                    return Self {
+                        child,
+                        addr,
+                        lines,
+                        before: seen,
+                    };
                 }
             }
             seen.push(line);
