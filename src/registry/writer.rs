@@ -441,7 +441,16 @@ impl Writer {
     /// The first whole read: the fleet's registry replaces the local one (whose
     /// differences are logged, never merged), and revisions never go back.
     fn join(&mut self, mut whole: FleetState) {
-        log_differences(&self.state, &whole.state);
+        if self.fleet().marked {
+            // A copy of this fleet: whatever changed since is the fleet's own history.
+            tracing::info!(
+                copy_revision = self.state.revision,
+                fleet_revision = whole.state.revision,
+                "read the fleet's registry; this sidecar's copy follows it"
+            );
+        } else {
+            log_differences(&self.state, &whole.state);
+        }
         if self.state.revision > whole.state.revision {
             // A registry with an older revision than this sidecar served (a sled
             // history, or a fleet recreated empty): its revision moves past ours first.

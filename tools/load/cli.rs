@@ -60,4 +60,14 @@ pub(crate) struct Args {
     /// then exit: for an outside client such as h2load (`scripts/h2load.sh`).
     #[arg(long)]
     pub(crate) write_bodies: Option<PathBuf>,
+    /// Fleet mode's figures instead (`scripts/bench-fleet.sh`): three running sidecars of
+    /// one fleet, comma-separated, for propagation and the Register rate (with --sled).
+    #[arg(long, value_delimiter = ',', requires = "sled")]
+    pub(crate) fleet: Option<Vec<SocketAddr>>,
+    /// A running sled-mode server, measured beside the fleet in the same run.
+    #[arg(long)]
+    pub(crate) sled: Option<SocketAddr>,
+    /// Registrations measured for propagation (half as many per writer for the rate).
+    #[arg(long, default_value_t = 1000)]
+    pub(crate) registrations: usize,
 }

@@ -12,6 +12,7 @@
 //! non-zero if any call failed.
 
 mod cli;
+mod fleet;
 mod measure;
 mod report;
 mod run;
@@ -29,5 +30,8 @@ fn main() -> ExitCode {
         .enable_all()
         .build()
         .expect("runtime");
+    if let (Some(fleet), Some(sled)) = (&args.fleet, args.sled) {
+        return runtime.block_on(fleet::run(fleet, sled, args.registrations));
+    }
     runtime.block_on(run::run(args))
 }

@@ -34,12 +34,13 @@ pub struct Member {
     pub etcd_revision: i64,
 }
 
-/// Keeps this sidecar's member key up to date until `stop`, then revokes it.
+/// Keeps this sidecar's member key up to date (within a second) until `stop`, then
+/// revokes it.
 pub async fn run(
     etcd: Arc<Etcd>,
     keys: Keys,
     mut member: Member,
-    mut applied: watch::Receiver<(u64, i64)>,
+    applied: watch::Receiver<(u64, i64)>,
     stop: CancellationToken,
 ) {
     let key = {
@@ -53,18 +54,15 @@ pub async fn run(
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     let mut renewed = tokio::time::Instant::now();
     loop {
+        // Once a second at most: a busy registry does not turn into a write per change
+        // per sidecar.
         tokio::select! {
             () = stop.cancelled() => break,
             _ = tick.tick() => {}
-            changed = applied.changed() => {
-                if changed.is_err() {
-                    break;
-                }
-            }
         }
         m.seconds_since_contact
             .set(etcd.since_contact().as_secs_f64());
-        let (revision, etcd_revision) = *applied.borrow_and_update();
+        let (revision, etcd_revision) = *applied.borrow();
         let moved = revision != member.revision || etcd_revision != member.etcd_revision;
         member.revision = revision;
         member.etcd_revision = etcd_revision;
