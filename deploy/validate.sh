@@ -8,16 +8,28 @@
 # What it checks (all of it on every run; exit 1 if anything failed):
 #  1. every *.yaml / *.yml under deploy/ parses (no duplicate keys either);
 #  2. kustomization.yaml files (not Kubernetes objects, so not schema-checked): the
-#     apiVersion and kind, every listed resource exists (a file, or a directory with a
-#     kustomization.yaml), and every manifest file is listed by some kustomization;
-#  3. every YAML document of every other file, with
-#     `kubernetes-validate --strict -k 1.33.0`: unknown fields are errors, and so is a
-#     document whose kind has no 1.33 schema (the tool itself only warns about those);
+#     apiVersion and kind, every listed resource and patch exists (a file, or for a
+#     resource a directory with a kustomization.yaml), and every other file is listed by
+#     some kustomization, as a resource or as a patch. A commented-out `# - path: <file>`
+#     line is an opt-in patch (an operator uncomments it): it must exist too;
+#  3. every YAML document of every other file except patches (partial objects, checked
+#     in step 7 once applied), with `kubernetes-validate --strict -k 1.33.0`: unknown
+#     fields are errors, and so is a document whose kind has no 1.33 schema (the tool
+#     itself only warns about those);
 #  4. the commands.json in the ConfigMap is valid JSON of the expected shape;
 #  5. the a2a-commands sidecar is the same in the Deployment and the StatefulSet, and its
 #     metrics listener, port named `metrics` and scrape annotations agree;
-#  6. if kubectl (or kustomize) is installed: each kustomization renders, and the
-#     rendered objects pass step 3 too. Set SKIP_KUSTOMIZE=1 to skip this step.
+#  6. the example etcd (fleet/etcd/): --initial-cluster names exactly its replicas under
+#     its Service, which is headless and publishes not-ready members, and the members
+#     start in parallel (otherwise the cluster never forms);
+#  7. if kubectl (or kustomize) is installed: each kustomization renders, also with its
+#     opt-in patches enabled, and the rendered objects pass step 3 too. The rendered fleet
+#     overlay must run 3 replicas whose sidecar has valid fleet settings
+#     (A2A_COMMANDS_FLEET_ETCD_ENDPOINTS, the member name from the pod's name, TLS only
+#     with https://, file settings inside a mounted volume), differs from deploy/'s only
+#     by them, and, without opt-in patches, names the example etcd's members and keeps
+#     to its transaction limits; the gateway container must be deploy/'s, untouched.
+#     Set SKIP_KUSTOMIZE=1 to skip this step.
 #
 # The tool is installed into a virtual environment of its own (so the project's other
 # Python packages are left alone), kept in $KUBERNETES_VALIDATE_VENV, by default
@@ -62,11 +74,13 @@ if [[ ${#yaml_files[@]} -eq 0 ]]; then
   exit 1
 fi
 
-# Steps 1, 2, 4 and 5. Writes "<file> <number of documents>" for each manifest (not
-# kustomization) file that parsed to $work/manifests, for step 3. A failure here is
-# reported at the end, after the schema checks have run too.
+# Steps 1, 2, 4, 5 and 6. Writes "<file> <number of documents>" for each manifest (not
+# kustomization, not patch) file that parsed to $work/manifests, for step 3, each
+# kustomization's directory to $work/kustomizations and each one with opt-in patches to
+# $work/opt-in, for step 7. A failure here is reported at the end, after the schema
+# checks have run too.
 failed=0
-if ! (cd "$deploy_dir" && "$python" - "$work/manifests" "${yaml_files[@]}" <<'PY'); then
+if ! (cd "$deploy_dir" && "$python" - "$work" "${yaml_files[@]}" <<'PY'); then
 import json
 import os
 import re
@@ -74,7 +88,7 @@ import sys
 
 import yaml
 
-out_path, files = sys.argv[1], sys.argv[2:]
+work, files = sys.argv[1], sys.argv[2:]
 errors = []
 
 
@@ -124,6 +138,11 @@ for path in files:
 
 # Step 2: kustomizations.
 listed = set()
+patch_files = set()
+kustomization_dirs = []
+opt_in = []  # (kustomization directory, [opt-in patch paths as written])
+# A commented-out patch entry, which an operator enables by uncommenting it.
+OPT_IN = re.compile(r"^[ \t]*#[ \t]*-[ \t]*path:[ \t]*(\S+)[ \t]*$", re.M)
 for path, docs in docs_by_file.items():
     if not is_kustomization(path):
         continue
@@ -157,15 +176,48 @@ for path, docs in docs_by_file.items():
             listed.add(target)
         else:
             errors.append(f"{path}: resource {entry!r} does not exist")
+    kustomization_dirs.append(root)
+    # Patches: files inside this kustomization's directory (kustomize loads nothing
+    # outside it), each a partial object that only the rendering in step 7 can check.
+    patches = k.get("patches", [])
+    merges = k.get("patchesStrategicMerge", [])
+    if not isinstance(patches, list) or not isinstance(merges, list):
+        errors.append(f"{path}: patches and patchesStrategicMerge must be lists")
+        continue
+    entries = [p["path"] for p in patches if isinstance(p, dict) and "path" in p]
+    entries += [p for p in merges if isinstance(p, str) and "\n" not in p]
+    with open(path, encoding="utf-8") as f:
+        optional = OPT_IN.findall(f.read())
+    if set(entries) & set(optional):
+        errors.append(f"{path}: a patch is listed both enabled and commented out")
+    if optional:
+        opt_in.append((root, optional))
+    for entry in entries + optional:
+        target = os.path.normpath(os.path.join(root, entry))
+        if not os.path.isfile(target):
+            errors.append(f"{path}: patch {entry!r} does not exist")
+        elif os.path.commonpath([os.path.abspath(root), os.path.abspath(target)]) != os.path.abspath(root):
+            errors.append(f"{path}: patch {entry!r} is a file outside this kustomization's directory")
+        else:
+            patch_files.add(target)
 
-manifests = [p for p in docs_by_file if not is_kustomization(p)]
-# Written first, so that step 3 runs on every file that parsed even if a check here fails.
-with open(out_path, "w") as out:
+manifests = [p for p in docs_by_file if not is_kustomization(p) and os.path.normpath(p) not in patch_files]
+# Written first, so that steps 3 and 7 run on every file that parsed even if a check here
+# fails.
+with open(os.path.join(work, "manifests"), "w") as out:
     for path in manifests:
         out.write(f"{path} {len(docs_by_file[path])}\n")
+with open(os.path.join(work, "kustomizations"), "w") as out:
+    for root in sorted(kustomization_dirs):
+        out.write(f"{root}\n")
+with open(os.path.join(work, "opt-in"), "w") as out:
+    for root, optional in sorted(opt_in):
+        out.write(f"{root} {','.join(optional)}\n")
 for path in manifests:
     if os.path.normpath(path) not in listed:
-        errors.append(f"{path}: not listed in any kustomization.yaml resources")
+        errors.append(f"{path}: not listed in any kustomization.yaml resources (or patches)")
+for path in sorted(patch_files & listed):
+    errors.append(f"{path}: listed both as a resource and as a patch")
 
 # Step 4: the commands file inside the ConfigMap.
 NAME = re.compile(r"[a-z][a-z0-9-]*\Z")
@@ -226,12 +278,14 @@ def sidecar(path):
     return None
 
 
-a, b = sidecar("deployment.yaml"), sidecar(os.path.join("statefulset", "statefulset.yaml"))
+DEPLOYMENT = os.path.join("deployment", "deployment.yaml")
+STATEFULSET = os.path.join("statefulset", "statefulset.yaml")
+a, b = sidecar(DEPLOYMENT), sidecar(STATEFULSET)
 if a is None or b is None:
-    errors.append("deployment.yaml / statefulset/statefulset.yaml: no a2a-commands init container found")
+    errors.append(f"{DEPLOYMENT} / {STATEFULSET}: no a2a-commands init container found")
 elif a != b:
     errors.append("the a2a-commands sidecar (or the pod securityContext / grace period) differs "
-                  "between deployment.yaml and statefulset/statefulset.yaml")
+                  f"between {DEPLOYMENT} and {STATEFULSET}")
 else:
     c = a[0]
     if c.get("restartPolicy") != "Always":
@@ -244,7 +298,7 @@ else:
     # Metrics: the listener, the port named `metrics` and the scrape annotations agree.
     metrics = env.get("A2A_COMMANDS_METRICS_LISTEN", "off")
     ports = {p.get("name"): p.get("containerPort") for p in c.get("ports", [])}
-    for path in ("deployment.yaml", os.path.join("statefulset", "statefulset.yaml")):
+    for path in (DEPLOYMENT, STATEFULSET):
         template = next(d for d in docs_by_file[path] if d.get("kind") in ("Deployment", "StatefulSet"))
         annotations = template["spec"]["template"]["metadata"].get("annotations") or {}
         if metrics == "off" or ":" not in metrics:
@@ -257,18 +311,61 @@ else:
                 or annotations.get("prometheus.io/path") != "/metrics":
             errors.append(f"{path}: the pod template needs prometheus.io/scrape \"true\", /port \"{port}\", /path /metrics")
 
+# Step 6: the example etcd forms one cluster. Its members find each other by the names
+# in --initial-cluster; a name that is not a replica under the Service, a Service that
+# hides members until they are ready, or members started one by one leave it without a
+# quorum for good.
+ETCD_DIR = os.path.join("fleet", "etcd")
+ETCD = os.path.join(ETCD_DIR, "statefulset.yaml")
+etcd_docs = [d for p, ds in docs_by_file.items() if os.path.dirname(p) == ETCD_DIR for d in ds
+             if isinstance(d, dict)]
+sts = next((d for d in docs_by_file.get(ETCD, []) if isinstance(d, dict) and d.get("kind") == "StatefulSet"), None)
+if sts is None:
+    errors.append(f"{ETCD}: no StatefulSet found")
+else:
+    name, spec = sts["metadata"]["name"], sts["spec"]
+    service, replicas = spec.get("serviceName"), spec.get("replicas", 1)
+    svc = next((d for d in etcd_docs if d.get("kind") == "Service"
+                and d["metadata"].get("name") == service), None)
+    container = next((c for c in spec["template"]["spec"].get("containers", [])
+                      if c.get("name") == "etcd"), {})
+    flags = dict(a.split("=", 1) for a in container.get("command", []) + container.get("args", [])
+                 if a.startswith("--") and "=" in a)
+    ports = {p.get("name"): p.get("containerPort") for p in container.get("ports", [])}
+    expected = ",".join(f"{name}-{i}=http://{name}-{i}.{service}:{ports.get('peer')}"
+                        for i in range(replicas))
+    if replicas < 3 or replicas % 2 == 0:
+        errors.append(f"{ETCD}: replicas must be odd and at least 3 (an even number adds no fault tolerance)")
+    if spec.get("podManagementPolicy") != "Parallel":
+        errors.append(f"{ETCD}: podManagementPolicy must be Parallel (one by one, the first "
+                      "member waits for a quorum that the others would give)")
+    if svc is None or svc["spec"].get("clusterIP") != "None" or svc["spec"].get("publishNotReadyAddresses") is not True:
+        errors.append(f"{ETCD}: serviceName {service!r} must be a headless Service of {ETCD_DIR} "
+                      "with publishNotReadyAddresses: true")
+    if flags.get("--initial-cluster") != expected:
+        errors.append(f"{ETCD}: --initial-cluster must be {expected} (the replicas' names under the Service)")
+    for flag, port in (("--initial-advertise-peer-urls", "peer"), ("--advertise-client-urls", "client")):
+        if flags.get(flag) != f"http://$(POD_NAME).{service}:{ports.get(port)}":
+            errors.append(f"{ETCD}: {flag} must be http://$(POD_NAME).{service}:{ports.get(port)}")
+    pod_name = next((e for e in container.get("env", []) if e.get("name") == "POD_NAME"), {})
+    if flags.get("--name") != "$(POD_NAME)" or \
+            (pod_name.get("valueFrom") or {}).get("fieldRef", {}).get("fieldPath") != "metadata.name":
+        errors.append(f"{ETCD}: --name must be $(POD_NAME), from the downward API's metadata.name")
+
 for e in errors:
     print(f"FAIL: {e}")
 n_k = len([p for p in docs_by_file if is_kustomization(p)])
 print(f"{'FAIL' if errors else 'ok'}: parsed {len(files)} YAML files "
-      f"({n_k} kustomizations, {len(manifests)} manifest files)")
+      f"({n_k} kustomizations, {len(manifests)} manifest files, {len(patch_files)} patches)")
 sys.exit(1 if errors else 0)
 PY
   failed=1
 fi
-[[ -f "$work/manifests" ]] || : >"$work/manifests"
+for list in manifests kustomizations opt-in; do
+  [[ -f "$work/$list" ]] || : >"$work/$list"
+done
 
-# Step 3 (and 6): the schema check. kubernetes-validate exits 0 when a kind has no schema
+# Step 3 (and 7): the schema check. kubernetes-validate exits 0 when a kind has no schema
 # (it prints WARN), so anything but one INFO "passed" line per document is a failure.
 schema_check() { # file, expected number of documents, label
   local file="$1" expected="$2" label="$3" output rc=0 passed
@@ -287,9 +384,22 @@ while read -r file docs; do
   schema_check "$deploy_dir/$file" "$docs" "$file"
 done <"$work/manifests"
 
-# Step 6: render the kustomizations, if a renderer is installed.
+# Step 7: render the kustomizations, if a renderer is installed.
+render_check() { # kustomization directory, output file, label -> renders and schema-checks
+  local dir="$1" rendered="$2" label="$3" docs
+  if ! "${render[@]}" "$dir" >"$rendered" 2>"$work/render.err"; then
+    echo "FAIL: ${render[*]} $label"
+    sed 's/^/    /' "$work/render.err"
+    rm -f "$rendered"
+    failed=1
+    return
+  fi
+  docs="$("$python" -c 'import sys, yaml; print(sum(1 for d in yaml.safe_load_all(open(sys.argv[1])) if d))' "$rendered")"
+  schema_check "$rendered" "$docs" "rendered $label"
+}
+
 if [[ "${SKIP_KUSTOMIZE:-}" == 1 ]]; then
-  echo "skipped: kustomize rendering (SKIP_KUSTOMIZE=1)"
+  echo "skipped: kustomize rendering, patches and the fleet overlay's checks (SKIP_KUSTOMIZE=1)"
 else
   render=()
   if command -v kubectl >/dev/null 2>&1; then
@@ -298,20 +408,155 @@ else
     render=(kustomize build)
   fi
   if [[ ${#render[@]} -eq 0 ]]; then
-    echo "skipped: kustomize rendering (neither kubectl nor kustomize is installed)"
+    echo "skipped: kustomize rendering, patches and the fleet overlay's checks (neither kubectl nor kustomize is installed)"
   else
-    for root in . statefulset; do
-      rendered="$work/rendered-$([[ $root == . ]] && echo deploy || echo "$root").yaml"
-      if ! "${render[@]}" "$deploy_dir/$root" >"$rendered" 2>"$work/render.err"; then
-        echo "FAIL: ${render[*]} deploy/$root"
-        sed 's/^/    /' "$work/render.err"
-        failed=1
+    mkdir -p "$work/rendered"
+    # rendered/<dir with / as ->.yaml: deploy.yaml for deploy/ itself.
+    rendered_name() { if [[ $1 == . ]]; then echo deploy; else echo "deploy-${1//\//-}"; fi; }
+    while read -r root; do
+      render_check "$deploy_dir/$root" "$work/rendered/$(rendered_name "$root").yaml" "deploy/${root#.}"
+    done <"$work/kustomizations"
+    # Opt-in patches: a copy of deploy/ with them uncommented, rendered the same way.
+    while read -r root patches; do
+      copy="$work/opt-in-$(rendered_name "$root")/deploy"
+      mkdir -p "$(dirname "$copy")"
+      cp -R "$deploy_dir" "$copy"
+      sed -E -i 's/^([ \t]*)#[ \t]*(-[ \t]*path:)/\1\2/' "$copy/$root/kustomization.yaml"
+      render_check "$copy/$root" "$work/rendered/$(rendered_name "$root")+opt-in.yaml" \
+        "deploy/${root#.} with ${patches//,/, }"
+    done <"$work/opt-in"
+
+    # The fleet overlay, as rendered: with its patches as they stand (against the example
+    # etcd), and with its opt-in patches (against some other etcd).
+    fleet=("$work/rendered/deploy-fleet.yaml" "$work/rendered/deploy-fleet+opt-in.yaml")
+    if [[ ! -f "$work/rendered/deploy.yaml" || ! -f "$work/rendered/deploy-fleet-etcd.yaml" || ! -f "${fleet[0]}" ]]; then
+      echo "FAIL: the fleet overlay's checks need deploy/, deploy/fleet/ and deploy/fleet/etcd/ rendered"
+      failed=1
+    elif ! "$python" - "$work/rendered/deploy.yaml" "$work/rendered/deploy-fleet-etcd.yaml" \
+        "deploy/fleet" "${fleet[0]}" 1 \
+        "deploy/fleet with its opt-in patches" "${fleet[1]}" 0 <<'PY'; then
+import os
+import sys
+from urllib.parse import urlsplit
+
+import yaml
+
+base_path, etcd_path, variants = sys.argv[1], sys.argv[2], sys.argv[3:]
+PREFIX = "A2A_COMMANDS_FLEET_"
+FLEET_VARS = {PREFIX + n for n in (
+    "ETCD_ENDPOINTS", "PREFIX", "ETCD_CA_FILE", "ETCD_CERT_FILE", "ETCD_KEY_FILE", "ETCD_USER",
+    "ETCD_PASSWORD_FILE", "TIMEOUT_MS", "MAX_TXN_OPS", "MAX_REQUEST_BYTES", "MEMBER_NAME")}
+FILES = [PREFIX + n for n in ("ETCD_CA_FILE", "ETCD_CERT_FILE", "ETCD_KEY_FILE", "ETCD_PASSWORD_FILE")]
+# The sidecar's defaults, and etcd's, for the limits a transaction keeps to.
+LIMITS = (("MAX_TXN_OPS", "--max-txn-ops", 128), ("MAX_REQUEST_BYTES", "--max-request-bytes", 1572864))
+
+
+def load(path):
+    with open(path, encoding="utf-8") as f:
+        return [d for d in yaml.safe_load_all(f) if d]
+
+
+def gateway_pod(docs):
+    """The Deployment whose pod has the a2a-commands sidecar: (deployment, pod spec, sidecar)."""
+    found = [(d, d["spec"]["template"]["spec"]) for d in docs if d.get("kind") == "Deployment"]
+    found = [(d, s, c) for d, s in found for c in s.get("initContainers", []) if c.get("name") == "a2a-commands"]
+    return found[0] if len(found) == 1 else None
+
+
+base = gateway_pod(load(base_path))
+etcd_docs = load(etcd_path)
+sts = next(d for d in etcd_docs if d.get("kind") == "StatefulSet")
+etcd = next(c for c in sts["spec"]["template"]["spec"]["containers"] if c["name"] == "etcd")
+etcd_flags = dict(a.split("=", 1) for a in etcd.get("command", []) + etcd.get("args", [])
+                  if a.startswith("--") and "=" in a)
+etcd_client = next(p["containerPort"] for p in etcd["ports"] if p.get("name") == "client")
+members = [f"{sts['metadata']['name']}-{i}.{sts['spec']['serviceName']}" for i in range(sts["spec"]["replicas"])]
+
+errors = []
+for i in range(0, len(variants), 3):
+    label, path, example = variants[i], variants[i + 1], variants[i + 2] == "1"
+    if not os.path.isfile(path):
         continue
-      fi
-      docs="$("$python" -c 'import sys, yaml; print(sum(1 for d in yaml.safe_load_all(open(sys.argv[1])) if d))' "$rendered")"
-      label="deploy/${root#.}"
-      schema_check "$rendered" "$docs" "rendered ${label%/.}"
-    done
+    before = len(errors)
+    fleet = gateway_pod(load(path))
+    if base is None or fleet is None:
+        errors.append(f"{label}: expected one Deployment with an a2a-commands init container")
+        continue
+    deployment, pod, sidecar = fleet
+    if deployment["spec"].get("replicas") != 3:
+        errors.append(f"{label}: replicas must be 3 (deploy/README.md says three)")
+    env = {e["name"]: e for e in sidecar.get("env", [])}
+    for name in sorted(n for n in env if n.startswith(PREFIX) and n not in FLEET_VARS):
+        errors.append(f"{label}: {name} is not a fleet setting (a typo?)")
+    value = {n: e.get("value") for n, e in env.items()}
+    endpoints = (value.get(PREFIX + "ETCD_ENDPOINTS") or "").split(",")
+    schemes, hosts = set(), []
+    for endpoint in endpoints:
+        try:
+            url = urlsplit(endpoint.strip())
+            port = url.port
+        except ValueError:
+            url, port = None, None
+        if url is None or url.scheme not in ("http", "https") or not url.hostname or port is None \
+                or url.path not in ("", "/") or url.query:
+            errors.append(f"{label}: {PREFIX}ETCD_ENDPOINTS {endpoint!r} is not http(s)://host:port "
+                          "(setting the variable turns fleet mode on)")
+            continue
+        schemes.add(url.scheme)
+        hosts.append((url.scheme, url.hostname, port))
+    if len(schemes) > 1:
+        errors.append(f"{label}: {PREFIX}ETCD_ENDPOINTS must be all http:// or all https://")
+    member = (env.get(PREFIX + "MEMBER_NAME", {}).get("valueFrom") or {}).get("fieldRef", {})
+    if member.get("fieldPath") != "metadata.name":
+        errors.append(f"{label}: {PREFIX}MEMBER_NAME must come from the pod's metadata.name")
+    tls = [n for n in FILES[:3] if n in env]
+    if tls and schemes != {"https"}:
+        errors.append(f"{label}: {', '.join(tls)} need https:// endpoints")
+    for pair in ((PREFIX + "ETCD_CERT_FILE", PREFIX + "ETCD_KEY_FILE"),
+                 (PREFIX + "ETCD_USER", PREFIX + "ETCD_PASSWORD_FILE")):
+        if (pair[0] in env) != (pair[1] in env):
+            errors.append(f"{label}: {pair[0]} and {pair[1]} go together")
+    volumes = {v["name"] for v in pod.get("volumes", [])}
+    for name in (n for n in FILES if n in env):
+        file = value.get(name) or ""
+        mounts = [m for m in sidecar.get("volumeMounts", []) if file.startswith(m["mountPath"].rstrip("/") + "/")]
+        if not mounts or mounts[0]["name"] not in volumes:
+            errors.append(f"{label}: {name} ({file}) is not inside a volume mounted in the sidecar")
+    # Apart from its fleet settings (and the volumes they need), the pod is deploy/'s;
+    # the gateway container is untouched, so no etcd credential reaches it.
+    _, base_pod, base_sidecar = base
+    stripped = dict(sidecar, env=[e for e in sidecar.get("env", []) if not e["name"].startswith(PREFIX)],
+                    volumeMounts=[m for m in sidecar.get("volumeMounts", []) if m in base_sidecar.get("volumeMounts", [])])
+    if stripped != base_sidecar:
+        errors.append(f"{label}: the a2a-commands sidecar differs from deploy/'s by more than its fleet settings")
+    if pod.get("containers") != base_pod.get("containers"):
+        errors.append(f"{label}: the gateway container differs from deploy/'s (only the sidecar gets etcd settings)")
+    if any(v not in pod.get("volumes", []) for v in base_pod.get("volumes", [])):
+        errors.append(f"{label}: a volume of deploy/'s pod is changed or missing")
+    free = ("initContainers", "containers", "volumes", "topologySpreadConstraints")
+    others = [c for c in pod.get("initContainers", []) if c is not sidecar]
+    if {k: v for k, v in pod.items() if k not in free} != {k: v for k, v in base_pod.items() if k not in free} \
+            or others != [c for c in base_pod.get("initContainers", []) if c is not base_sidecar]:
+        errors.append(f"{label}: the pod differs from deploy/'s by more than the sidecar's fleet settings, "
+                      "volumes and topologySpreadConstraints")
+    if example:
+        if hosts != [("http", m, etcd_client) for m in members]:
+            errors.append(f"{label}: {PREFIX}ETCD_ENDPOINTS must name the example etcd's members: "
+                          + ",".join(f"http://{m}:{etcd_client}" for m in members))
+        for ours, theirs, default in LIMITS:
+            if int(value.get(PREFIX + ours) or default) > int(etcd_flags.get(theirs, default)):
+                errors.append(f"{label}: {PREFIX}{ours} is above the example etcd's {theirs}")
+    if len(errors) == before:
+        print(f"ok: {label}: 3 replicas, fleet settings valid ({len(endpoints)} {'/'.join(sorted(schemes))} "
+              f"endpoints{', TLS' if tls else ''}{', etcd user' if PREFIX + 'ETCD_USER' in env else ''}), "
+              "the rest as in deploy/")
+
+for e in errors:
+    print(f"FAIL: {e}")
+sys.exit(1 if errors else 0)
+PY
+      failed=1
+    fi
   fi
 fi
 

@@ -1,6 +1,6 @@
 """Limits seen from outside: what one request or one connection can cost the server
-(peak RSS from /proc, against the memory limit of deploy/deployment.yaml), and what it
-answers to framing mistakes and non-gRPC requests, over raw HTTP/2 (python-h2)."""
+(peak RSS from /proc, against the memory limit of deploy/deployment/deployment.yaml), and
+what it answers to framing mistakes and non-gRPC requests, over raw HTTP/2 (python-h2)."""
 
 import pathlib
 import re
@@ -23,8 +23,8 @@ REGISTER = "/a2a.commands.v1.CommandService/Register"
 
 
 def _manifest_limit_bytes():
-    """The sidecar container's memory limit in deploy/deployment.yaml."""
-    text = (ROOT / "deploy" / "deployment.yaml").read_text()
+    """The sidecar container's memory limit in deploy/deployment/deployment.yaml."""
+    text = (ROOT / "deploy" / "deployment" / "deployment.yaml").read_text()
     container = text[text.index("- name: a2a-commands"):]
     mib = re.search(r"limits:\s*\n\s*memory:\s*(\d+)Mi", container)
     return int(mib.group(1)) << 20
