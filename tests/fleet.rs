@@ -573,3 +573,132 @@ async fn a_sled_sidecar_joining_an_empty_fleet_serves_the_fleet_and_never_goes_b
         "{logged:#?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_etcd_with_users_is_reached_with_the_password_from_its_file() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    if !etcd::available() {
+        return;
+    }
+    let cluster = EtcdCluster::start(1).await;
+    let etcdctl = |args: &[&str]| {
+        let out = std::process::Command::new("etcdctl")
+            .env("ETCDCTL_API", "3")
+            .arg("--endpoints")
+            .arg(cluster.endpoints())
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "etcdctl {args:?}: {out:?}");
+    };
+    etcdctl(&["user", "add", "root:root-secret"]);
+    etcdctl(&["user", "add", "sidecar:s3cret"]);
+    etcdctl(&["role", "add", "a2a"]);
+    etcdctl(&[
+        "role",
+        "grant-permission",
+        "a2a",
+        "readwrite",
+        "/team/",
+        "--prefix=true",
+    ]);
+    etcdctl(&["user", "grant-role", "sidecar", "a2a"]);
+    etcdctl(&["auth", "enable"]);
+
+    let dir = tempfile::tempdir().unwrap();
+    let password = dir.path().join("password");
+    std::fs::write(&password, "s3cret\n").unwrap();
+    let password = password.to_str().unwrap().to_owned();
+    let auth = [
+        "--fleet-prefix",
+        "/team/",
+        "--fleet-etcd-user",
+        "sidecar",
+        "--fleet-etcd-password-file",
+        &password,
+    ];
+    let process = sidecar(&cluster, &dir.path().join("s"), "s", &auth);
+    let mut allowed = ready(&process).await;
+    let revision = register(&mut allowed, "deploy").await.unwrap();
+    assert_eq!(listed(&mut allowed).await.0, revision);
+
+    // The password never reaches the printed configuration; its file does.
+    let out = common::process::binary()
+        .args([
+            "serve",
+            "--print-config",
+            "--fleet-etcd-endpoints",
+            &cluster.endpoints(),
+        ])
+        .args(auth)
+        .output()
+        .unwrap();
+    let printed = String::from_utf8(out.stdout).unwrap();
+    assert!(out.status.success(), "{printed}");
+    assert!(!printed.contains("s3cret"), "{printed}");
+    let config: serde_json::Value = serde_json::from_str(&printed).unwrap();
+    assert_eq!(config["fleet"]["etcd_user"], "sidecar");
+    assert_eq!(config["fleet"]["etcd_password_file"], password.as_str());
+    assert_eq!(config["fleet"]["prefix"], "/team/");
+
+    // A user without rights on the prefix gets a clear refusal, not a hang.
+    let other = sidecar(
+        &cluster,
+        &dir.path().join("other"),
+        "other",
+        &[
+            "--fleet-etcd-user",
+            "sidecar",
+            "--fleet-etcd-password-file",
+            &password,
+        ],
+    );
+    let mut other = client(&other).await;
+    let status = other
+        .list_specs(pb::ListSpecsRequest::default())
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), Code::Unavailable, "{status:?}");
+}
+
+#[test]
+fn a_mistyped_endpoint_is_named_in_one_line() {
+    for (endpoint, why) in [
+        ("htp://127.0.0.1:2379", "is not an http:// or https:// URL"),
+        ("http://127.0.0.1", "has no port"),
+        ("http://127.0.0.1:2379/v3", "has a path"),
+    ] {
+        let out = common::process::binary()
+            .args([
+                "serve",
+                "--print-config",
+                "--fleet-etcd-endpoints",
+                endpoint,
+            ])
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+        assert!(
+            stderr.contains(endpoint) && stderr.contains(why),
+            "{stderr}"
+        );
+    }
+    // `host:port`, as etcdctl takes it, is plain http.
+    let out = common::process::binary()
+        .args([
+            "serve",
+            "--print-config",
+            "--fleet-etcd-endpoints",
+            "127.0.0.1:2379",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let config: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        config["fleet"]["etcd_endpoints"][0],
+        "http://127.0.0.1:2379"
+    );
+}

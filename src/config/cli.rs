@@ -497,8 +497,9 @@ fn socket_addr(text: &str) -> Result<SocketAddr, String> {
 /// endpoints the service runs in sled mode.
 #[derive(Clone, Debug, Default, Args)]
 pub struct FleetArgs {
-    /// etcd client URLs, comma-separated (`http://etcd-0:2379,...`; `https://` with
-    /// TLS); setting them turns fleet mode on [default: none, sled mode].
+    /// etcd client URLs, comma-separated (`http://etcd-0:2379,...`, `host:port` for
+    /// http; `https://` with TLS); setting them turns fleet mode on [default: none, sled
+    /// mode].
     #[arg(long, env = "A2A_COMMANDS_FLEET_ETCD_ENDPOINTS", value_delimiter = ',')]
     pub fleet_etcd_endpoints: Option<Vec<String>>,
     /// The key prefix the fleet's registry lives under [default: /a2a-commands/].

@@ -335,7 +335,17 @@ fn fleet_options(
     let Some(endpoints) = args.fleet_etcd_endpoints.clone().or(file.etcd_endpoints) else {
         return Ok(None);
     };
-    let endpoints = non_empty(endpoints);
+    // `host:port` alone, as etcdctl takes it, is plain http.
+    let endpoints: Vec<String> = non_empty(endpoints)
+        .into_iter()
+        .map(|e| {
+            if e.contains("://") {
+                e
+            } else {
+                format!("http://{e}")
+            }
+        })
+        .collect();
     if endpoints.is_empty() {
         return Ok(None);
     }
@@ -436,7 +446,7 @@ fn fleet_options(
 fn check_endpoint(endpoint: &str) -> Result<&'static str, ConfigError> {
     let bad = |why: &str| {
         ConfigError(format!(
-            "fleet-etcd-endpoints: {endpoint:?} {why} (expected http://host:port or https://host:port)"
+            "fleet-etcd-endpoints: {endpoint:?} {why} (expected host:port, http://host:port or https://host:port)"
         ))
     };
     let url = url::Url::parse(endpoint).map_err(|e| bad(&format!("is not a URL: {e}")))?;
