@@ -10,6 +10,7 @@
 //! answer: the tests below build the generated structs and compare. `service` answers
 //! with these bytes; `encoded` sends them as they are.
 
+use crate::pb::Outcome;
 use crate::pb::{OrdinaryReason, Role};
 use crate::rules::complete::Completions;
 use crate::rules::event::ReplyEvent;
@@ -187,6 +188,37 @@ pub fn completed(completions: &Completions<'_>, command: &str, revision: u64) ->
     w.string(4, command);
     w.uint(5, revision);
     w.into_vec()
+}
+
+/// Execute's encoded answer, and what it concerns for the observing layer.
+pub(crate) enum Executed<'r> {
+    /// Not a command.
+    Ordinary(Vec<u8>),
+    /// A command that ran (or was refused), and how it ended.
+    Command {
+        name: &'r str,
+        outcome: Outcome,
+        bytes: Vec<u8>,
+    },
+    /// A prompt command's expansion.
+    Prompt { name: &'r str, bytes: Vec<u8> },
+}
+
+impl<'r> Executed<'r> {
+    pub(crate) fn prompt(name: &'r str, arguments: &str, text: &str, revision: u64) -> Self {
+        Executed::Prompt {
+            name,
+            bytes: executed_prompt(name, arguments, text, revision),
+        }
+    }
+
+    pub(crate) fn into_bytes(self) -> Vec<u8> {
+        match self {
+            Executed::Ordinary(bytes)
+            | Executed::Command { bytes, .. }
+            | Executed::Prompt { bytes, .. } => bytes,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -18,7 +18,8 @@ use tonic::server::{Grpc, UnaryService};
 use tonic::{Request, Response, Status};
 
 use crate::pb;
-use crate::transport::service::{answer, trace_of, Api, SERVICE_NAME};
+use crate::transport::service::{answer, Api, SERVICE_NAME};
+use crate::transport::trace::trace_of;
 use crate::wire::{BoundedDecoder, Scanned};
 
 /// What this server accepts of a request.

@@ -8,7 +8,8 @@
 //! `layers` are what every connection and call passes first, one concern each, and the
 //! observing layer that logs and counts calls (written out by `call_log`); `server`
 //! wires the listeners, health, reflection, TLS and drain. `status` is the one place
-//! errors become gRPC statuses.
+//! errors become gRPC statuses; `watch_specs` streams the registry, and `trace` reads a
+//! call's trace context.
 
 pub mod answers;
 pub mod auth;
@@ -22,3 +23,5 @@ pub mod server;
 pub mod service;
 pub mod status;
 pub mod tls;
+pub mod trace;
+pub mod watch_specs;

@@ -4,17 +4,13 @@
 //! classify, execute, handlers), and converts the result to protobuf. It [`note`]s the
 //! command it concerns for the observing layer, which logs and counts every call.
 
-use std::pin::Pin;
 use std::sync::Arc;
 
-use tokio_stream::{Stream, StreamExt};
 use tokio_util::sync::CancellationToken;
-use tonic::codegen::http;
 use tonic::{Request, Response, Status};
 
 use crate::bodies::{Handlers, Trace};
 use crate::error::Error;
-use crate::metrics::metrics;
 use crate::pb::command_service_server::CommandService;
 use crate::pb::{self, Outcome, ParticipantRole};
 use crate::registry::{Applied, Change, Registry};
@@ -29,10 +25,12 @@ use crate::rules::parse::{classify, Classification};
 use crate::rules::policy::Access;
 use crate::rules::spec::{CommandName, CommandSpec};
 use crate::rules::task::Task;
-use crate::transport::answers;
+use crate::transport::answers::{self, Executed};
 use crate::transport::auth::AdminAuth;
-use crate::transport::convert::{list_response, list_specs, now};
+use crate::transport::convert::{list_specs, now};
 use crate::transport::layers::observe::note;
+use crate::transport::trace::trace_of;
+use crate::transport::watch_specs::{watch_specs, WatchStream};
 
 /// The `CommandService` implementation.
 pub struct Api {
@@ -342,50 +340,6 @@ impl Api {
     }
 }
 
-/// Execute's encoded answer, and what it concerns for the observing layer.
-enum Executed<'r> {
-    /// Not a command.
-    Ordinary(Vec<u8>),
-    /// A command that ran (or was refused), and how it ended.
-    Command {
-        name: &'r str,
-        outcome: Outcome,
-        bytes: Vec<u8>,
-    },
-    /// A prompt command's expansion.
-    Prompt { name: &'r str, bytes: Vec<u8> },
-}
-
-impl<'r> Executed<'r> {
-    fn prompt(name: &'r str, arguments: &str, text: &str, revision: u64) -> Self {
-        Executed::Prompt {
-            name,
-            bytes: answers::executed_prompt(name, arguments, text, revision),
-        }
-    }
-
-    fn into_bytes(self) -> Vec<u8> {
-        match self {
-            Executed::Ordinary(bytes)
-            | Executed::Command { bytes, .. }
-            | Executed::Prompt { bytes, .. } => bytes,
-        }
-    }
-}
-
-/// The W3C trace context of an incoming call, to pass on to handlers.
-pub(crate) fn trace_of(metadata: &tonic::metadata::MetadataMap) -> Trace {
-    // Names made once, not parsed from a `&str` on every call.
-    const TRACEPARENT: http::HeaderName = http::HeaderName::from_static("traceparent");
-    const TRACESTATE: http::HeaderName = http::HeaderName::from_static("tracestate");
-    let headers = metadata.as_ref();
-    let header = |name| headers.get(name).and_then(|v| v.to_str().ok());
-    Trace::from_headers(header(&TRACEPARENT), header(&TRACESTATE))
-}
-
-/// The stream WatchSpecs answers with.
-pub type WatchStream = Pin<Box<dyn Stream<Item = Result<pb::ListSpecsResponse, Status>> + Send>>;
-
 #[tonic::async_trait]
 impl CommandService for Api {
     async fn register(
@@ -421,18 +375,7 @@ impl CommandService for Api {
         request: Request<pb::WatchSpecsRequest>,
     ) -> Result<Response<WatchStream>, Status> {
         let with_struct = request.get_ref().include_card_extension;
-        // Fleet mode: nothing to stream before this sidecar has a registry it applied.
-        self.registry.read()?;
-        // A watch channel holds only the latest snapshot: a slow reader skips ahead and
-        // the writer never waits for it.
-        let updates = tokio_stream::wrappers::WatchStream::new(self.registry.subscribe())
-            .map(move |snapshot| Ok(list_response(&snapshot, with_struct)));
-        metrics().watch_subscribers.inc();
-        let updates = UntilDrained {
-            updates: Box::pin(updates),
-            drained: Box::pin(self.draining.clone().cancelled_owned()),
-        };
-        Ok(Response::new(Box::pin(updates) as WatchStream))
+        answer(watch_specs(&self.registry, &self.draining, with_struct))
     }
 
     /// Served by `routes::Routes` from the encoded answer as it is when the server is
@@ -477,32 +420,4 @@ fn decoded<T: prost::Message + Default>(
 /// A method's result as gRPC answers it.
 pub(crate) fn answer<T>(result: Result<T, Error>) -> Result<Response<T>, Status> {
     result.map(Response::new).map_err(Status::from)
-}
-
-/// A WatchSpecs stream that ends (OK) when the server starts draining; the client's
-/// watch loop reconnects to a replica that is serving.
-struct UntilDrained {
-    updates: WatchStream,
-    drained: Pin<Box<tokio_util::sync::WaitForCancellationFutureOwned>>,
-}
-
-impl Drop for UntilDrained {
-    fn drop(&mut self) {
-        metrics().watch_subscribers.dec();
-    }
-}
-
-impl Stream for UntilDrained {
-    type Item = Result<pb::ListSpecsResponse, Status>;
-
-    fn poll_next(
-        mut self: Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Option<Self::Item>> {
-        use std::future::Future as _;
-        if self.drained.as_mut().poll(cx).is_ready() {
-            return std::task::Poll::Ready(None);
-        }
-        self.updates.as_mut().poll_next(cx)
-    }
 }

@@ -504,6 +504,14 @@ fn classify(status: Status) -> EtcdError {
         | Code::ResourceExhausted => {
             EtcdError::Rejected(format!("{message} ({:?})", status.code()))
         }
+        // tonic's words for a connection that could not be made: nothing was sent.
+        Code::Unavailable
+            if message.contains("tcp connect error")
+                || message.contains("error trying to connect")
+                || message.contains("Connection refused") =>
+        {
+            EtcdError::NotSent(message)
+        }
         _ => EtcdError::Unreachable(if message.is_empty() {
             format!("{:?}", status.code())
         } else {
