@@ -18,6 +18,9 @@ use common::process::ServeProcess;
 use common::{spec, Client};
 use tokio_stream::StreamExt;
 use tonic::Code;
+use tonic_health::pb::health_check_response::ServingStatus;
+use tonic_health::pb::health_client::HealthClient;
+use tonic_health::pb::HealthCheckRequest;
 
 /// The scenarios run one at a time: each starts a cluster on ports it picks free, and
 /// two picking at once could collide; it also keeps two cores from being shared by
@@ -57,6 +60,20 @@ async fn ready(process: &ServeProcess) -> Client {
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+/// The overall status on the sidecar's health listener (what the kubelet asks).
+async fn health_of(process: &ServeProcess) -> ServingStatus {
+    let addr = process.health_addr.expect("a health listener");
+    let mut health = HealthClient::new(common::connect(addr).await);
+    let answer = health
+        .check(HealthCheckRequest {
+            service: String::new(),
+        })
+        .await
+        .expect("health answers")
+        .into_inner();
+    ServingStatus::try_from(answer.status).unwrap()
 }
 
 /// The registry as one sidecar serves it: revision and names in order.
@@ -160,7 +177,6 @@ async fn unregister(client: &mut Client, name: &str) -> Result<u64, tonic::Statu
 /// UNAVAILABLE naming the fleet store; what was acknowledged is recorded.
 async fn writer(mut client: Client, w: usize, count: usize, faults: bool) -> Acknowledged {
     let mut acked = Acknowledged::default();
-    let mut unknown = BTreeSet::new();
     for k in 0..count {
         let name = format!("w{w}-{k}");
         match register(&mut client, &name).await {
@@ -171,7 +187,10 @@ async fn writer(mut client: Client, w: usize, count: usize, faults: bool) -> Ack
                 assert!(faults, "register {name}: {status:?}");
                 assert_eq!(status.code(), Code::Unavailable, "{status:?}");
                 assert!(status.message().contains("fleet store"), "{status:?}");
-                unknown.insert(name.clone());
+                // Answered "not made": it must never show up later.
+                if status.message().contains("was not made") {
+                    acked.absent.insert(name.clone());
+                }
                 continue;
             }
         }
@@ -274,23 +293,29 @@ async fn concurrent_writers_through_three_sidecars_lose_nothing() {
         assert_increasing(w);
     }
 
-    // `ctl fleet` lists the three sidecars at the same revision.
-    let out = common::process::binary()
-        .args([
-            "ctl",
-            "fleet",
-            "--fleet-etcd-endpoints",
-            &fleet.cluster.endpoints(),
-            "--json",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let members: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    // `ctl fleet` lists the three sidecars at the same revision (each writes its member
+    // key at most once a second).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let members = loop {
+        let out = common::process::binary()
+            .args([
+                "ctl",
+                "fleet",
+                "--fleet-etcd-endpoints",
+                &fleet.cluster.endpoints(),
+                "--json",
+            ])
+            .output()
+            .unwrap();
+        let members: Vec<serde_json::Value> =
+            serde_json::from_slice(&out.stdout).unwrap_or_default();
+        let agree = members.iter().all(|m| m["revision"] == revision);
+        if out.status.success() && members.len() == 3 && agree {
+            break members;
+        }
+        assert!(Instant::now() < deadline, "ctl fleet: {out:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
     let listed: BTreeSet<&str> = members
         .iter()
         .map(|m| m["name"].as_str().unwrap())
@@ -325,6 +350,7 @@ async fn killing_the_etcd_leader_mid_writes_loses_no_acknowledged_change() {
     }
     let leader = fleet.cluster.leader();
     fleet.cluster.kill(leader);
+    let at_kill = listed(&mut clients[0]).await.0;
     let mut acked = Vec::new();
     for w in writers {
         acked.push(w.await.unwrap());
@@ -333,8 +359,12 @@ async fn killing_the_etcd_leader_mid_writes_loses_no_acknowledged_change() {
     for a in &acked {
         a.check(&names);
     }
-    // Writes go on with two members of three.
+    // Writes went on, and go on, with two members of three.
     let revision = register(&mut clients[1], "after-the-leader").await.unwrap();
+    assert!(
+        revision > at_kill + 1,
+        "{revision} after {at_kill}: no write after the kill"
+    );
     let (now, names) = converged(&mut clients).await;
     assert_eq!(now, revision);
     assert!(names.contains(&"after-the-leader".to_owned()));
@@ -346,13 +376,16 @@ async fn killing_the_etcd_leader_mid_writes_loses_no_acknowledged_change() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_paused_sidecar_catches_up_across_a_compaction() {
     let _one = ONE_AT_A_TIME.lock().await;
-    let Some(fleet) = Fleet::start().await else {
+    let Some(mut fleet) = Fleet::start().await else {
         return;
     };
     let mut clients = fleet.clients().await;
     converged(&mut clients).await;
     let watched = watch_revisions(clients[2].clone());
     fleet.sidecars[2].signal("STOP");
+    // The member every sidecar watches first goes too: once continued, the paused
+    // sidecar must watch again elsewhere, from a revision compacted away.
+    fleet.cluster.kill(0);
     let acked = {
         let a = tokio::spawn(writer(clients[0].clone(), 0, 15, false));
         let b = tokio::spawn(writer(clients[1].clone(), 1, 15, false));
@@ -367,6 +400,13 @@ async fn a_paused_sidecar_catches_up_across_a_compaction() {
     assert_eq!(revision, 1 + 30 + 10);
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert_increasing(&watched);
+    let logged: Vec<String> = fleet.sidecars[2].lines.try_iter().collect();
+    assert!(
+        logged
+            .iter()
+            .any(|l| l.contains("compacted past this sidecar's revision")),
+        "the paused sidecar did not meet the compaction: {logged:#?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -399,6 +439,14 @@ async fn with_every_member_down_reads_go_on_and_writes_are_refused() {
         refused.message().contains("fleet store (etcd)"),
         "{refused:?}"
     );
+    // A change that would change nothing is not answered from a registry etcd cannot
+    // confirm either.
+    let unconfirmed = register(&mut clients[0], "before").await.unwrap_err();
+    assert_eq!(unconfirmed.code(), Code::Unavailable, "{unconfirmed:?}");
+    let missing = unregister(&mut clients[0], "never-there")
+        .await
+        .unwrap_err();
+    assert_eq!(missing.code(), Code::Unavailable, "{missing:?}");
     assert_eq!(listed(&mut clients[1]).await, before);
 
     // A sidecar restarted meanwhile serves the copy it applied.
@@ -423,11 +471,33 @@ async fn with_every_member_down_reads_go_on_and_writes_are_refused() {
         .await
         .unwrap_err();
     assert_eq!(status.code(), Code::Unavailable, "{status:?}");
+    assert_eq!(health_of(&fresh).await, ServingStatus::NotServing);
 
     // The members come back: everyone converges, and writes go on.
     fleet.cluster.restart(&[0, 1, 2]).await;
     clients.push(ready(&fresh).await);
-    let revision = register(&mut clients[2], "after").await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while health_of(&fresh).await != ServingStatus::Serving {
+        assert!(
+            Instant::now() < deadline,
+            "the fresh sidecar never turned SERVING"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // s2 served its copy; it takes writes once it has read the fleet again.
+    let revision = loop {
+        match register(&mut clients[2], "after").await {
+            Ok(revision) => break revision,
+            Err(status) => {
+                assert_eq!(status.code(), Code::Unavailable, "{status:?}");
+                assert!(
+                    Instant::now() < deadline,
+                    "no write after the outage: {status:?}"
+                );
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    };
     let (now, names) = converged(&mut clients).await;
     assert_eq!(now, revision);
     assert_eq!(
@@ -621,6 +691,11 @@ async fn an_etcd_with_users_is_reached_with_the_password_from_its_file() {
     let mut allowed = ready(&process).await;
     let revision = register(&mut allowed, "deploy").await.unwrap();
     assert_eq!(listed(&mut allowed).await.0, revision);
+    // Changing etcd's users makes every token issued before refused: the sidecar gets a
+    // new one and goes on.
+    etcdctl(&["--user", "root:root-secret", "user", "add", "another:pw"]);
+    let after = register(&mut allowed, "review").await.unwrap();
+    assert!(after > revision);
 
     // The password never reaches the printed configuration; its file does.
     let out = common::process::binary()
@@ -641,7 +716,7 @@ async fn an_etcd_with_users_is_reached_with_the_password_from_its_file() {
     assert_eq!(config["fleet"]["etcd_password_file"], password.as_str());
     assert_eq!(config["fleet"]["prefix"], "/team/");
 
-    // A user without rights on the prefix gets a clear refusal, not a hang.
+    // A user without rights on the prefix is never served a registry.
     let other = sidecar(
         &cluster,
         &dir.path().join("other"),

@@ -211,7 +211,11 @@ impl Writer {
 
     /// Refuses every later change: a sync failed (see `stopped`).
     fn stop_changes(&mut self, cause: Error) {
-        tracing::error!(error = %cause, "a sync of the registry failed; no more changes are taken until the service restarts");
+        if self.fleet.is_some() {
+            tracing::error!(error = %cause, "a sync of the local copy of the fleet's registry failed; the copy is no longer written until the service restarts (changes go on through etcd)");
+        } else {
+            tracing::error!(error = %cause, "a sync of the registry failed; no more changes are taken until the service restarts");
+        }
         let detail = match &cause {
             Error::DiskFull(detail) | Error::Storage(detail) => detail.clone(),
             other => other.to_string(),
@@ -303,25 +307,30 @@ impl Writer {
     }
 
     /// Commits a group to etcd, in transactions small enough for it, then applies it.
+    /// Once etcd is found unavailable, the rest of the group gets the same answer at
+    /// once instead of each chunk waiting out its own timeouts.
     fn commit_fleet(&mut self, mut changes: Vec<(Change, oneshot::Sender<ChangeResult>)>) {
         if self.fleet().meta_mod.is_none() {
-            for (_, reply) in changes {
-                let _ = reply.send(Err(Error::FleetUnavailable(
-                    "this sidecar has not read the fleet's registry yet; the change was not made"
-                        .into(),
-                )));
-            }
-            return;
+            let err = Error::FleetUnavailable(
+                "this sidecar has not read the fleet's registry yet; the change was not made"
+                    .into(),
+            );
+            return fail_all(changes, &err);
         };
         let most = (self.fleet().options.max_txn_ops / 2).max(1);
-        while changes.len() > most {
-            let rest = changes.split_off(most);
-            self.commit_fleet_group(std::mem::replace(&mut changes, rest));
+        while !changes.is_empty() {
+            let rest = changes.split_off(most.min(changes.len()));
+            if let Some(err) = self.commit_fleet_group(std::mem::replace(&mut changes, rest)) {
+                return fail_all(changes, &err);
+            }
         }
-        self.commit_fleet_group(changes);
     }
 
-    fn commit_fleet_group(&mut self, changes: Vec<(Change, oneshot::Sender<ChangeResult>)>) {
+    /// Commits one group; returns the error when etcd was unavailable for it.
+    fn commit_fleet_group(
+        &mut self,
+        changes: Vec<(Change, oneshot::Sender<ChangeResult>)>,
+    ) -> Option<Error> {
         let mut conflicts: u32 = 0;
         let since = std::time::Instant::now();
         loop {
@@ -334,18 +343,25 @@ impl Writer {
                     next.apply(change.clone(), self.options.max_commands, &mut writes)
                 })
                 .collect();
-            if next.revision == self.state.revision {
-                return answer(changes, results);
-            }
-            let before = FleetState {
-                state: self.state.clone(),
-                meta_mod,
-            };
             let fleet = self.fleet.as_mut().expect("fleet mode");
             let started = std::time::Instant::now();
-            let committed = fleet
-                .runtime
-                .block_on(fleet.record.commit(&before, &next, &writes));
+            let committed = if next.revision == self.state.revision {
+                // Nothing to write (unchanged, or refused): answered only once etcd
+                // confirms the registry these answers were judged on is current.
+                match fleet.runtime.block_on(fleet.record.confirm(meta_mod)) {
+                    Ok(true) => return answer(changes, results),
+                    Ok(false) => Ok(Outcome::Conflict),
+                    Err(err) => Err(err),
+                }
+            } else {
+                let before = FleetState {
+                    state: self.state.clone(),
+                    meta_mod,
+                };
+                fleet
+                    .runtime
+                    .block_on(fleet.record.commit(&before, &next, &writes))
+            };
             match committed {
                 Ok(Outcome::Committed(at)) => {
                     metrics()
@@ -367,31 +383,49 @@ impl Writer {
                     } else {
                         // A random pause, growing with each conflict, so that sidecars
                         // writing at once do not keep colliding.
-                        std::thread::sleep(backoff(conflicts));
+                        if conflicts > 1 {
+                            std::thread::sleep(backoff(conflicts));
+                        }
                         let fleet = self.fleet();
                         fleet.runtime.block_on(fleet.record.read_all())
                     };
                     match reread {
                         Ok((whole, _)) => {
                             metrics().fleet.full_reads.inc();
-                            self.apply_whole(whole);
+                            if !self.take_read(whole) {
+                                let err = Error::FleetUnavailable(
+                                    "the fleet's registry is older than this sidecar's; the \
+                                     change was not made"
+                                        .into(),
+                                );
+                                fail_all(changes, &err);
+                                return Some(err);
+                            }
                         }
                         Err(err) => {
-                            let results = changes.iter().map(|_| Err(err.clone())).collect();
-                            return answer(changes, results);
+                            fail_all(changes, &err);
+                            return Some(err);
                         }
                     }
                 }
                 Err(Error::FleetTooLarge(_)) if changes.len() > 1 => {
                     // Each change alone may fit.
-                    for change in changes {
-                        self.commit_fleet_group(vec![change]);
+                    let mut changes = changes.into_iter();
+                    while let Some(change) = changes.next() {
+                        if let Some(err) = self.commit_fleet_group(vec![change]) {
+                            fail_all(changes.collect(), &err);
+                            return Some(err);
+                        }
                     }
-                    return;
+                    return None;
+                }
+                Err(err @ Error::FleetTooLarge(_)) => {
+                    fail_all(changes, &err);
+                    return None;
                 }
                 Err(err) => {
-                    let results = changes.iter().map(|_| Err(err.clone())).collect();
-                    return answer(changes, results);
+                    fail_all(changes, &err);
+                    return Some(err);
                 }
             }
         }
@@ -407,8 +441,8 @@ impl Writer {
         };
         match followed {
             Followed::Whole(whole) => {
-                if whole.meta_mod > meta_mod {
-                    self.apply_whole(whole);
+                if whole.meta_mod >= meta_mod && !self.take_read(whole) {
+                    self.retry_later("the fleet's registry read is older than this sidecar's");
                 }
             }
             Followed::Events { revision, events } => {
@@ -475,40 +509,88 @@ impl Writer {
                 Ok(Outcome::Conflict) => return fleet.resync.notify_one(),
                 Err(err) => {
                     tracing::warn!(error = %err, "cannot move the fleet's revision past this sidecar's yet; trying again");
-                    return fleet.resync.notify_one();
+                    return self.retry_later("the fleet's revision could not be moved on");
                 }
             }
         }
-        self.apply_whole(whole);
-    }
-
-    /// Applies a whole read (after a compaction, a gap or a conflict).
-    fn apply_whole(&mut self, whole: FleetState) {
         let writes = state::diff(&self.state, &whole.state);
         self.apply_fleet(whole.state, &writes, whole.meta_mod);
     }
 
+    /// Applies a whole read (after a compaction, a gap or a conflict) unless it is older
+    /// than what this sidecar applied: its revision lower (etcd restored or emptied: the
+    /// fleet's revision is moved on first, as at joining), or the same registry. Returns
+    /// false when the read was not taken.
+    fn take_read(&mut self, mut whole: FleetState) -> bool {
+        if whole.state.revision < self.state.revision {
+            tracing::warn!(
+                fleet_revision = whole.state.revision,
+                applied_revision = self.state.revision,
+                "the fleet's registry has a lower revision than this sidecar applied (etcd restored or emptied?); moving its revision on"
+            );
+            let mut next = whole.state.clone();
+            next.revision = self.state.revision + 1;
+            let fleet = self.fleet();
+            match fleet
+                .runtime
+                .block_on(fleet.record.commit(&whole, &next, &[]))
+            {
+                Ok(Outcome::Committed(at)) => {
+                    whole = FleetState {
+                        state: next,
+                        meta_mod: at,
+                    };
+                }
+                _ => return false,
+            }
+        } else if whole.state.revision == self.state.revision
+            && Fingerprint::of(&whole.state) == Fingerprint::of(&self.state)
+        {
+            // Nothing new; only the etcd revision it was read at moves on.
+            let fleet = self.fleet();
+            fleet.meta_mod = Some(whole.meta_mod.max(fleet.meta_mod.unwrap_or(0)));
+            return true;
+        }
+        let writes = state::diff(&self.state, &whole.state);
+        self.apply_fleet(whole.state, &writes, whole.meta_mod);
+        true
+    }
+
+    /// Asks the follower for another whole read after a pause, so that a refusal etcd
+    /// keeps giving (a user without write rights, say) is not tried in a tight loop.
+    fn retry_later(&mut self, why: &str) {
+        tracing::debug!(cause = why, "reading the fleet's registry again in 1 s");
+        std::thread::sleep(std::time::Duration::from_secs(1));
+        self.fleet().resync.notify_one();
+    }
+
     /// Makes `next` (at etcd revision `meta_mod`) the state: the local copy first, then
-    /// the snapshot. A copy that cannot be written is logged and written whole later;
-    /// reads still get `next`, which etcd holds.
+    /// the snapshot. A copy that cannot be written loses its marker (so a restart while
+    /// etcd is down does not serve it) and is written whole at the next change; reads
+    /// still get `next`, which etcd holds.
     fn apply_fleet(&mut self, next: State, writes: &[Write], meta_mod: i64) {
         if self.stopped.is_none() {
             let copied = match self.reopen() {
                 Ok(Some(on_disk)) => {
                     let writes = state::diff(&on_disk, &next);
-                    self.persist(&on_disk, &next, &writes).map_err(failed)
+                    self.persist(&on_disk, &next, &writes)
                 }
                 Ok(None) => {
                     let on_disk = self.state.clone();
-                    self.persist(&on_disk, &next, writes).map_err(failed)
+                    self.persist(&on_disk, &next, writes)
                 }
-                Err(err) => Err(err),
+                Err(err) => Err(Failed::Write(err)),
             };
             match copied {
                 Ok(_) => self.mark_copy(),
-                Err(err) => {
+                Err(Failed::Write(err)) => {
                     tracing::error!(error = %err, "the local copy of the fleet's registry could not be written; it is written whole at the next change");
                     self.db = None;
+                    self.unmark_copy();
+                }
+                Err(Failed::Sync(err)) => {
+                    self.stop_changes(err);
+                    self.unmark_copy();
                 }
             }
         }
@@ -519,6 +601,15 @@ impl Writer {
         fleet.applied.send_replace((revision, meta_mod));
         fleet.ready.store(true, Ordering::Release);
         metrics().fleet.applied_etcd_revision.set(meta_mod);
+    }
+
+    /// Removes the marker: the copy is no longer the registry applied.
+    fn unmark_copy(&mut self) {
+        let dir = self.options.data_dir.clone();
+        if let Err(e) = copy::remove(&dir) {
+            tracing::error!(error = %e, "cannot remove the fleet-copy marker of a copy that is no longer current");
+        }
+        self.fleet().marked = false;
     }
 
     /// Writes the marker that the data directory holds this fleet's copy, once.
@@ -545,16 +636,20 @@ fn backoff(conflicts: u32) -> std::time::Duration {
     std::time::Duration::from_micros(u64::from(u16::from_be_bytes(byte)) % (most * 1000))
 }
 
-fn failed(failed: Failed) -> Error {
-    match failed {
-        Failed::Write(err) | Failed::Sync(err) => err,
+fn fail_all(changes: Vec<(Change, oneshot::Sender<ChangeResult>)>, err: &Error) {
+    for (_, reply) in changes {
+        let _ = reply.send(Err(err.clone()));
     }
 }
 
-fn answer(changes: Vec<(Change, oneshot::Sender<ChangeResult>)>, results: Vec<ChangeResult>) {
+fn answer(
+    changes: Vec<(Change, oneshot::Sender<ChangeResult>)>,
+    results: Vec<ChangeResult>,
+) -> Option<Error> {
     for ((_, reply), result) in changes.into_iter().zip(results) {
         let _ = reply.send(result);
     }
+    None
 }
 
 /// Logs how the local registry differs from the fleet's it is replaced by.

@@ -327,13 +327,22 @@ pub async fn start(settings: Settings) -> Result<RunningServer, StartError> {
     if registry.is_ready() {
         health.set_serving::<CommandServiceServer<Api>>().await;
     } else {
-        // Fleet mode with no copy of the fleet's registry: NOT_SERVING until it is read.
+        // Fleet mode with no copy of the fleet's registry: NOT_SERVING, overall (what
+        // the kubelet's probe asks) and for the API, until it is read.
+        health
+            .set_service_status("", ServingStatus::NotServing)
+            .await;
         health.set_not_serving::<CommandServiceServer<Api>>().await;
         let (health, registry, draining) =
             (health.clone(), Arc::clone(&registry), draining.clone());
         tokio::spawn(async move {
             tokio::select! {
-                () = registry.wait_ready() => health.set_serving::<CommandServiceServer<Api>>().await,
+                () = registry.wait_ready() => {
+                    if !draining.is_cancelled() {
+                        health.set_service_status("", ServingStatus::Serving).await;
+                        health.set_serving::<CommandServiceServer<Api>>().await;
+                    }
+                }
                 () = draining.cancelled() => {}
             }
         });

@@ -15,6 +15,8 @@ pub struct ServeProcess {
     pub lines: mpsc::Receiver<String>,
     /// The log lines before the "serving" one.
     pub before: Vec<String>,
+    /// The health-only listener's address, when it has one.
+    pub health_addr: Option<SocketAddr>,
 }
 
 pub fn binary() -> Command {
@@ -76,11 +78,13 @@ impl ServeProcess {
             if let Ok(event) = serde_json::from_str::<serde_json::Value>(&line) {
                 if event["message"] == "serving" {
                     let addr = event["addr"].as_str().unwrap().parse().unwrap();
+                    let health_addr = event["health_addr"].as_str().and_then(|a| a.parse().ok());
                     return Self {
                         child,
                         addr,
                         lines,
                         before: seen,
+                        health_addr,
                     };
                 }
             }

@@ -283,7 +283,10 @@ impl Etcd {
         // transaction twice, so the caller reads the outcome back instead. Members that
         // cannot even be connected to never saw it, so the next one is tried.
         let mut last = None;
-        for _ in 0..self.channels.len() {
+        let mut renewed = false;
+        let mut tries = 0;
+        while tries < self.channels.len() + usize::from(renewed) {
+            tries += 1;
             let (at, channel) = self.channel();
             let request = match self.request(request.clone(), &channel).await {
                 Ok(request) => request,
@@ -300,12 +303,13 @@ impl Etcd {
                     self.answered();
                     return Ok(answer.into_inner());
                 }
+                Err(status) if is_token_expired(&status) && !renewed => {
+                    // Refused before it ran: a new token, and the same member again.
+                    renewed = true;
+                    *self.token.lock().expect("token lock") = None;
+                    continue;
+                }
                 Err(status) => {
-                    if is_token_expired(&status) {
-                        // Refused before it ran: nothing was done.
-                        *self.token.lock().expect("token lock") = None;
-                        return Err(EtcdError::Rejected("etcd's auth token expired".into()));
-                    }
                     let err = classify(status);
                     match err {
                         EtcdError::NotSent(_) => {
@@ -479,8 +483,11 @@ macro_rules! limited {
 }
 limited!(KvClient, WatchClient, LeaseClient);
 
+/// etcd refused the call for its token (expired, or issued before users or roles
+/// changed): nothing was done, and a new token may be fetched.
 fn is_token_expired(status: &Status) -> bool {
-    status.code() == Code::Unauthenticated && status.message().contains("invalid auth token")
+    let message = status.message();
+    message.contains("invalid auth token") || message.contains("revision of auth store is old")
 }
 
 /// What a failed call means for the caller (etcd's error strings are its API:
@@ -539,5 +546,7 @@ mod tests {
         assert!(matches!(classify(denied), EtcdError::Rejected(_)));
         let expired = Status::unauthenticated("etcdserver: invalid auth token");
         assert!(is_token_expired(&expired));
+        let old = Status::invalid_argument("etcdserver: revision of auth store is old");
+        assert!(is_token_expired(&old));
     }
 }

@@ -37,12 +37,17 @@ const RETRY: Duration = Duration::from_millis(500);
 pub async fn run(etcd: Arc<Etcd>, keys: Keys, out: mpsc::Sender<Followed>, resync: Arc<Notify>) {
     let m = &metrics().fleet;
     let mut next: Option<i64> = None;
+    // Whether the last whole read failed: logged once, not at every attempt.
+    let mut failing = false;
     loop {
         let start = match next {
             Some(start) => start,
             None => match read_all(&etcd, &keys).await {
                 Ok((whole, revision)) => {
                     m.full_reads.inc();
+                    if std::mem::take(&mut failing) {
+                        tracing::info!(etcd_revision = revision, "read the fleet's registry");
+                    }
                     if out.send(Followed::Whole(whole)).await.is_err() {
                         return;
                     }
@@ -50,7 +55,10 @@ pub async fn run(etcd: Arc<Etcd>, keys: Keys, out: mpsc::Sender<Followed>, resyn
                     revision + 1
                 }
                 Err(e) => {
-                    tracing::debug!(error = %e, "reading the fleet's registry");
+                    if !failing {
+                        tracing::warn!(error = %e, "cannot read the fleet's registry; trying again every 0.5 s");
+                        failing = true;
+                    }
                     tokio::time::sleep(RETRY).await;
                     continue;
                 }
@@ -89,6 +97,7 @@ pub async fn run(etcd: Arc<Etcd>, keys: Keys, out: mpsc::Sender<Followed>, resyn
             };
             etcd.answered();
             if answer.compact_revision > 0 {
+                tracing::info!(from = next.unwrap_or(0), compacted = answer.compact_revision, "the fleet's history was compacted past this sidecar's revision; reading the whole registry");
                 next = None;
                 break;
             }

@@ -153,12 +153,7 @@ pub fn txn(
         })),
     });
     let request = TxnRequest {
-        compare: vec![Compare {
-            result: compare::CompareResult::Equal as i32,
-            target: compare::CompareTarget::Mod as i32,
-            key: keys.meta(),
-            target_union: Some(compare::TargetUnion::ModRevision(before.meta_mod)),
-        }],
+        compare: vec![meta_unchanged(keys, before.meta_mod)],
         success,
         failure: Vec::new(),
     };
@@ -167,6 +162,16 @@ pub fn txn(
         bytes: prost::Message::encoded_len(&request),
     };
     (request, size)
+}
+
+/// The compare that the registry is still at `meta_mod` (0: no registry yet).
+pub fn meta_unchanged(keys: &Keys, meta_mod: i64) -> Compare {
+    Compare {
+        result: compare::CompareResult::Equal as i32,
+        target: compare::CompareTarget::Mod as i32,
+        key: keys.meta(),
+        target_union: Some(compare::TargetUnion::ModRevision(meta_mod)),
+    }
 }
 
 fn op_key(op: &RequestOp) -> &[u8] {

@@ -63,6 +63,10 @@ pub async fn run(
         m.seconds_since_contact
             .set(etcd.since_contact().as_secs_f64());
         let (revision, etcd_revision) = *applied.borrow();
+        if etcd_revision == 0 {
+            // Not a member until it has applied the fleet's registry.
+            continue;
+        }
         let moved = revision != member.revision || etcd_revision != member.etcd_revision;
         member.revision = revision;
         member.etcd_revision = etcd_revision;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::error::Error;
-use crate::pb::etcd::RangeRequest;
+use crate::pb::etcd::{RangeRequest, TxnRequest};
 use crate::registry::fleet::etcd::{Etcd, EtcdError};
 use crate::registry::fleet::layout::{self, FleetState, Keys};
 use crate::registry::fleet::options::FleetOptions;
@@ -91,7 +91,7 @@ impl Record {
                 size.bytes, self.max_request_bytes
             )));
         }
-        match self.etcd.txn(request).await {
+        match self.etcd.txn(request.clone()).await {
             Ok(answer) if answer.succeeded => {
                 Ok(Outcome::Committed(answer.header.map_or(0, |h| h.revision)))
             }
@@ -106,15 +106,34 @@ impl Record {
                 "no etcd member could be reached ({message}); the change was not made"
             ))),
             Err(EtcdError::Unreachable(_) | EtcdError::Compacted(_)) => {
-                self.resolve(before.meta_mod, &id).await
+                self.resolve(before.meta_mod, &id, request).await
             }
         }
     }
 
-    /// Finds out whether transaction `id`, made on `meta` at `before`, committed: its
-    /// answer was lost.
-    async fn resolve(&self, before: i64, id: &str) -> Result<Outcome, Error> {
+    /// Checks that the registry is still at `meta_mod` (a transaction that compares and
+    /// writes nothing): a change that changes nothing is answered only once etcd
+    /// confirms the registry it was judged on is current.
+    pub async fn confirm(&self, meta_mod: i64) -> Result<bool, Error> {
+        let request = TxnRequest {
+            compare: vec![layout::meta_unchanged(&self.keys, meta_mod)],
+            ..Default::default()
+        };
+        match self.etcd.txn(request).await {
+            Ok(answer) => Ok(answer.succeeded),
+            Err(e) => Err(Error::FleetUnavailable(format!(
+                "etcd could not confirm the registry is current ({e}); nothing was changed"
+            ))),
+        }
+    }
+
+    /// Finds out whether transaction `id` (`request`, comparing `meta` with `before`)
+    /// committed: its answer was lost. A read can show that it did, never that it did
+    /// not (a member may still hold it), so while `meta` has not moved the same
+    /// transaction is sent again: of the two, at most one can pass the compare.
+    async fn resolve(&self, before: i64, id: &str, request: TxnRequest) -> Result<Outcome, Error> {
         let deadline = Instant::now() + self.etcd.timeout() * 3;
+        let pause = || tokio::time::sleep(Duration::from_millis(200));
         loop {
             let read = self
                 .etcd
@@ -129,28 +148,38 @@ impl Record {
                     if Instant::now() < deadline =>
                 {
                     tracing::debug!(error = %e, "reading back a fleet change's outcome");
-                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    pause().await;
                     continue;
                 }
                 Err(e) => return Err(unknown(&e.to_string())),
             };
-            let Some(kv) = kv.filter(|kv| kv.mod_revision != before) else {
-                return Err(Error::FleetUnavailable(
-                    "no etcd member confirmed the change, and reading back shows it was not \
-                     made"
-                        .into(),
-                ));
-            };
-            if layout::decode_meta(&kv)?.txn == id {
-                return Ok(Outcome::Committed(kv.mod_revision));
+            match kv.filter(|kv| kv.mod_revision != before) {
+                Some(kv) => {
+                    if layout::decode_meta(&kv)?.txn == id {
+                        return Ok(Outcome::Committed(kv.mod_revision));
+                    }
+                    // Someone changed the registry since: the first change after `before`
+                    // is either ours or the one that made ours fail its compare.
+                    return match self.first_change_after(before).await {
+                        Ok((txn, at)) if txn == id => Ok(Outcome::Committed(at)),
+                        Ok(_) => Ok(Outcome::Conflict),
+                        Err(e) => Err(unknown(&e.to_string())),
+                    };
+                }
+                None => match self.etcd.txn(request.clone()).await {
+                    Ok(answer) if answer.succeeded => {
+                        return Ok(Outcome::Committed(answer.header.map_or(0, |h| h.revision)))
+                    }
+                    // `meta` moved in between: read again to see whose change it was.
+                    Ok(_) => continue,
+                    Err(EtcdError::Unreachable(_) | EtcdError::NotSent(_))
+                        if Instant::now() < deadline =>
+                    {
+                        pause().await;
+                    }
+                    Err(e) => return Err(unknown(&e.to_string())),
+                },
             }
-            // Someone changed the registry since: the first change after `before` is
-            // either ours or the one that made ours fail its compare.
-            return match self.first_change_after(before).await {
-                Ok((txn, at)) if txn == id => Ok(Outcome::Committed(at)),
-                Ok(_) => Ok(Outcome::Conflict),
-                Err(e) => Err(unknown(&e.to_string())),
-            };
         }
     }
 
