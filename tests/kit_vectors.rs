@@ -347,3 +347,23 @@ fn fallback_replies_have_the_reference_failure_form_for_command_syntax_only() {
         }
     }
 }
+
+/// `vectors/deadlines.json` (every kit runs its cases): the default covers the longest
+/// handler the sidecar allows by default plus the margin, so no handler is cut short, and
+/// the vector's handlers keep within that limit.
+#[test]
+fn execute_deadlines_cover_every_handler_timeout_the_sidecar_allows() {
+    let vector = vectors("deadlines");
+    let ms = |key: &str| vector[key].as_u64().unwrap();
+    let policy = a2a_commands::rules::body::HandlerPolicy::default();
+    assert!(ms("default_ms") >= u64::from(policy.max_timeout_ms) + ms("margin_ms"));
+    assert!(ms("no_handler_ms") < ms("default_ms"));
+    for command in vector["registry"]["commands"].as_array().unwrap() {
+        let timeout = command["handler"]["timeoutMs"]
+            .as_u64()
+            .or(command["prompt"]["mcp"]["timeoutMs"].as_u64());
+        if let Some(timeout) = timeout {
+            assert!(timeout <= u64::from(policy.max_timeout_ms), "{command}");
+        }
+    }
+}

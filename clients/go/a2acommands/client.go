@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"sync/atomic"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -14,6 +15,7 @@ import (
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
@@ -25,6 +27,48 @@ import (
 // handler. WatchSpecs has none.
 const DefaultTimeout = 40 * time.Second
 
+// NoHandlerDeadline bounds Execute for a command whose body runs no handler
+// (docs/kit-contract.md, section 5): a sidecar that stops answering gives the fallback
+// reply within seconds.
+const NoHandlerDeadline = 5 * time.Second
+
+// HandlerDeadlineMargin is what Execute's deadline adds to a handler's (or an MCP
+// prompt's) own timeout.
+const HandlerDeadlineMargin = 5 * time.Second
+
+// ExecuteDeadline is Execute's deadline for the command name, from the registry last seen
+// (nil: none yet): [NoHandlerDeadline] for a command whose body runs no handler, a
+// handler's or an MCP prompt's timeout plus [HandlerDeadlineMargin], and
+// [DefaultTimeout] for a name not seen (or empty). So a sidecar that stops answering
+// gives the fallback reply within seconds, while a slow handler still has all its time
+// (docs/vectors/deadlines.json).
+func ExecuteDeadline(registry *Registry, name string) time.Duration {
+	if registry == nil || name == "" {
+		return DefaultTimeout
+	}
+	for _, command := range registry.Commands {
+		if command.Name != name {
+			continue
+		}
+		var timeout time.Duration
+		switch {
+		case command.Body == BodyHandler && command.Handler != nil:
+			timeout = command.Handler.Timeout
+		case command.Body == BodyHandler:
+			return DefaultTimeout
+		case command.Body == BodyPrompt && command.Prompt != nil && command.Prompt.MCP != nil:
+			timeout = command.Prompt.MCP.Timeout
+		default:
+			return NoHandlerDeadline
+		}
+		if timeout <= 0 {
+			return DefaultTimeout
+		}
+		return timeout + HandlerDeadlineMargin
+	}
+	return DefaultTimeout
+}
+
 // Client calls every RPC of the a2a-commands sidecar. It is safe for concurrent use; the
 // connection is made lazily and comes back by itself after the sidecar restarts.
 type Client struct {
@@ -32,6 +76,8 @@ type Client struct {
 	stub       pb.CommandServiceClient
 	timeout    time.Duration
 	adminToken func() string
+	// registry is the registry last seen (ListSpecs, WatchSpecs), for Execute's deadlines.
+	registry atomic.Pointer[Registry]
 	// Target is the host:port dialled.
 	Target string
 }
@@ -106,6 +152,9 @@ func NewClient(address string, options ...ClientOption) (*Client, error) {
 	dial := append([]grpc.DialOption{
 		grpc.WithTransportCredentials(transport),
 		grpc.WithConnectParams(grpc.ConnectParams{Backoff: reconnect, MinConnectTimeout: 5 * time.Second}),
+		// A sidecar that stops answering (a frozen node) is noticed by a ping left
+		// unanswered, and the connection is redialled rather than waited on.
+		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 10 * time.Second, Timeout: 5 * time.Second}),
 	}, config.dialOptions...)
 	conn, err := grpc.NewClient(parsed.Target, dial...)
 	if err != nil {
@@ -232,7 +281,22 @@ func (c *Client) ListSpecs(ctx context.Context) (*Registry, error) {
 	if err != nil {
 		return nil, callError(err)
 	}
-	return registryFromProto(response)
+	return c.seen(registryFromProto(response))
+}
+
+// ExecuteDeadline is Execute's deadline for the command name, from the registry this
+// client last saw (through ListSpecs or WatchSpecs, as the card helper calls them): see
+// the function [ExecuteDeadline]. The executor asks it for every command.
+func (c *Client) ExecuteDeadline(name string) time.Duration {
+	return ExecuteDeadline(c.registry.Load(), name)
+}
+
+// seen keeps registry as the one last seen.
+func (c *Client) seen(registry *Registry, err error) (*Registry, error) {
+	if err == nil && registry != nil {
+		c.registry.Store(registry)
+	}
+	return registry, err
 }
 
 // WatchSpecs yields the registry as it is now, then after every change, until ctx ends
@@ -255,7 +319,7 @@ func (c *Client) WatchSpecs(ctx context.Context) iter.Seq2[*Registry, error] {
 				yield(nil, callError(err))
 				return
 			}
-			registry, err := registryFromProto(response)
+			registry, err := c.seen(registryFromProto(response))
 			if !yield(registry, err) || err != nil {
 				return
 			}

@@ -157,13 +157,17 @@ func (e *Executor) commandReply(ctx context.Context, execCtx *a2asrv.ExecutorCon
 	if err != nil {
 		return nil, nil, err
 	}
-	executed, err := e.client.Execute(ctx, message, NewTaskSnapshot(task, states), sender)
+	// A sidecar that stops answering gives the fallback within seconds; a handler keeps
+	// all its time (docs/kit-contract.md, section 5).
+	name, _ := CommandName(message)
+	executeCtx, cancel := context.WithTimeout(ctx, e.client.ExecuteDeadline(name))
+	defer cancel()
+	executed, err := e.client.Execute(executeCtx, message, NewTaskSnapshot(task, states), sender)
 	if err != nil {
 		reply := NewFallbackReply(task, message)
 		if reply == nil {
 			e.logger.WarnContext(ctx, "a2a-commands: Execute failed, passing the message on", "error", err)
 		} else {
-			name, _ := CommandName(message)
 			e.logger.ErrorContext(ctx, "a2a-commands: Execute failed, command not run", "command", name, "error", err)
 		}
 		return reply, nil, nil

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -228,5 +229,57 @@ func TestSidecarStoppedAndRestartedUnderneath(t *testing.T) {
 	}
 	for _, stream := range []bool{false, true} {
 		equal(t, g.send(t, "/model gpt-x-mini", taskIDs[stream], stream).text, "Model set to gpt-x-mini.", "commands work again")
+	}
+}
+
+// A sidecar that hangs instead of dying (paused with SIGSTOP, as a frozen node leaves it):
+// a command that runs no handler gets the fallback reply within its Execute deadline
+// (docs/kit-contract.md, section 5), well before a client's usual 30 s, and never
+// reaches the agent.
+func TestPausedSidecarGivesTheFallbackWithinTheDeadline(t *testing.T) {
+	sidecar := startSidecar(t, "", "")
+	g := startGateway(t, sidecar.address)
+	// The card helper's WatchSpecs gives each command its deadline.
+	waitUntil := time.Now().Add(30 * time.Second)
+	for g.commands.ExecuteDeadline("status") != NoHandlerDeadline {
+		if time.Now().After(waitUntil) {
+			t.Fatal("the client never saw the registry")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	first := g.send(t, "/status", "", false)
+	if !strings.HasPrefix(first.text, "Task ") {
+		t.Fatalf("/status: %q", first.text)
+	}
+
+	if err := sidecar.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sidecar.cmd.Process.Signal(syscall.SIGCONT) })
+	// What a client waits at the most, here: less than the usual 30 s.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	message := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("/status"))
+	message.TaskID = first.taskID
+	result, err := g.client.SendMessage(ctx, &a2a.SendMessageRequest{Message: message})
+	if err != nil {
+		t.Fatalf("no answer within 20 s: the kit waited on the paused sidecar: %v", err)
+	}
+	task, ok := result.(*a2a.Task)
+	if !ok || task.Status.Message == nil {
+		t.Fatalf("expected a Task with the reply, got %T", result)
+	}
+	if text, _ := singleText(task.Status.Message); text != "/status failed: commands are unavailable right now" {
+		t.Errorf("reply %q", text)
+	}
+	if slices.ContainsFunc(g.echo.Seen(), func(s string) bool { return strings.HasPrefix(s, "/") }) {
+		t.Errorf("a command reached the agent: %v", g.echo.Seen())
+	}
+
+	if err := sidecar.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	if again := g.send(t, "/status", first.taskID, false); !strings.HasPrefix(again.text, "Task ") {
+		t.Errorf("after SIGCONT: %q", again.text)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"google.golang.org/grpc/codes"
@@ -184,6 +185,30 @@ func TestVectorsFallback(t *testing.T) {
 	}
 	if text := vectors(t, "fallback")["text"]; text != FallbackReply {
 		t.Errorf("FallbackReply %q, the vectors say %q", FallbackReply, text)
+	}
+}
+
+func TestVectorsDeadlines(t *testing.T) {
+	file := vectors(t, "deadlines")
+	raw, _ := json.Marshal(file["registry"])
+	var listed pb.ListSpecsResponse
+	if err := protojson.Unmarshal(raw, &listed); err != nil {
+		t.Fatal(err)
+	}
+	registry, err := registryFromProto(&listed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range cases(t, "deadlines") {
+		seen := registry
+		if c["no_registry"] == true {
+			seen = nil
+		}
+		name, _ := c["command"].(string)
+		want := time.Duration(c["deadline_ms"].(float64)) * time.Millisecond
+		if got := ExecuteDeadline(seen, name); got != want {
+			t.Errorf("%d (%v): %v, the vectors say %v", i, c["command"], got, want)
+		}
 	}
 }
 

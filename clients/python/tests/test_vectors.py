@@ -20,6 +20,7 @@ from a2a_commands import (
     InvalidArgumentError,
     TaskData,
     command_name,
+    execute_deadline,
     fallback_reply,
     may_be_command,
     new_sub_task,
@@ -110,6 +111,13 @@ def test_addresses(case: dict[str, Any]) -> None:
     else:
         address = parse_address(value)
         assert (address.target, address.tls) == (case["target"], case["tls"])
+
+
+@pytest.mark.parametrize("case", cases("deadlines"))
+def test_execute_deadlines(case: dict[str, Any]) -> None:
+    vector = vectors("deadlines")
+    registry = None if case.get("no_registry") else json_format.ParseDict(vector["registry"], pb.ListSpecsResponse())
+    assert execute_deadline(registry, case["command"]) * 1000 == case["deadline_ms"]
 
 
 def test_the_schema_accepts_what_kits_write() -> None:

@@ -10,6 +10,7 @@ import { anyUnpack } from "@bufbuild/protobuf/wkt";
 import {
   ClassifyRequestSchema,
   ClassifyResponseSchema,
+  CommandBody,
   CommandService,
   CompleteRequestSchema,
   CompleteResponseSchema,
@@ -38,6 +39,35 @@ import { addressFromEnv, parseAddress } from "./address.js";
 
 /** Milliseconds a unary call may take: more than the sidecar's default `--handler-max-timeout-ms` (30 s). */
 export const DEFAULT_TIMEOUT_MS = 40_000;
+
+/** Execute's deadline for a command whose body runs no handler (docs/kit-contract.md, section 5). */
+export const NO_HANDLER_DEADLINE_MS = 5_000;
+
+/** What Execute's deadline adds to a handler's (or an MCP prompt's) own timeout. */
+export const HANDLER_DEADLINE_MARGIN_MS = 5_000;
+
+/**
+ * Execute's deadline for the command `name`, from the registry last seen (`registry`, a
+ * ListSpecs or WatchSpecs answer): {@link NO_HANDLER_DEADLINE_MS} for a command whose
+ * body runs no handler, a handler's or an MCP prompt's timeout plus
+ * {@link HANDLER_DEADLINE_MARGIN_MS}, and {@link DEFAULT_TIMEOUT_MS} for a name not seen
+ * (or none, or no registry yet). So a sidecar that stops answering gives the fallback
+ * reply within seconds, while a slow handler still has all its time
+ * (`docs/vectors/deadlines.json`).
+ */
+export function executeDeadlineMs(registry: ListSpecsResponse | undefined, name: string | undefined): number {
+  const command = name === undefined ? undefined : registry?.commands.find((c) => c.spec?.name === name);
+  if (!command) return DEFAULT_TIMEOUT_MS;
+  const prompt = command.prompt?.source;
+  const timeoutMs =
+    command.body === CommandBody.HANDLER ? command.handler?.timeoutMs
+    : command.body === CommandBody.PROMPT && prompt?.case === "mcp" ? prompt.value.timeoutMs
+    : undefined;
+  if (timeoutMs === undefined) {
+    return command.body === CommandBody.HANDLER ? DEFAULT_TIMEOUT_MS : NO_HANDLER_DEADLINE_MS;
+  }
+  return timeoutMs > 0 ? timeoutMs + HANDLER_DEADLINE_MARGIN_MS : DEFAULT_TIMEOUT_MS;
+}
 
 /** TLS settings for a sidecar served with `--tls-cert` (and `--tls-client-ca` for mTLS). */
 export interface TlsOptions {
@@ -286,6 +316,8 @@ export class CommandsClient {
   readonly #credentials: grpc.ChannelCredentials;
   readonly #options: grpc.ChannelOptions;
   readonly #timeoutMs: number | undefined;
+  /** The registry last seen, for Execute's deadlines. */
+  #registry: ListSpecsResponse | undefined;
   readonly #token: CommandsClientOptions["adminToken"];
   #client: grpc.Client | undefined;
 
@@ -382,8 +414,23 @@ export class CommandsClient {
   }
 
   /** Every command in order, the revision, and the card's extension entry as JSON. */
-  listSpecs(request: MessageInitShape<typeof ListSpecsRequestSchema> = {}, options?: RpcOptions): Promise<ListSpecsResponse> {
-    return this.#unary(METHODS.listSpecs, request, options);
+  async listSpecs(request: MessageInitShape<typeof ListSpecsRequestSchema> = {}, options?: RpcOptions): Promise<ListSpecsResponse> {
+    return this.#seen(await this.#unary(METHODS.listSpecs, request, options));
+  }
+
+  /**
+   * Execute's deadline for the command `name`, from the registry this client last saw
+   * (through `listSpecs` or `watchSpecs`, as the card helper calls them): see
+   * {@link executeDeadlineMs}. The executor asks it for every command.
+   */
+  executeDeadlineMs(name: string | undefined): number {
+    return executeDeadlineMs(this.#registry, name);
+  }
+
+  /** Keeps `state` as the registry last seen (an `unchanged` answer holds no commands). */
+  #seen(state: ListSpecsResponse): ListSpecsResponse {
+    if (!state.unchanged) this.#registry = state;
+    return state;
   }
 
   /**
@@ -401,7 +448,7 @@ export class CommandsClient {
     const cancel = () => stream.cancel();
     signal?.addEventListener("abort", cancel, { once: true });
     try {
-      for await (const state of stream as AsyncIterable<ListSpecsResponse>) yield state;
+      for await (const state of stream as AsyncIterable<ListSpecsResponse>) yield this.#seen(state);
     } catch (error) {
       throw toCommandsError(error);
     } finally {

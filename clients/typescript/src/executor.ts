@@ -142,11 +142,16 @@ export class CommandsExecutor implements AgentExecutor {
     let prompt: PromptExpansion | undefined; // a prompt command's expansion, for the model
     try {
       const who = await sender(request);
-      const response = await client.execute({
-        message: fromSdkMessage(message),
-        task: await buildTaskSnapshot(task, (id) => taskStore.load(id, context)),
-        sender: { id: who.id, role: participantRole(who.role) },
-      });
+      const response = await client.execute(
+        {
+          message: fromSdkMessage(message),
+          task: await buildTaskSnapshot(task, (id) => taskStore.load(id, context)),
+          sender: { id: who.id, role: participantRole(who.role) },
+        },
+        // A sidecar that stops answering gives the fallback within seconds; a handler
+        // keeps all its time (section 5).
+        { timeoutMs: client.executeDeadlineMs(commandName(message)) },
+      );
       if (response.result.case === "command") {
         const outcome = response.result.value;
         if (outcome.outcome === Outcome.OK && outcome.changes) {

@@ -13,6 +13,7 @@ import {
   buildTaskSnapshot,
   changedTaskData,
   commandName,
+  executeDeadlineMs,
   fallbackReply,
   fromSdkMessage,
   mayBeCommand,
@@ -91,6 +92,17 @@ describe("changes: to task data and a sub-task", () => {
       } else {
         assert.equal(changes.subTask, undefined);
       }
+    }),
+  );
+});
+
+describe("Execute's deadlines", () => {
+  const deadlines = vectors("deadlines");
+  const registry = fromJson(pb.ListSpecsResponseSchema, deadlines.registry as JsonValue);
+  (deadlines.cases as Json[]).forEach((c, i) =>
+    test(`${i}: ${String(c.command)}`, () => {
+      const seen = c.no_registry ? undefined : registry;
+      assert.equal(executeDeadlineMs(seen, (c.command as string | null) ?? undefined), c.deadline_ms);
     }),
   );
 });

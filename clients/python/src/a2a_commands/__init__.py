@@ -17,7 +17,12 @@
 from . import pb
 from .card import CommandsCard
 from .commands import Command, Handler, HandlerProtocol, McpPrompt
-from .client import CommandsClient
+from .client import (
+    HANDLER_DEADLINE_MARGIN,
+    NO_HANDLER_DEADLINE,
+    CommandsClient,
+    execute_deadline,
+)
 from .errors import (
     AlreadyExistsError,
     CommandsError,
@@ -61,7 +66,9 @@ __all__ = [
     "DEFAULT_ADDRESS",
     "EXTENSION_URI",
     "FALLBACK_REPLY",
+    "HANDLER_DEADLINE_MARGIN",
     "METADATA_KEY",
+    "NO_HANDLER_DEADLINE",
     "Address",
     "AlreadyExistsError",
     "Command",
@@ -89,6 +96,7 @@ __all__ = [
     "command_name",
     "default_role",
     "end_wait_for_next_message",
+    "execute_deadline",
     "fallback_reply",
     "may_be_command",
     "new_sub_task",

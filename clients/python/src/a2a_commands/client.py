@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from types import TracebackType
-from typing import Any, TypeVar, cast
+from typing import Any, Literal, TypeVar, cast
 
 import grpc
 import grpc.aio
@@ -24,12 +24,46 @@ R = TypeVar("R")
 DEFAULT_TIMEOUT = 40.0
 """Seconds a unary call may take: more than the sidecar's default --handler-max-timeout-ms (30 s)."""
 
+NO_HANDLER_DEADLINE = 5.0
+"""Seconds Execute may take for a command whose body runs no handler (docs/kit-contract.md, section 5)."""
+
+HANDLER_DEADLINE_MARGIN = 5.0
+"""Seconds Execute's deadline adds to a handler's (or an MCP prompt's) own timeout."""
+
+
+def execute_deadline(registry: pb.ListSpecsResponse | None, name: str | None) -> float:
+    """Execute's deadline in seconds for the command ``name``, from the registry last seen.
+
+    :data:`NO_HANDLER_DEADLINE` for a command whose body runs no handler, a handler's or
+    an MCP prompt's timeout plus :data:`HANDLER_DEADLINE_MARGIN`, and
+    :data:`DEFAULT_TIMEOUT` for a name not seen (or none, or no registry yet). So a sidecar
+    that stops answering gives the fallback reply within seconds, while a slow handler
+    still has all its time (``docs/vectors/deadlines.json``).
+    """
+    command = None
+    if registry is not None and name is not None:
+        command = next((c for c in registry.commands if c.spec.name == name), None)
+    if command is None:
+        return DEFAULT_TIMEOUT
+    if command.body == pb.COMMAND_BODY_HANDLER:
+        timeout_ms = command.handler.timeout_ms
+    elif command.body == pb.COMMAND_BODY_PROMPT and command.prompt.WhichOneof("source") == "mcp":
+        timeout_ms = command.prompt.mcp.timeout_ms
+    else:
+        return NO_HANDLER_DEADLINE
+    return timeout_ms / 1000 + HANDLER_DEADLINE_MARGIN if timeout_ms > 0 else DEFAULT_TIMEOUT
+
+
 # A sidecar on loopback comes back within seconds; grpc's default (up to 120 s between
 # attempts) would keep commands failing long after it has.
 _CHANNEL_OPTIONS: tuple[tuple[str, Any], ...] = (
     ("grpc.initial_reconnect_backoff_ms", 200),
     ("grpc.min_reconnect_backoff_ms", 200),
     ("grpc.max_reconnect_backoff_ms", 2000),
+    # A sidecar that stops answering (a frozen node) is noticed by a ping left unanswered,
+    # and the connection is redialled rather than waited on.
+    ("grpc.keepalive_time_ms", 10_000),
+    ("grpc.keepalive_timeout_ms", 5_000),
 )
 
 
@@ -82,6 +116,8 @@ class CommandsClient:
         self._channel: grpc.aio.Channel | None = None
         self._stub: Any = None
         self._closed = False
+        # The registry last seen (ListSpecs, WatchSpecs), for Execute's deadlines.
+        self._registry: pb.ListSpecsResponse | None = None
 
     @property
     def closed(self) -> bool:
@@ -156,7 +192,19 @@ class CommandsClient:
         request = pb.ListSpecsRequest(
             include_card_extension=include_card_extension, known_revision=known_revision
         )
-        return await self._unary("ListSpecs", request, pb.ListSpecsResponse)
+        return self._seen(await self._unary("ListSpecs", request, pb.ListSpecsResponse))
+
+    def execute_deadline(self, name: str | None) -> float:
+        """Execute's deadline for the command ``name``, from the registry this client last
+        saw (through ``list_specs`` or ``watch_specs``, as the card helper calls them): see
+        :func:`execute_deadline`. The executor asks it for every command."""
+        return execute_deadline(self._registry, name)
+
+    def _seen(self, state: pb.ListSpecsResponse) -> pb.ListSpecsResponse:
+        """Keeps ``state`` as the registry last seen (an ``unchanged`` answer holds no commands)."""
+        if not state.unchanged:
+            self._registry = state
+        return state
 
     async def watch_specs(self, *, include_card_extension: bool = False) -> AsyncIterator[pb.ListSpecsResponse]:
         """The registry's current state, then its state after every change (no deadline)."""
@@ -164,7 +212,7 @@ class CommandsClient:
         call = self._stub.WatchSpecs(pb.WatchSpecsRequest(include_card_extension=include_card_extension))
         try:
             async for response in call:
-                yield response
+                yield self._seen(response)
         except grpc.aio.AioRpcError as error:
             raise CommandsError.from_rpc_error(error) from None
         finally:
@@ -183,13 +231,16 @@ class CommandsClient:
         attempt: int = 0,
         event_forms: Iterable[pb.EventForm] = (),
         event_metadata: bool = False,
+        timeout: float | None | Literal["default"] = "default",
     ) -> pb.ExecuteResponse:
-        """Runs ``message`` if it is a command; see ``ExecuteRequest`` for the options."""
+        """Runs ``message`` if it is a command; see ``ExecuteRequest`` for the options.
+        ``timeout`` overrides the client's deadline for this call (the executor passes
+        :meth:`execute_deadline`)."""
         request = pb.ExecuteRequest(
             message=_ours(message), task=task, sender=sender, attempt=attempt,
             event_forms=list(event_forms), event_metadata=event_metadata,
         )
-        return await self._unary("Execute", request, pb.ExecuteResponse)
+        return await self._unary("Execute", request, pb.ExecuteResponse, timeout=timeout)
 
     async def complete(
         self, text: str, sender: pb.Sender, *, task: pb.TaskSnapshot | None = None, limit: int = 0
@@ -230,14 +281,23 @@ class CommandsClient:
     ) -> None:
         await self.close()
 
-    async def _unary(self, method: str, request: Any, response: type[R], *, admin: bool = False) -> R:
+    async def _unary(
+        self,
+        method: str,
+        request: Any,
+        response: type[R],
+        *,
+        admin: bool = False,
+        timeout: float | None | Literal["default"] = "default",
+    ) -> R:
         self.channel  # noqa: B018 (opens the channel)
         metadata: tuple[tuple[str, str], ...] = ()
         token = self._admin_token() if callable(self._admin_token) else self._admin_token
         if admin and token:
             metadata = (("authorization", f"Bearer {token}"),)
         try:
-            answer = await getattr(self._stub, method)(request, timeout=self.timeout, metadata=metadata)
+            deadline = self.timeout if timeout == "default" else timeout
+            answer = await getattr(self._stub, method)(request, timeout=deadline, metadata=metadata)
         except grpc.aio.AioRpcError as error:
             raise CommandsError.from_rpc_error(error) from None
         return cast(R, answer)

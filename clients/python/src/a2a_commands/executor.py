@@ -178,7 +178,10 @@ class CommandsExecutor(AgentExecutor):
         try:
             sender = await self._sender(context)
             states = await sub_task_states(task, self._store, call)
-            answer = await self._client.execute(message, task_snapshot(task, states), sender)
+            # A sidecar that stops answering gives the fallback within seconds; a handler
+            # keeps all its time (docs/kit-contract.md, section 5).
+            deadline = self._client.execute_deadline(command_name(message))
+            answer = await self._client.execute(message, task_snapshot(task, states), sender, timeout=deadline)
         except CommandsError as error:
             reply = fallback_reply(task, message)
             if reply is None:
