@@ -179,7 +179,7 @@ func (b *logBuffer) String() string {
 
 // startGateway serves an a2a-go JSON-RPC gateway on 127.0.0.1:0 wrapping echoAgent with
 // the kit, with the card handler and completion, as the README's gateway does.
-func startGateway(t testing.TB, sidecarAddress string) *gateway {
+func startGateway(t testing.TB, sidecarAddress string, options ...ExecutorOption) *gateway {
 	t.Helper()
 	commands, err := NewClient("http://"+sidecarAddress, WithTimeout(10*time.Second))
 	if err != nil {
@@ -189,7 +189,7 @@ func startGateway(t testing.TB, sidecarAddress string) *gateway {
 	echo := &echoagent.Agent{}
 	logs := &logBuffer{}
 	logger := slog.New(slog.NewTextHandler(logs, nil))
-	executor := NewExecutor(echo, commands, store, WithRole(roleFromHeader), WithLogger(logger))
+	executor := NewExecutor(echo, commands, store, append([]ExecutorOption{WithRole(roleFromHeader), WithLogger(logger)}, options...)...)
 	card := NewCard(commands, WithCardLogger(logger))
 	ctx, cancel := context.WithCancel(context.Background())
 	go card.Run(ctx)

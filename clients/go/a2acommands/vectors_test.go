@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
@@ -376,6 +377,43 @@ func TestVectorsLifecycle(t *testing.T) {
 	for _, stream := range []bool{false, true} {
 		for _, s := range scenarios(t, "scenarios") {
 			t.Run(fmt.Sprintf("%s (streaming: %v)", s.Name, stream), func(t *testing.T) { runScenario(t, g, s, stream) })
+		}
+	}
+}
+
+// The gateway's own failure before Execute (docs/vectors/gateway-failure.json): with a
+// role resolver that fails, a message that may be a command fails as a2a-go fails any,
+// never reaching the agent and never answered with the fallback reply.
+func TestVectorsGatewayFailure(t *testing.T) {
+	sidecar := startSidecar(t, "", "")
+	failing := func(context.Context, *a2asrv.ExecutorContext) (Role, error) {
+		return 0, errors.New("the gateway's role store is down")
+	}
+	g := startGateway(t, sidecar.address, WithRole(failing))
+	for i, c := range cases(t, "gateway-failure") {
+		text := c["send"].(string)
+		seen := len(g.echo.Seen())
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		result, err := g.client.SendMessage(ctx, &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart(text))})
+		cancel()
+		failed, got := err != nil, fmt.Sprint(err)
+		if task, ok := result.(*a2a.Task); ok && err == nil {
+			failed = task.Status.State == a2a.TaskStateFailed
+			if task.Status.Message != nil {
+				got, _ = singleText(task.Status.Message)
+			}
+		}
+		if failed != c["fails"].(bool) {
+			t.Errorf("%d (%s): failed %v (%s), the vectors say %v", i, text, failed, got, c["fails"])
+		}
+		if strings.Contains(got, "commands are unavailable") {
+			t.Errorf("%d (%s): the fallback reply for the gateway's own failure", i, text)
+		}
+		if want, ok := c["reply"].(string); ok && got != want {
+			t.Errorf("%d (%s): reply %q, the vectors say %q", i, text, got, want)
+		}
+		if reached := len(g.echo.Seen()) > seen; reached != c["reachesAgent"].(bool) {
+			t.Errorf("%d (%s): reached the agent %v", i, text, reached)
 		}
 	}
 }

@@ -33,7 +33,7 @@ from starlette.middleware import Middleware
 from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.requests import HTTPConnection
 
-from a2a_commands import CommandsCard, CommandsClient, CommandsExecutor
+from a2a_commands import CommandsCard, CommandsClient, CommandsExecutor, RoleResolver
 from a2a_commands.completion import with_completion
 
 
@@ -92,7 +92,7 @@ class Gateway:
         await self.commands.close()
 
 
-async def start_gateway(sidecar_addr: str) -> Gateway:
+async def start_gateway(sidecar_addr: str, role: RoleResolver | None = None) -> Gateway:
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     sock.listen()
@@ -109,7 +109,7 @@ async def start_gateway(sidecar_addr: str) -> Gateway:
     commands = CommandsClient(sidecar_addr)
     card_modifier = CommandsCard(commands)
     echo = EchoExecutor()
-    executor = CommandsExecutor(echo, commands, store)
+    executor = CommandsExecutor(echo, commands, store) if role is None else CommandsExecutor(echo, commands, store, role=role)
     handler = DefaultRequestHandler(agent_executor=executor, task_store=store, agent_card=card)
     app = Starlette(
         routes=[

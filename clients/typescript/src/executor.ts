@@ -27,7 +27,7 @@ import {
 import { participantRole, toCommandsError, type CommandsClient, type SenderRole } from "./client.js";
 import { COMMANDS_EXTENSION_URI } from "./card.js";
 import { fromSdkMessage, toSdkStatusUpdate } from "./convert.js";
-import { Outcome, type CompleteResponse, type PromptExpansion } from "./gen/a2a/commands/v1/commands_pb.js";
+import { Outcome, type CompleteResponse, type ExecuteResponse, type PromptExpansion } from "./gen/a2a/commands/v1/commands_pb.js";
 import { commandName, mayBeCommand } from "./syntax.js";
 import { TASK_DATA_KEY, applyChanges, buildTaskSnapshot, endWaitForNextMessage, type TaskData } from "./task-data.js";
 
@@ -140,31 +140,31 @@ export class CommandsExecutor implements AgentExecutor {
     const task = request.task ?? parkedTask(request);
     let reply: SdkStatusUpdate | undefined; // stays undefined for a message for the model
     let prompt: PromptExpansion | undefined; // a prompt command's expansion, for the model
+    // The gateway's own failures (its sender resolver, its task store) fail the message,
+    // as the SDK fails any: only the sidecar's give the fallback reply (section 5).
+    const who = await sender(request);
+    const snapshot = await buildTaskSnapshot(task, (id) => taskStore.load(id, context));
+    let response: ExecuteResponse | undefined;
     try {
-      const who = await sender(request);
-      const response = await client.execute(
-        {
-          message: fromSdkMessage(message),
-          task: await buildTaskSnapshot(task, (id) => taskStore.load(id, context)),
-          sender: { id: who.id, role: participantRole(who.role) },
-        },
+      response = await client.execute(
+        { message: fromSdkMessage(message), task: snapshot, sender: { id: who.id, role: participantRole(who.role) } },
         // A sidecar that stops answering gives the fallback within seconds; a handler
         // keeps all its time (section 5).
         { timeoutMs: client.executeDeadlineMs(commandName(message)) },
       );
-      if (response.result.case === "command") {
-        const outcome = response.result.value;
-        if (outcome.outcome === Outcome.OK && outcome.changes) {
-          await applyChanges(task, outcome.changes, { taskStore, context });
-          if (request.task) await taskStore.save(task, context);
-        }
-        reply = toSdkStatusUpdate(outcome.event!);
-      } else if (response.result.case === "prompt") {
-        prompt = response.result.value;
-      }
     } catch (error) {
       onError(error);
       reply = fallbackReply(task, message);
+    }
+    if (response?.result.case === "command") {
+      const outcome = response.result.value;
+      if (outcome.outcome === Outcome.OK && outcome.changes) {
+        await applyChanges(task, outcome.changes, { taskStore, context });
+        if (request.task) await taskStore.save(task, context);
+      }
+      reply = toSdkStatusUpdate(outcome.event!);
+    } else if (response?.result.case === "prompt") {
+      prompt = response.result.value;
     }
     if (prompt) {
       const json = SendMessageRequest.toJSON(request.request) as Record<string, unknown>;

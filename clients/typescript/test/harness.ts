@@ -165,7 +165,7 @@ export interface Gateway {
 }
 
 /** Starts an SDK gateway on 127.0.0.1:0 wrapping {@link EchoExecutor} with the kit. */
-export async function startGateway(sidecarAddress: string): Promise<Gateway> {
+export async function startGateway(sidecarAddress: string, options: { sender?: SenderResolver } = {}): Promise<Gateway> {
   const card = AgentCard.fromJSON({
     name: "Echo",
     description: "Echoes what it is told",
@@ -181,7 +181,8 @@ export async function startGateway(sidecarAddress: string): Promise<Gateway> {
   const commands = new CommandsClient({ address: sidecarAddress, timeoutMs: 10_000 });
   const sync = keepCardCurrent(card, commands, { onError: (e) => errors.push(e) });
   await sync.ready;
-  const executor = withCommands(echo, { client: commands, taskStore, sender: senderFromHeader, onError: (e) => errors.push(e) });
+  const sender = options.sender ?? senderFromHeader;
+  const executor = withCommands(echo, { client: commands, taskStore, sender, onError: (e) => errors.push(e) });
   const requestHandler = new DefaultRequestHandler(card, taskStore, executor);
 
   const app = express();
