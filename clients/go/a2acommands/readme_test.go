@@ -7,6 +7,7 @@ package a2acommands
 import (
 	"bufio"
 	"context"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -93,23 +94,36 @@ func TestReadmeGatewayAsWritten(t *testing.T) {
 	}
 	readme := string(raw)
 
-	// An empty module, the kit added by the README's checkout block.
+	// An empty module; then the README's steps in its order, exactly as written: the
+	// install block, the gateway written as main.go (beside the user's own agent), the
+	// build block.
 	project := t.TempDir()
 	run(t, project, "go", "mod", "init", "example.com/gateway")
 	install := strings.ReplaceAll(readmeBlock(t, readme, "install:checkout"), "../a2a-commands", root)
 	run(t, project, "bash", "-euc", install)
-	if err := os.WriteFile(filepath.Join(project, "main.go"), []byte(readmeBlock(t, readme, "gateway")), 0o644); err != nil {
+	gatewayGo := readmeBlock(t, readme, "gateway")
+	if err := os.WriteFile(filepath.Join(project, "main.go"), []byte(gatewayGo), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(project, "my_agent.go"), []byte(myAgentGo), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	run(t, project, "go", "mod", "tidy")
-	run(t, project, "go", "build", "-o", "gateway", ".")
+	gofmt := exec.Command("gofmt", "-l", "main.go")
+	gofmt.Dir = project
+	if out, err := gofmt.Output(); err != nil || len(out) > 0 {
+		t.Errorf("the README's gateway block is not as gofmt prints it (%v): %s", err, out)
+	}
+	run(t, project, "bash", "-euc", readmeBlock(t, readme, "build"))
 
-	first := startSidecar(t, "", "")
+	// No sidecar yet: the gateway must serve from its first second.
+	probeListener, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sidecarAddress := probeListener.Addr().String()
+	_ = probeListener.Close()
 	gatewayCmd := exec.Command(filepath.Join(project, "gateway"))
-	gatewayCmd.Env = append(os.Environ(), "A2A_COMMANDS_ADDR=http://"+first.address, "PORT=")
+	gatewayCmd.Env = append(os.Environ(), "A2A_COMMANDS_ADDR=http://"+sidecarAddress, "PORT=")
 	stdout, _ := gatewayCmd.StdoutPipe()
 	gatewayCmd.Stderr = os.Stderr
 	if err := gatewayCmd.Start(); err != nil {
@@ -137,9 +151,6 @@ func TestReadmeGatewayAsWritten(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if names := cardCommands(t, card); strings.Join(names, " ") != "model effort sub-task status" {
-		t.Errorf("the served card lists %v", names)
-	}
 	client, err := a2aclient.NewFromCard(ctx, card)
 	if err != nil {
 		t.Fatal(err)
@@ -155,6 +166,27 @@ func TestReadmeGatewayAsWritten(t *testing.T) {
 		task := result.(*a2a.Task)
 		reply, _ := singleText(task.Status.Message)
 		return task, reply
+	}
+	early, reply := ask("before the sidecar", "")
+	equal(t, reply, "echo: before the sidecar", "a plain message with no sidecar yet")
+	_, reply = ask("/status", early.ID)
+	equal(t, reply, "/status failed: commands are unavailable right now", "a command with no sidecar yet")
+
+	first := startSidecar(t, "", sidecarAddress)
+	// The card gains the commands once the card helper reaches the sidecar (its watch
+	// reconnects with backoff).
+	for {
+		card, err = agentcard.DefaultResolver.Resolve(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(cardCommands(t, card)) > 0 || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if names := cardCommands(t, card); strings.Join(names, " ") != "model effort sub-task status" {
+		t.Errorf("the served card lists %v", names)
 	}
 	task, reply := ask("hello", "")
 	equal(t, reply, "echo: hello", "a plain message reaches the agent")

@@ -33,7 +33,7 @@ const echo: AgentExecutor = {
 
 const taskStore = new InMemoryTaskStore();
 const commands = new CommandsClient(); // kit: the sidecar at $A2A_COMMANDS_ADDR, else http://127.0.0.1:50051
-await keepCardCurrent(card, commands).ready; // kit: the card lists the commands, kept current
+keepCardCurrent(card, commands); // kit: the card lists the commands, kept current (once the sidecar answers)
 // kit: commands answered by the sidecar, the rest to `echo`; one trusted user, who may change tasks.
 const executor = withCommands(echo, { client: commands, taskStore, sender: () => ({ id: "owner", role: "assignee" }) });
 const requestHandler = new DefaultRequestHandler(card, taskStore, executor);

@@ -101,7 +101,9 @@ export class CommandsCardSync {
         onError(toCommandsError(error));
       }
       try {
-        await sleep(backoff * (0.5 + Math.random() / 2), undefined, { signal, ref: false });
+        // Until the card first has its entry, the wait keeps the process alive: a gateway
+        // that awaits `ready` waits, rather than exiting for want of anything to do.
+        await sleep(backoff * (0.5 + Math.random() / 2), undefined, { signal, ref: this.revision === undefined });
       } catch {
         return;
       }
@@ -112,7 +114,9 @@ export class CommandsCardSync {
 
 /**
  * Starts keeping `card`'s commands extension entry current (see {@link CommandsCardSync}).
- * `await sync.ready` before serving if the card must list the commands from the start.
+ * The card is served at once, without the entry until the sidecar first answers; `await
+ * sync.ready` before serving only if the card must list the commands from the start (the
+ * wait then lasts until the sidecar answers).
  */
 export function keepCardCurrent(card: AgentCard, client: CommandsClient, options?: CardSyncOptions): CommandsCardSync {
   return new CommandsCardSync(card, client, options);

@@ -5,7 +5,7 @@ import { after, before, test } from "node:test";
 import { TaskState } from "@a2a-js/sdk";
 import { ClientFactory, DefaultAgentCardResolver } from "@a2a-js/sdk/client";
 import { COMMANDS_EXTENSION_URI } from "a2a-commands";
-import { ask, spawnGateway, startSidecar, type GatewayProcess, type Sidecar } from "./harness.js";
+import { cardWithCommands, ask, spawnGateway, startSidecar, type GatewayProcess, type Sidecar } from "./harness.js";
 
 let sidecar: Sidecar;
 const example = fileURLToPath(new URL("../examples/echo-gateway.js", import.meta.url));
@@ -28,7 +28,7 @@ after(async () => {
 });
 
 test("the smallest gateway answers commands, echoes the rest, and lists the commands", async () => {
-  const card = await new DefaultAgentCardResolver().resolve(gateway.url);
+  const card = await cardWithCommands(gateway.url);
   const entry = card.capabilities?.extensions.find((e) => e.uri === COMMANDS_EXTENSION_URI);
   assert.deepEqual((entry?.params?.commands as { name: string }[]).map((c) => c.name), ["model", "effort", "sub-task", "status"]);
 

@@ -33,6 +33,7 @@ import {
 import { agentCardHandler, jsonRpcHandler, UserBuilder } from "@a2a-js/sdk/server/express";
 import { ClientFactory, DefaultAgentCardResolver, type Client } from "@a2a-js/sdk/client";
 import {
+  COMMANDS_EXTENSION_URI,
   CommandsClient,
   TASK_DATA_KEY,
   keepCardCurrent,
@@ -379,4 +380,17 @@ export async function ask(client: Client, text: string, taskId?: string): Promis
   assert.ok("id" in result, "a task, not a message");
   const part = result.status?.message?.parts[0]?.content;
   return { task: result, text: part?.$case === "text" ? part.value : "" };
+}
+
+/**
+ * The gateway's card once it lists the commands: a gateway serves from its first second,
+ * and its card gains the commands extension once the card watcher has reached the
+ * sidecar (at most 30 s here).
+ */
+export async function cardWithCommands(url: string): Promise<AgentCard> {
+  for (let i = 0; ; i++) {
+    const card = await new DefaultAgentCardResolver().resolve(url);
+    if (card.capabilities?.extensions.some((e) => e.uri === COMMANDS_EXTENSION_URI) || i >= 300) return card;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
 }

@@ -9,11 +9,13 @@ import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { createServer, type AddressInfo } from "node:net";
 import { after, before, test } from "node:test";
+import { setTimeout as sleep } from "node:timers/promises";
 import { TaskState } from "@a2a-js/sdk";
 import { ClientFactory, DefaultAgentCardResolver } from "@a2a-js/sdk/client";
 import { COMMANDS_EXTENSION_URI } from "a2a-commands";
-import { ask, spawnGateway, startSidecar, type GatewayProcess, type Sidecar } from "./harness.js";
+import { cardWithCommands, ask, spawnGateway, startSidecar, type GatewayProcess, type Sidecar } from "./harness.js";
 
 const KIT = fileURLToPath(new URL("../../", import.meta.url));
 const ROOT = join(KIT, "..", "..");
@@ -26,9 +28,6 @@ function block(heading: string, language: string): string {
   assert.ok(match, `README.md: no ${language} block under ${heading}`);
   return match[1]!;
 }
-
-const version = (name: string): string =>
-  (JSON.parse(readFileSync(join(KIT, "node_modules", name, "package.json"), "utf8")) as { version: string }).version;
 
 /** The gateway's own agent, as a user of the README would have it: echoes, input-required. */
 const MY_AGENT = `
@@ -65,25 +64,30 @@ before(async () => {
   const install = block("## Install", "sh").split("\n").find((line) => line.startsWith("npm install --prefix"));
   assert.ok(install, "README.md: no install line");
   const [, , ...args] = install.replace(/ *#.*$/, "").trim().split(/\s+/);
+  // The README's line only: it must bring everything the gateway imports.
   npm(["install", ...args.map((a) => (a === "path/to/your-gateway" ? project : a))], ROOT);
-  npm(["install", `@a2a-js/sdk@${version("@a2a-js/sdk")}`, `express@${version("express")}`], project);
   writeFileSync(join(project, "my-agent.js"), MY_AGENT);
   writeFileSync(join(project, "gateway.mjs"), block("## Slash commands in an existing agent", "ts"));
 
-  gateway = await spawnGateway(["gateway.mjs"], {
-    cwd: project,
-    env: { ...process.env, PORT: "0", A2A_COMMANDS_ADDR: `http://${sidecar.address}` },
-    listening: (line) => {
-      const port = /^listening .*port: (\d+)/.exec(line)?.[1];
-      return port === undefined ? undefined : `http://127.0.0.1:${port}/`;
-    },
-  });
+  gateway = await spawnReadmeGateway(sidecar.address);
 });
 
 after(async () => {
   await gateway.stop();
   assert.equal(await sidecar.stop(), 0);
 });
+
+/** The README gateway, run in the project against the sidecar at `address`. */
+function spawnReadmeGateway(address: string): Promise<GatewayProcess> {
+  return spawnGateway(["gateway.mjs"], {
+    cwd: project,
+    env: { ...process.env, PORT: "0", A2A_COMMANDS_ADDR: `http://${address}` },
+    listening: (line) => {
+      const port = /^listening .*port: (\d+)/.exec(line)?.[1];
+      return port === undefined ? undefined : `http://127.0.0.1:${port}/`;
+    },
+  });
+}
 
 test("the installed kit loads with require and with import", () => {
   const check = (args: string[]) => execFileSync(process.execPath, args, { cwd: project, encoding: "utf8" }).trim();
@@ -94,7 +98,7 @@ test("the installed kit loads with require and with import", () => {
 });
 
 test("the README gateway answers commands, passes the rest on, and lists the commands", async () => {
-  const card = await new DefaultAgentCardResolver().resolve(gateway.url);
+  const card = await cardWithCommands(gateway.url);
   const entry = card.capabilities?.extensions.find((e) => e.uri === COMMANDS_EXTENSION_URI);
   assert.deepEqual((entry?.params?.commands as { name: string }[]).map((c) => c.name), ["model", "effort", "sub-task", "status"]);
   card.supportedInterfaces[0]!.url = gateway.url;
@@ -106,4 +110,37 @@ test("the README gateway answers commands, passes the rest on, and lists the com
   // Anonymous callers are watchers by default: they may read, not change.
   assert.equal((await ask(client, "/effort high", first.task.id)).text, "refused: a watcher may not change the task with /effort");
   assert.equal((await ask(client, "hello", first.task.id)).text, "echo: hello");
+});
+
+test("the README gateway serves from its first second, with no sidecar yet", async () => {
+  // An address nobody serves yet; the sidecar is started there later.
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve));
+  const address = `127.0.0.1:${(probe.address() as AddressInfo).port}`;
+  await new Promise((resolve) => probe.close(resolve));
+  const early = await spawnReadmeGateway(address);
+  let later: Sidecar | undefined;
+  try {
+    const card = await new DefaultAgentCardResolver().resolve(early.url);
+    assert.equal(card.capabilities?.extensions.find((e) => e.uri === COMMANDS_EXTENSION_URI), undefined);
+    card.supportedInterfaces[0]!.url = early.url;
+    const client = await new ClientFactory().createFromAgentCard(card);
+    const plain = await ask(client, "hello");
+    assert.equal(plain.text, "echo: hello");
+    assert.equal((await ask(client, "/status", plain.task.id)).text, "/status failed: commands are unavailable right now");
+
+    later = await startSidecar({ listen: address });
+    // The card watcher reconnects with backoff (at most 5 s between tries).
+    let entry;
+    for (let i = 0; i < 300 && !entry; i++) {
+      const now = await new DefaultAgentCardResolver().resolve(early.url);
+      entry = now.capabilities?.extensions.find((e) => e.uri === COMMANDS_EXTENSION_URI);
+      if (!entry) await sleep(100);
+    }
+    assert.ok(entry, "the card never gained the commands");
+    assert.match((await ask(client, "/status", plain.task.id)).text, /^Task /);
+  } finally {
+    await early.stop();
+    if (later) assert.equal(await later.stop(), 0);
+  }
 });
