@@ -47,9 +47,13 @@ async fn register_prompt(
         .map(|r| r.into_inner())
 }
 
+/// Execute as a gateway that runs prompt commands (as every kit does) calls it.
 async fn execute(client: &mut common::Client, text: &str, role: ParticipantRole) -> Answer {
     client
-        .execute(execute_request("m-1", text, role))
+        .execute(pb::ExecuteRequest {
+            accepts_prompt: true,
+            ..execute_request("m-1", text, role)
+        })
         .await
         .unwrap()
         .into_inner()
@@ -358,4 +362,36 @@ fn a_bad_prompt_in_the_commands_file_is_named() {
         &policy
     )
     .is_empty());
+}
+
+/// A gateway whose kit predates prompt commands sends no `accepts_prompt`: it is never
+/// answered `prompt` (it would send the typed text to the model as ordinary text), but a
+/// failure reply it understands, and an MCP prompt's server is not even asked.
+#[tokio::test]
+async fn a_caller_that_cannot_take_prompts_gets_a_failure_reply_instead() {
+    let server = TestServer::start().await;
+    let mut client = server.client().await;
+    register_prompt(&mut client, "fix", "Fix issue #$1.")
+        .await
+        .unwrap();
+    let old = client
+        .execute(execute_request("m-1", "/fix 42", ParticipantRole::Assignee))
+        .await
+        .unwrap()
+        .into_inner()
+        .result
+        .unwrap();
+    let Answer::Command(outcome) = old else {
+        panic!("a prompt answered to a caller that cannot take one: {old:?}")
+    };
+    assert_eq!(outcome.outcome(), pb::Outcome::Failed);
+    assert_eq!(
+        outcome.reply,
+        "/fix failed: this gateway cannot run prompt commands; update its a2a-commands kit"
+    );
+    // The same command, for a caller that takes prompts.
+    assert!(matches!(
+        execute(&mut client, "/fix 42", ParticipantRole::Assignee).await,
+        Answer::Prompt(p) if p.text == "Fix issue #42."
+    ));
 }

@@ -139,6 +139,30 @@ pub fn execute<'m>(
     })
 }
 
+/// Why a prompt command fails for a caller that cannot take a prompt result.
+pub const PROMPTS_NOT_TAKEN: &str =
+    "this gateway cannot run prompt commands; update its a2a-commands kit";
+
+/// `execution` for a caller that cannot take a prompt result (a gateway whose kit
+/// predates prompt commands, and would send the typed text to the model as if it were
+/// ordinary, or fail): a prompt command becomes a failure reply it understands, before
+/// any MCP server is asked. Everything else is unchanged.
+pub fn without_prompts(execution: Execution<'_>) -> Execution<'_> {
+    match execution {
+        Execution::Prompt {
+            name, arguments, ..
+        }
+        | Execution::AskPrompt {
+            name, arguments, ..
+        } => Execution::Command {
+            name,
+            arguments,
+            reply: Reply::failed(name, PROMPTS_NOT_TAKEN),
+        },
+        other => other,
+    }
+}
+
 /// What an MCP prompt command comes to.
 #[derive(Clone, Debug)]
 pub enum Prompted {
@@ -242,5 +266,38 @@ pub fn reply_event<'a>(
         task_ref: reply.changes.sub_task.as_ref().map(|s| s.id.as_str()),
         timestamp,
         event_metadata,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_caller_without_prompts_gets_a_failure_for_a_prompt_and_nothing_else_changes() {
+        let prompt = Execution::Prompt {
+            name: "fix",
+            arguments: "42",
+            text: "Fix issue #42.".into(),
+        };
+        match without_prompts(prompt) {
+            Execution::Command { name, reply, .. } => {
+                assert_eq!(name, "fix");
+                assert_eq!(reply, Reply::failed("fix", PROMPTS_NOT_TAKEN));
+                assert_eq!(
+                    reply.text,
+                    "/fix failed: this gateway cannot run prompt commands; update its a2a-commands kit"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        let ordinary = Execution::Ordinary {
+            reason: OrdinaryReason::NotCommandSyntax,
+            name: None,
+        };
+        assert!(matches!(
+            without_prompts(ordinary),
+            Execution::Ordinary { .. }
+        ));
     }
 }

@@ -19,7 +19,7 @@ use crate::rules::builtins::Catalogue;
 use crate::rules::complete::{self, Plan};
 use crate::rules::event::Forms;
 use crate::rules::execute::{
-    execute, handler_reply, prompt_result, reply_event, Execution, Prompted,
+    execute, handler_reply, prompt_result, reply_event, without_prompts, Execution, Prompted,
 };
 use crate::rules::parse::{classify, Classification};
 use crate::rules::policy::Access;
@@ -244,13 +244,14 @@ impl Api {
 
         let snapshot = self.registry.read()?;
         let revision = snapshot.revision();
-        let (name, arguments, reply) = match execute(
-            message,
-            &task,
-            role,
-            &snapshot,
-            &self.catalogue,
-        )? {
+        let execution = execute(message, &task, role, &snapshot, &self.catalogue)?;
+        // A caller that cannot take a prompt result never gets one (its kit predates them).
+        let execution = if request.accepts_prompt {
+            execution
+        } else {
+            without_prompts(execution)
+        };
+        let (name, arguments, reply) = match execution {
             Execution::Ordinary { reason, name } => {
                 return Ok(Executed::Ordinary(answers::executed_ordinary(
                     reason, name, revision,

@@ -4,8 +4,10 @@ imported by `ctl import-prompts` from a Claude Code and a Gemini CLI folder and 
 import-mcp-prompts`; each expands as docs/vectors/prompts.json says."""
 
 import json
+import pathlib
 import shutil
 import subprocess
+import sys
 
 import grpc
 import pytest
@@ -77,7 +79,7 @@ def _execute(stubs, client, text):
     message.parts.add(text=text)
     task = commands.TaskSnapshot(id="t-1", context_id="c-1", state=ours.TASK_STATE_WORKING)
     request = commands.ExecuteRequest(
-        message=message, task=task,
+        message=message, task=task, accepts_prompt=True,  # a gateway that runs prompt commands
         sender=commands.Sender(id="u-1", role=commands.PARTICIPANT_ROLE_ASSIGNEE))
     return client.Execute(request, timeout=30)
 
@@ -215,3 +217,40 @@ def test_claude_code_and_gemini_cli_folders_imported_by_ctl(stubs, sidecar, tmp_
         assert _expansion(stubs, client, "/frontend-component Button") == "Create a component named Button."
         assert _expansion(stubs, client, "/git-commit the fix") == "Write a commit message for: the fix"
         assert _expansion(stubs, client, "/plan this week") == "Plan the work.\n\nthis week"
+
+
+OLD_KIT = '''
+import json, sys
+import grpc
+from before_accepts_prompt import a2a_pb2 as ours, commands_pb2 as commands, commands_pb2_grpc
+message = ours.Message(message_id="m-1", context_id="c-1", task_id="t-1")
+message.parts.add(text=sys.argv[2])
+request = commands.ExecuteRequest(
+    message=message, task=commands.TaskSnapshot(id="t-1", state=ours.TASK_STATE_WORKING),
+    sender=commands.Sender(id="u-1", role=commands.PARTICIPANT_ROLE_ASSIGNEE))
+with grpc.insecure_channel(sys.argv[1]) as channel:
+    answer = commands_pb2_grpc.CommandServiceStub(channel).Execute(request, timeout=30)
+print(json.dumps({"result": answer.WhichOneof("result"), "outcome": answer.command.outcome,
+                  "reply": answer.command.reply}))
+'''
+
+
+def test_a_gateway_whose_kit_predates_prompt_commands_never_gets_one(stubs, sidecar):
+    """An old client, on the generated code from before ExecuteRequest.accepts_prompt
+    (before_accepts_prompt/, copied from the Python kit then), in a process of its own so
+    its descriptors stand alone: a prompt command answers it a failure it understands,
+    never a `prompt` result it would pass to the model as the typed text."""
+    ours, commands, commands_grpc = stubs
+    with grpc.insecure_channel(sidecar) as channel:
+        client = commands_grpc.CommandServiceStub(channel)
+        client.Register(commands.RegisterRequest(
+            spec=commands.CommandSpec(name="fix", description="Fix an issue"),
+            prompt=commands.PromptBinding(template="Fix issue #$1.")), timeout=30)
+        assert _expansion(stubs, client, "/fix 42") == "Fix issue #42."
+    here = pathlib.Path(__file__).resolve().parent
+    done = subprocess.run([sys.executable, "-c", OLD_KIT, sidecar, "/fix 42"], cwd=here,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    answer = json.loads(done.stdout)
+    assert answer == {"result": "command", "outcome": commands.OUTCOME_FAILED,
+                      "reply": "/fix failed: this gateway cannot run prompt commands; update its a2a-commands kit"}

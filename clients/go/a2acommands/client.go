@@ -358,7 +358,8 @@ func (c *Client) Execute(ctx context.Context, message *a2a.Message, task TaskSna
 	}
 	ctx, cancel := c.unary(ctx)
 	defer cancel()
-	response, err := c.stub.Execute(ctx, &pb.ExecuteRequest{Message: ours, Task: task.proto(), Sender: sender.proto()})
+	// The kit runs prompt commands (the executor sends the expansion to the agent).
+	response, err := c.stub.Execute(ctx, &pb.ExecuteRequest{Message: ours, Task: task.proto(), Sender: sender.proto(), AcceptsPrompt: true})
 	if err != nil {
 		return nil, callError(err)
 	}

@@ -462,9 +462,12 @@ export class CommandsClient {
     return this.#unary(METHODS.classify, request, options);
   }
 
-  /** Runs a message that is a command; an ordinary message comes back as such. */
+  /**
+   * Runs a message that is a command; an ordinary message comes back as such. The kit
+   * runs prompt commands, so it says it takes a `prompt` result (`acceptsPrompt`).
+   */
   execute(request: MessageInitShape<typeof ExecuteRequestSchema>, options?: RpcOptions): Promise<ExecuteResponse> {
-    return this.#unary(METHODS.execute, request, options);
+    return this.#unary(METHODS.execute, { acceptsPrompt: true, ...request }, options);
   }
 
   /**

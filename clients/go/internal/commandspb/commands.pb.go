@@ -2159,6 +2159,12 @@ type ExecuteRequest struct {
 	// a2a-sdk's task manager merges an event's metadata into the stored task, which
 	// would then carry the last command forever.
 	EventMetadata bool `protobuf:"varint,7,opt,name=event_metadata,json=eventMetadata,proto3" json:"event_metadata,omitempty"`
+	// The caller can run a prompt command: it sends the `prompt` result's text to the
+	// model (as the kits do). A caller that does not set it (a gateway on a kit from
+	// before prompt commands) is never answered `prompt`, which it would not understand:
+	// a prompt command answers it `command`, OUTCOME_FAILED, with the reply
+	// `/<name> failed: this gateway cannot run prompt commands; update its a2a-commands kit`.
+	AcceptsPrompt bool `protobuf:"varint,8,opt,name=accepts_prompt,json=acceptsPrompt,proto3" json:"accepts_prompt,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2239,6 +2245,13 @@ func (x *ExecuteRequest) GetEventForms() []EventForm {
 func (x *ExecuteRequest) GetEventMetadata() bool {
 	if x != nil {
 		return x.EventMetadata
+	}
+	return false
+}
+
+func (x *ExecuteRequest) GetAcceptsPrompt() bool {
+	if x != nil {
+		return x.AcceptsPrompt
 	}
 	return false
 }
@@ -3309,7 +3322,7 @@ const file_a2a_commands_v1_commands_proto_rawDesc = "" +
 	"\tsub_state\x18\x05 \x01(\x0e2\x19.a2a.commands.v1.SubStateR\bsubState\x129\n" +
 	"\bsettings\x18\x06 \x01(\v2\x1d.a2a.commands.v1.TaskSettingsR\bsettings\x121\n" +
 	"\x04plan\x18\a \x01(\v2\x1d.a2a.commands.v1.PlanProgressR\x04plan\x12=\n" +
-	"\tsub_tasks\x18\b \x03(\v2 .a2a.commands.v1.SubTaskSnapshotR\bsubTasks\"\xf8\x02\n" +
+	"\tsub_tasks\x18\b \x03(\v2 .a2a.commands.v1.SubTaskSnapshotR\bsubTasks\"\x9f\x03\n" +
 	"\x0eExecuteRequest\x122\n" +
 	"\amessage\x18\x01 \x01(\v2\x18.a2a.commands.v1.MessageR\amessage\x121\n" +
 	"\x04task\x18\x02 \x01(\v2\x1d.a2a.commands.v1.TaskSnapshotR\x04task\x12/\n" +
@@ -3318,7 +3331,8 @@ const file_a2a_commands_v1_commands_proto_rawDesc = "" +
 	"\aattempt\x18\x05 \x01(\rR\aattempt\x12;\n" +
 	"\vevent_forms\x18\x06 \x03(\x0e2\x1a.a2a.commands.v1.EventFormR\n" +
 	"eventForms\x12%\n" +
-	"\x0eevent_metadata\x18\a \x01(\bR\reventMetadata\"I\n" +
+	"\x0eevent_metadata\x18\a \x01(\bR\reventMetadata\x12%\n" +
+	"\x0eaccepts_prompt\x18\b \x01(\bR\racceptsPrompt\"I\n" +
 	"\x0fSubTaskToCreate\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x12\n" +

@@ -236,9 +236,10 @@ class CommandsClient:
         """Runs ``message`` if it is a command; see ``ExecuteRequest`` for the options.
         ``timeout`` overrides the client's deadline for this call (the executor passes
         :meth:`execute_deadline`)."""
+        # This kit runs prompt commands (the executor sends the expansion to the agent).
         request = pb.ExecuteRequest(
             message=_ours(message), task=task, sender=sender, attempt=attempt,
-            event_forms=list(event_forms), event_metadata=event_metadata,
+            event_forms=list(event_forms), event_metadata=event_metadata, accepts_prompt=True,
         )
         return await self._unary("Execute", request, pb.ExecuteResponse, timeout=timeout)
 

@@ -334,7 +334,7 @@ class TaskSnapshot(_message.Message):
     def __init__(self, id: _Optional[str] = ..., context_id: _Optional[str] = ..., name: _Optional[str] = ..., state: _Optional[_Union[_a2a_pb2.TaskState, str]] = ..., sub_state: _Optional[_Union[SubState, str]] = ..., settings: _Optional[_Union[TaskSettings, _Mapping]] = ..., plan: _Optional[_Union[PlanProgress, _Mapping]] = ..., sub_tasks: _Optional[_Iterable[_Union[SubTaskSnapshot, _Mapping]]] = ...) -> None: ...
 
 class ExecuteRequest(_message.Message):
-    __slots__ = ("message", "task", "sender", "event_json_format", "attempt", "event_forms", "event_metadata")
+    __slots__ = ("message", "task", "sender", "event_json_format", "attempt", "event_forms", "event_metadata", "accepts_prompt")
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
     TASK_FIELD_NUMBER: _ClassVar[int]
     SENDER_FIELD_NUMBER: _ClassVar[int]
@@ -342,6 +342,7 @@ class ExecuteRequest(_message.Message):
     ATTEMPT_FIELD_NUMBER: _ClassVar[int]
     EVENT_FORMS_FIELD_NUMBER: _ClassVar[int]
     EVENT_METADATA_FIELD_NUMBER: _ClassVar[int]
+    ACCEPTS_PROMPT_FIELD_NUMBER: _ClassVar[int]
     message: _a2a_pb2.Message
     task: TaskSnapshot
     sender: Sender
@@ -349,7 +350,8 @@ class ExecuteRequest(_message.Message):
     attempt: int
     event_forms: _containers.RepeatedScalarFieldContainer[EventForm]
     event_metadata: bool
-    def __init__(self, message: _Optional[_Union[_a2a_pb2.Message, _Mapping]] = ..., task: _Optional[_Union[TaskSnapshot, _Mapping]] = ..., sender: _Optional[_Union[Sender, _Mapping]] = ..., event_json_format: _Optional[_Union[EventJsonFormat, str]] = ..., attempt: _Optional[int] = ..., event_forms: _Optional[_Iterable[_Union[EventForm, str]]] = ..., event_metadata: _Optional[bool] = ...) -> None: ...
+    accepts_prompt: bool
+    def __init__(self, message: _Optional[_Union[_a2a_pb2.Message, _Mapping]] = ..., task: _Optional[_Union[TaskSnapshot, _Mapping]] = ..., sender: _Optional[_Union[Sender, _Mapping]] = ..., event_json_format: _Optional[_Union[EventJsonFormat, str]] = ..., attempt: _Optional[int] = ..., event_forms: _Optional[_Iterable[_Union[EventForm, str]]] = ..., event_metadata: _Optional[bool] = ..., accepts_prompt: _Optional[bool] = ...) -> None: ...
 
 class SubTaskToCreate(_message.Message):
     __slots__ = ("id", "name", "goal")
