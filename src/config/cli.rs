@@ -124,6 +124,14 @@ pub enum CtlVerb {
     ImportMcpPrompts {
         /// The MCP server (streamable HTTP): an http:// or https:// URL.
         url: String,
+        /// A header sent to the server, `NAME=FILE` (repeat for more), as a commands
+        /// file's `headers`: the value is read from FILE, relative to --secrets-dir here
+        /// (for the listing) and to the server's --handler-secrets-dir at each Execute.
+        #[arg(long = "header", value_name = "NAME=FILE")]
+        headers: Vec<String>,
+        /// Where FILE is read from for the listing.
+        #[arg(long, default_value = ".")]
+        secrets_dir: PathBuf,
         /// Write them as a commands file here instead of registering them.
         #[arg(long)]
         output: Option<PathBuf>,

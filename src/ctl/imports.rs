@@ -2,6 +2,7 @@
 //! an import.
 
 use crate::bodies::Handlers;
+use crate::pb;
 use crate::registry::prompt_files;
 use crate::rules::body::{Body, HandlerBinding, HandlerKind, HandlerPolicy, PromptBody};
 use crate::rules::policy::Access;
@@ -20,15 +21,36 @@ pub(super) fn refusals(refused: &[String]) -> Result<(), String> {
 }
 
 /// Every prompt the MCP server at `url` lists, as prompt commands of the same name.
-pub(super) async fn mcp_prompts(url: &str) -> Result<prompt_files::Imported, String> {
-    let policy = client_policy();
+/// `headers` (`NAME=FILE`) go with the listing, their values read below `secrets_dir`,
+/// and are bound to every command imported, as a commands file binds them.
+pub(super) async fn mcp_prompts(
+    url: &str,
+    headers: &[String],
+    secrets_dir: &std::path::Path,
+) -> Result<prompt_files::Imported, String> {
+    let headers = headers
+        .iter()
+        .map(|h| {
+            let (name, file) = h
+                .split_once('=')
+                .ok_or_else(|| format!("--header {h}: give NAME=FILE"))?;
+            Ok(pb::HandlerHeader {
+                name: name.trim().to_owned(),
+                value_file: file.trim().to_owned(),
+            })
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    let policy = HandlerPolicy {
+        secrets_dir: Some(secrets_dir.to_owned()),
+        ..client_policy()
+    };
     let server = HandlerBinding::parse_parts(
-        "url",
+        "header",
         HandlerKind::Mcp,
         url,
         "url".to_owned(),
         0,
-        &[],
+        &headers,
         &policy,
     )
     .map_err(|e| e.to_string())?;

@@ -30,7 +30,12 @@ pub async fn run(args: CtlArgs) -> Result<(), String> {
     }
     let imported = match &args.verb {
         CtlVerb::ImportPrompts { path, output } => Some((prompt_files::import(path)?, output)),
-        CtlVerb::ImportMcpPrompts { url, output } => Some((mcp_prompts(url).await?, output)),
+        CtlVerb::ImportMcpPrompts {
+            url,
+            output,
+            headers,
+            secrets_dir,
+        } => Some((mcp_prompts(url, headers, secrets_dir).await?, output)),
         _ => None,
     };
     if let Some((imported, Some(out))) = &imported {

@@ -227,6 +227,22 @@ pub fn check(text: &str, policy: &HandlerPolicy) -> Vec<String> {
     }
 }
 
+/// The commands file's own key for a field the API names: an MCP prompt is
+/// `{"mcp": URL, "name", "timeout_ms", "headers"}` in the file where the API's
+/// `PromptBinding` nests `mcp.url`, `mcp.name`, ...; a template is `"prompt": "..."`.
+fn file_key(field: &str) -> String {
+    if let Some((at, rest)) = field.split_once(".prompt.") {
+        let key = match rest.strip_prefix("mcp.") {
+            Some("url") => "mcp".to_owned(),
+            Some(inner) => inner.to_owned(),
+            None if rest == "template" => return format!("{at}.prompt"),
+            None => rest.to_owned(),
+        };
+        return format!("{at}.prompt.{key}");
+    }
+    field.to_owned()
+}
+
 /// Each entry checked on its own (so every problem is found), names checked for
 /// duplicates; an error only for text that is not a commands file at all.
 fn parse_all(text: &str, policy: &HandlerPolicy) -> Result<Vec<Result<Declared, String>>, String> {
@@ -288,7 +304,10 @@ fn parse_entry(at: &str, entry: Entry, policy: &HandlerPolicy) -> Result<Declare
         }
     });
     let body = Body::from_bindings(&format!("{at}."), handler.as_ref(), prompt.as_ref(), policy)
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| match e {
+            Error::InvalidArgument { field, rule } => format!("{}: {rule}", file_key(&field)),
+            other => other.to_string(),
+        })?;
     let mut roles = Vec::new();
     for (i, name) in entry.roles.iter().flatten().enumerate() {
         let role = Role::from_name(name).ok_or_else(|| {
@@ -453,5 +472,38 @@ pub async fn watch(
         }
         waiting = false;
         last = Some(current);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_mcp_prompts_problems_name_the_files_own_keys() {
+        let policy = HandlerPolicy::default();
+        let bad_url = r#"{"commands": [{"name": "review", "description": "Review",
+            "prompt": {"mcp": "ftp://127.0.0.1/mcp", "name": "review"}}]}"#;
+        let problems = check(bad_url, &policy);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(
+            problems[0].starts_with("commands[0].prompt.mcp: "),
+            "{problems:?}"
+        );
+        let no_name = r#"{"commands": [{"name": "review", "description": "Review",
+            "prompt": {"mcp": "http://127.0.0.1/mcp", "name": ""}}]}"#;
+        let problems = check(no_name, &policy);
+        assert!(
+            problems[0].starts_with("commands[0].prompt.name: "),
+            "{problems:?}"
+        );
+        assert_eq!(
+            file_key("commands[2].prompt.template"),
+            "commands[2].prompt"
+        );
+        assert_eq!(
+            file_key("commands[2].handler.url"),
+            "commands[2].handler.url"
+        );
     }
 }

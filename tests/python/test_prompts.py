@@ -254,3 +254,39 @@ def test_a_gateway_whose_kit_predates_prompt_commands_never_gets_one(stubs, side
     answer = json.loads(done.stdout)
     assert answer == {"result": "command", "outcome": commands.OUTCOME_FAILED,
                       "reply": "/fix failed: this gateway cannot run prompt commands; update its a2a-commands kit"}
+
+
+def test_mcp_prompts_behind_a_token_imported_with_header_files(stubs, tmp_path):
+    """`ctl import-mcp-prompts --header NAME=FILE`, as a commands file's headers: the
+    listing sends the token read from the file, and the commands imported carry the header
+    (its file, never its value), which the sidecar reads at each Execute."""
+    _, commands, commands_grpc = stubs
+    secrets = tmp_path / "secrets"
+    secrets.mkdir()
+    (secrets / "token").write_text("Bearer s3cret\n")
+    app = _prompt_server()
+
+    async def guarded(scope, receive, send):
+        if scope["type"] == "http" and dict(scope["headers"]).get(b"authorization") != b"Bearer s3cret":
+            await send({"type": "http.response.start", "status": 401, "headers": []})
+            await send({"type": "http.response.body", "body": b"no token"})
+            return
+        await app(scope, receive, send)
+
+    proc, addr = start_server(tmp_path / "data", "--handler-secrets-dir", str(secrets))
+    try:
+        with serving_asgi(guarded) as url:
+            without = _ctl(addr, "import-mcp-prompts", f"{url}/mcp")
+            assert without.returncode != 0
+            done = _ctl(addr, "import-mcp-prompts", f"{url}/mcp", "--header", "authorization=token",
+                        "--secrets-dir", str(secrets))
+            assert done.returncode == 0, done.stderr
+            with grpc.insecure_channel(addr) as channel:
+                client = commands_grpc.CommandServiceStub(channel)
+                listed = {c.spec.name: c for c in client.ListSpecs(commands.ListSpecsRequest(), timeout=10).commands}
+                headers = [(h.name, h.value_file) for h in listed["explain"].prompt.mcp.headers]
+                assert headers == [("authorization", "token")]
+                assert _expansion(stubs, client, "/explain x") == "Explain this code:\nx"
+    finally:
+        proc.terminate()
+        assert proc.wait(timeout=30) == 0
