@@ -9,7 +9,8 @@
 //! come from `completion/complete` with a `ref/prompt`.
 //!
 //! Each call is one MCP session (initialize, call, close): command bodies are called
-//! rarely, and a session per call needs no state kept between calls.
+//! rarely, and a session per call needs no state kept between calls. What is kept is each
+//! server's prompt list, for a short while (see `McpClient::prompt_lists`).
 
 use rmcp::model::{
     ArgumentInfo, CallToolRequestParams, CallToolResult, CompleteRequestParams, ContentBlock,
@@ -20,6 +21,9 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::ServiceExt as _;
 use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use crate::bodies::call::{shorten, CallHeaders, Failure};
 use crate::bodies::json_rpc::{invocation_context, parse_result};
@@ -33,15 +37,31 @@ use crate::rules::prompt::{
 /// The tool a command body is.
 pub const TOOL: &str = "hooks.command.invoked.in";
 
+/// How long a server's prompt list is kept: each Execute of an MCP prompt command and
+/// each completion needs its prompt's declared arguments, and asking `prompts/list`
+/// every time is a round trip more per call.
+const PROMPT_LIST_TTL: Duration = Duration::from_secs(10);
+
 /// Calls MCP handlers with one pooled HTTP client.
 pub(super) struct McpClient {
     http: reqwest::Client,
+    /// Each server's prompts and their declared arguments, by URL, with when they were
+    /// listed. A prompt the list lacks is listed again at once (the server may have
+    /// added it), and a failed `prompts/get` drops the server's list (it may have
+    /// changed); otherwise a list is kept for [`PROMPT_LIST_TTL`].
+    prompt_lists: Mutex<HashMap<String, Listed>>,
 }
+
+/// A server's prompt list and when it was asked for.
+type Listed = (Instant, Arc<Vec<ListedPrompt>>);
 
 impl McpClient {
     /// Calls handlers with `http`.
     pub(super) fn new(http: reqwest::Client) -> Self {
-        Self { http }
+        Self {
+            http,
+            prompt_lists: Mutex::new(HashMap::new()),
+        }
     }
 
     /// An MCP session with `binding`'s server, `headers` on every request, answers of
@@ -101,8 +121,15 @@ impl McpClient {
         max_answer_bytes: usize,
     ) -> Result<PromptAnswer, Failure> {
         let session = self.session(server, headers, max_answer_bytes).await?;
-        let got = get_prompt(&session, prompt, command, arguments).await;
+        let got = match self.declared_arguments(&session, &server.url, prompt).await {
+            Ok(declared) => get_prompt(&session, prompt, &declared, command, arguments).await,
+            Err(failure) => Err(failure),
+        };
         let _ = session.cancel().await;
+        if got.is_err() {
+            // The server's prompts may have changed: list them again next time.
+            self.forget_prompts(&server.url);
+        }
         got
     }
 
@@ -119,7 +146,9 @@ impl McpClient {
     ) -> Result<(usize, Vec<(String, String)>, usize), Failure> {
         let session = self.session(server, headers, max_answer_bytes).await?;
         let asked = async {
-            let declared = declared_arguments(&session, prompt).await?;
+            let declared = self
+                .declared_arguments(&session, &server.url, prompt)
+                .await?;
             let Some(first) = declared.first() else {
                 return Ok((0, Vec::new(), 0));
             };
@@ -162,15 +191,25 @@ impl McpClient {
         let listed = session.list_all_prompts().await;
         let _ = session.cancel().await;
         let prompts = listed.map_err(|e| Failure::new("prompt listing failed", e))?;
-        Ok(prompts
-            .into_iter()
-            .map(|p| ListedPrompt {
-                name: p.name,
-                description: p.description.or(p.title),
-                arguments: declared_of(p.arguments),
-            })
-            .collect())
+        let listed = listed_of(prompts);
+        self.prompt_lists.lock().expect("prompt lists").insert(
+            server.url.clone(),
+            (Instant::now(), Arc::new(listed.clone())),
+        );
+        Ok(listed)
     }
+}
+
+/// A server's `prompts/list` answer as the rules read it.
+fn listed_of(prompts: Vec<rmcp::model::Prompt>) -> Vec<ListedPrompt> {
+    prompts
+        .into_iter()
+        .map(|p| ListedPrompt {
+            name: p.name,
+            description: p.description.or(p.title),
+            arguments: declared_of(p.arguments),
+        })
+        .collect()
 }
 
 fn declared_of(arguments: Option<Vec<rmcp::model::PromptArgument>>) -> Vec<PromptArgument> {
@@ -184,36 +223,65 @@ fn declared_of(arguments: Option<Vec<rmcp::model::PromptArgument>>) -> Vec<Promp
         .collect()
 }
 
-/// The arguments `prompt` declares on the server; a prompt it does not list fails.
-async fn declared_arguments(
-    session: &RunningService<RoleClient, ()>,
-    prompt: &str,
-) -> Result<Vec<PromptArgument>, Failure> {
-    let prompts = session
-        .list_all_prompts()
-        .await
-        .map_err(|e| Failure::new("prompt listing failed", e))?;
-    let found = prompts
-        .into_iter()
-        .find(|p| p.name == prompt)
-        .ok_or_else(|| {
+impl McpClient {
+    /// The arguments `prompt` declares on the server at `url`, from its prompt list
+    /// (cached, see `prompt_lists`); a prompt it does not list fails.
+    async fn declared_arguments(
+        &self,
+        session: &RunningService<RoleClient, ()>,
+        url: &str,
+        prompt: &str,
+    ) -> Result<Vec<PromptArgument>, Failure> {
+        let cached = {
+            let lists = self.prompt_lists.lock().expect("prompt lists");
+            lists
+                .get(url)
+                .filter(|(at, _)| at.elapsed() < PROMPT_LIST_TTL)
+                .map(|(_, list)| Arc::clone(list))
+        };
+        if let Some(found) = cached
+            .as_deref()
+            .and_then(|list| list.iter().find(|p| p.name == prompt))
+        {
+            return Ok(found.arguments.clone());
+        }
+        let listed = listed_of(
+            session
+                .list_all_prompts()
+                .await
+                .map_err(|e| Failure::new("prompt listing failed", e))?,
+        );
+        let found = listed
+            .iter()
+            .find(|p| p.name == prompt)
+            .map(|p| p.arguments.clone());
+        self.prompt_lists
+            .lock()
+            .expect("prompt lists")
+            .insert(url.to_owned(), (Instant::now(), Arc::new(listed)));
+        found.ok_or_else(|| {
             Failure::new(
                 format!("the server has no prompt {}", shorten(prompt, 64)),
                 prompt,
             )
-        })?;
-    Ok(declared_of(found.arguments))
+        })
+    }
+
+    /// Drops what is known of `url`'s prompts.
+    fn forget_prompts(&self, url: &str) {
+        self.prompt_lists.lock().expect("prompt lists").remove(url);
+    }
 }
 
 /// `prompts/get` with the arguments mapped from what was typed.
 async fn get_prompt(
     session: &RunningService<RoleClient, ()>,
     prompt: &str,
+    declared: &[PromptArgument],
     command: &str,
     arguments: &str,
 ) -> Result<PromptAnswer, Failure> {
-    let declared = declared_arguments(session, prompt).await?;
-    let mapped = match map_arguments(command, &declared, arguments) {
+    let mapped = match map_arguments(command, declared, arguments) {
         Ok(mapped) => mapped,
         Err(usage) => return Ok(PromptAnswer::Usage(usage)),
     };
@@ -243,7 +311,7 @@ async fn get_prompt(
             (_, _) => PromptPart::Other("content of another kind".into()),
         })
         .collect();
-    Ok(match mcp_expansion(&parts, &declared, arguments) {
+    Ok(match mcp_expansion(&parts, declared, arguments) {
         Ok(text) => PromptAnswer::Expanded(text),
         Err(reason) => PromptAnswer::Failed(reason),
     })

@@ -229,13 +229,13 @@ pub fn check(text: &str, policy: &HandlerPolicy) -> Vec<String> {
 
 /// The commands file's own key for a field the API names: an MCP prompt is
 /// `{"mcp": URL, "name", "timeout_ms", "headers"}` in the file where the API's
-/// `PromptBinding` nests `mcp.url`, `mcp.name`, ...; a template is `"prompt": "..."`.
+/// `PromptBinding` nests `mcp.url`, `mcp.name`, ... (a template's problems keep naming
+/// `prompt.template`, the form's name).
 fn file_key(field: &str) -> String {
     if let Some((at, rest)) = field.split_once(".prompt.") {
         let key = match rest.strip_prefix("mcp.") {
             Some("url") => "mcp".to_owned(),
             Some(inner) => inner.to_owned(),
-            None if rest == "template" => return format!("{at}.prompt"),
             None => rest.to_owned(),
         };
         return format!("{at}.prompt.{key}");
@@ -499,7 +499,7 @@ mod tests {
         );
         assert_eq!(
             file_key("commands[2].prompt.template"),
-            "commands[2].prompt"
+            "commands[2].prompt.template"
         );
         assert_eq!(
             file_key("commands[2].handler.url"),

@@ -5,6 +5,7 @@ import-mcp-prompts`; each expands as docs/vectors/prompts.json says."""
 
 import json
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -290,3 +291,57 @@ def test_mcp_prompts_behind_a_token_imported_with_header_files(stubs, tmp_path):
     finally:
         proc.terminate()
         assert proc.wait(timeout=30) == 0
+
+
+def _counting(app, methods):
+    """`app`, recording the JSON-RPC method of every request it is sent."""
+
+    async def wrapped(scope, receive, send):
+        if scope["type"] != "http":
+            await app(scope, receive, send)
+            return
+        received, body, more = [], b"", True
+        while more:
+            message = await receive()
+            received.append(message)
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+        methods.extend(m.decode() for m in re.findall(rb'"method"\s*:\s*"([^"]+)"', body))
+
+        async def replay():
+            return received.pop(0) if received else await receive()
+
+        await app(scope, replay, send)
+
+    return wrapped
+
+
+def test_an_mcp_servers_prompt_list_is_kept_and_listed_again_when_it_lacks_a_prompt(stubs, sidecar):
+    """The prompt list an MCP prompt command needs is asked once, not at every Execute;
+    a prompt the server added since is found at once (a list that lacks it is asked again)."""
+    _, commands, commands_grpc = stubs
+    server = MCPServer("changing")
+
+    @server.prompt(name="alpha", description="The first")
+    def alpha(topic: str) -> str:
+        return f"Alpha on {topic}."
+
+    methods = []
+    with serving_asgi(_counting(server.streamable_http_app(), methods)) as url, \
+            grpc.insecure_channel(sidecar) as channel:
+        client = commands_grpc.CommandServiceStub(channel)
+        for name in ("alpha", "beta"):
+            client.Register(commands.RegisterRequest(
+                spec=commands.CommandSpec(name=name, description=name),
+                prompt=commands.PromptBinding(mcp=commands.McpPrompt(url=f"{url}/mcp", name=name))), timeout=30)
+        for _ in range(3):
+            assert _expansion(stubs, client, "/alpha caching") == "Alpha on caching."
+        assert methods.count("prompts/get") == 3
+        assert methods.count("prompts/list") == 1
+
+        @server.prompt(name="beta", description="Added later")
+        def beta(topic: str) -> str:
+            return f"Beta on {topic}."
+
+        assert _expansion(stubs, client, "/beta lists") == "Beta on lists."
+        assert methods.count("prompts/list") == 2
