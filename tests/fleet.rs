@@ -46,6 +46,11 @@ async fn client(process: &ServeProcess) -> Client {
     Client::connect(process.url()).await.expect("connects")
 }
 
+/// The same as [`client`], where a local binding named `client` shadows it.
+async fn client_of(process: &ServeProcess) -> Client {
+    client(process).await
+}
+
 /// Waits until the sidecar answers ListSpecs (fleet mode: it has a registry to serve).
 async fn ready(process: &ServeProcess) -> Client {
     let mut client = client(process).await;
@@ -716,7 +721,8 @@ async fn an_etcd_with_users_is_reached_with_the_password_from_its_file() {
     assert_eq!(config["fleet"]["etcd_password_file"], password.as_str());
     assert_eq!(config["fleet"]["prefix"], "/team/");
 
-    // A user without rights on the prefix is never served a registry.
+    // A user without rights on the prefix is never served a registry: the sidecar says
+    // it cannot read the fleet.
     let other = sidecar(
         &cluster,
         &dir.path().join("other"),
@@ -728,6 +734,18 @@ async fn an_etcd_with_users_is_reached_with_the_password_from_its_file() {
             &password,
         ],
     );
+    let mut seen = other.before.clone();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !seen
+        .iter()
+        .any(|l| l.contains("cannot read the fleet's registry"))
+    {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match other.lines.recv_timeout(left) {
+            Ok(line) => seen.push(line),
+            Err(_) => panic!("no read failure logged: {seen:#?}"),
+        }
+    }
     let mut other = client(&other).await;
     let status = other
         .list_specs(pb::ListSpecsRequest::default())
@@ -776,4 +794,65 @@ fn a_mistyped_endpoint_is_named_in_one_line() {
         config["fleet"]["etcd_endpoints"][0],
         "http://127.0.0.1:2379"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_etcd_served_over_tls_with_client_certificates_is_reached() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    if !etcd::available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let pki = common::pki::pki();
+    let write = |name: &str, pem: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, pem).unwrap();
+        path
+    };
+    let ca = write("ca.pem", &pki.ca);
+    let (server_cert, server_key) = (
+        write("etcd.pem", &pki.server.0),
+        write("etcd-key.pem", &pki.server.1),
+    );
+    let (client_cert, client_key) = (
+        write("client.pem", &pki.client.0),
+        write("client-key.pem", &pki.client.1),
+    );
+    let cluster = EtcdCluster::start_tls(server_cert, server_key, ca.clone());
+    let path = |p: &std::path::Path| p.to_str().unwrap().to_owned();
+    let (ca, client_cert, client_key) = (path(&ca), path(&client_cert), path(&client_key));
+    let tls = [
+        "--fleet-etcd-ca-file",
+        ca.as_str(),
+        "--fleet-etcd-cert-file",
+        client_cert.as_str(),
+        "--fleet-etcd-key-file",
+        client_key.as_str(),
+    ];
+    let process = sidecar(&cluster, &dir.path().join("s"), "s", &tls);
+    let mut client = ready(&process).await;
+    let revision = register(&mut client, "deploy").await.unwrap();
+    assert_eq!(listed(&mut client).await.0, revision);
+
+    // Without a client certificate, etcd refuses the connection: the sidecar says it
+    // cannot read the fleet, and serves nothing.
+    let refused = sidecar(&cluster, &dir.path().join("t"), "t", &tls[..2]);
+    let mut seen = refused.before.clone();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !seen
+        .iter()
+        .any(|l| l.contains("cannot read the fleet's registry"))
+    {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match refused.lines.recv_timeout(left) {
+            Ok(line) => seen.push(line),
+            Err(_) => panic!("no read failure logged: {seen:#?}"),
+        }
+    }
+    let mut refused = client_of(&refused).await;
+    let status = refused
+        .list_specs(pb::ListSpecsRequest::default())
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), Code::Unavailable, "{status:?}");
 }

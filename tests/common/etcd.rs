@@ -21,6 +21,9 @@ struct Member {
 pub struct EtcdCluster {
     members: Vec<Member>,
     dir: tempfile::TempDir,
+    /// TLS for clients: the members' certificate and key, and the CA client certificates
+    /// must be signed by (files).
+    tls: Option<(PathBuf, PathBuf, PathBuf)>,
 }
 
 /// Whether etcd is installed; under CI its absence fails the test (`.ci/run` installs
@@ -62,13 +65,37 @@ impl EtcdCluster {
                 child: None,
             })
             .collect();
-        let mut cluster = Self { members, dir };
+        let mut cluster = Self {
+            members,
+            dir,
+            tls: None,
+        };
         for i in 0..n {
             cluster.spawn(i);
         }
         for i in 0..n {
             cluster.wait_member(i).await;
         }
+        cluster
+    }
+
+    /// Starts one member serving clients over TLS (`https://localhost:<port>`) with
+    /// `cert` and `key`, requiring client certificates signed by `client_ca`. Not waited
+    /// on: the test's own client shows when it answers.
+    pub fn start_tls(cert: PathBuf, key: PathBuf, client_ca: PathBuf) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let members = vec![Member {
+            name: "m0".into(),
+            client: free_port(),
+            peer: free_port(),
+            child: None,
+        }];
+        let mut cluster = Self {
+            members,
+            dir,
+            tls: Some((cert, key, client_ca)),
+        };
+        cluster.spawn(0);
         cluster
     }
 
@@ -89,10 +116,22 @@ impl EtcdCluster {
         let initial = self.initial_cluster();
         let data = self.data_dir(i);
         let m = &self.members[i];
-        let client = format!("http://127.0.0.1:{}", m.client);
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        let client = format!("{scheme}://127.0.0.1:{}", m.client);
         let peer = format!("http://127.0.0.1:{}", m.peer);
         let log = std::fs::File::create(self.dir.path().join(format!("{}.log", m.name))).unwrap();
-        let child = Command::new("etcd")
+        let mut command = Command::new("etcd");
+        if let Some((cert, key, ca)) = &self.tls {
+            command
+                .arg("--cert-file")
+                .arg(cert)
+                .arg("--key-file")
+                .arg(key)
+                .arg("--trusted-ca-file")
+                .arg(ca)
+                .arg("--client-cert-auth");
+        }
+        let child = command
             .args(["--name", &m.name, "--data-dir"])
             .arg(&data)
             .args([
@@ -130,9 +169,13 @@ impl EtcdCluster {
         urls.join(",")
     }
 
-    /// Member `i`'s client URL.
+    /// Member `i`'s client URL (`https://localhost:...` with TLS: the name its
+    /// certificate holds).
     pub fn endpoint(&self, i: usize) -> String {
-        format!("http://127.0.0.1:{}", self.members[i].client)
+        match self.tls {
+            Some(_) => format!("https://localhost:{}", self.members[i].client),
+            None => format!("http://127.0.0.1:{}", self.members[i].client),
+        }
     }
 
     async fn kv(&self, i: usize) -> Option<KvClient<tonic::transport::Channel>> {
