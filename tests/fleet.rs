@@ -67,6 +67,19 @@ async fn ready(process: &ServeProcess) -> Client {
     }
 }
 
+/// Waits (at most 30 s) for a log line of `process` that contains `text`.
+fn wait_for_line(process: &ServeProcess, text: &str) {
+    let mut seen = process.before.clone();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !seen.iter().any(|l| l.contains(text)) {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match process.lines.recv_timeout(left) {
+            Ok(line) => seen.push(line),
+            Err(_) => panic!("no line with {text:?}: {seen:#?}"),
+        }
+    }
+}
+
 /// The overall status on the sidecar's health listener (what the kubelet asks).
 async fn health_of(process: &ServeProcess) -> ServingStatus {
     let addr = process.health_addr.expect("a health listener");
@@ -734,18 +747,7 @@ async fn an_etcd_with_users_is_reached_with_the_password_from_its_file() {
             &password,
         ],
     );
-    let mut seen = other.before.clone();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !seen
-        .iter()
-        .any(|l| l.contains("cannot read the fleet's registry"))
-    {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match other.lines.recv_timeout(left) {
-            Ok(line) => seen.push(line),
-            Err(_) => panic!("no read failure logged: {seen:#?}"),
-        }
-    }
+    wait_for_line(&other, "cannot read the fleet's registry");
     let mut other = client(&other).await;
     let status = other
         .list_specs(pb::ListSpecsRequest::default())
@@ -837,18 +839,7 @@ async fn an_etcd_served_over_tls_with_client_certificates_is_reached() {
     // Without a client certificate, etcd refuses the connection: the sidecar says it
     // cannot read the fleet, and serves nothing.
     let refused = sidecar(&cluster, &dir.path().join("t"), "t", &tls[..2]);
-    let mut seen = refused.before.clone();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !seen
-        .iter()
-        .any(|l| l.contains("cannot read the fleet's registry"))
-    {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match refused.lines.recv_timeout(left) {
-            Ok(line) => seen.push(line),
-            Err(_) => panic!("no read failure logged: {seen:#?}"),
-        }
-    }
+    wait_for_line(&refused, "cannot read the fleet's registry");
     let mut refused = client_of(&refused).await;
     let status = refused
         .list_specs(pb::ListSpecsRequest::default())
