@@ -488,30 +488,14 @@ impl Writer {
         if self.state.revision > whole.state.revision {
             // A registry with an older revision than this sidecar served (a sled
             // history, or a fleet recreated empty): its revision moves past ours first.
-            let mut next = whole.state.clone();
-            next.revision = self.state.revision + 1;
-            let fleet = self.fleet();
-            match fleet
-                .runtime
-                .block_on(fleet.record.commit(&whole, &next, &[]))
-            {
-                Ok(Outcome::Committed(at)) => {
-                    tracing::info!(
-                        from = whole.state.revision,
-                        to = next.revision,
-                        "the fleet's revision moved past this sidecar's, so that no revision goes back"
-                    );
-                    whole = FleetState {
-                        state: next,
-                        meta_mod: at,
-                    };
-                }
-                Ok(Outcome::Conflict) => return fleet.resync.notify_one(),
+            whole = match self.move_revision_past(whole) {
+                Ok(Outcome::Committed(moved)) => moved,
+                Ok(Outcome::Conflict) => return self.fleet().resync.notify_one(),
                 Err(err) => {
                     tracing::warn!(error = %err, "cannot move the fleet's revision past this sidecar's yet; trying again");
                     return self.retry_later("the fleet's revision could not be moved on");
                 }
-            }
+            };
         }
         let writes = state::diff(&self.state, &whole.state);
         self.apply_fleet(whole.state, &writes, whole.meta_mod);
@@ -528,21 +512,10 @@ impl Writer {
                 applied_revision = self.state.revision,
                 "the fleet's registry has a lower revision than this sidecar applied (etcd restored or emptied?); moving its revision on"
             );
-            let mut next = whole.state.clone();
-            next.revision = self.state.revision + 1;
-            let fleet = self.fleet();
-            match fleet
-                .runtime
-                .block_on(fleet.record.commit(&whole, &next, &[]))
-            {
-                Ok(Outcome::Committed(at)) => {
-                    whole = FleetState {
-                        state: next,
-                        meta_mod: at,
-                    };
-                }
+            whole = match self.move_revision_past(whole) {
+                Ok(Outcome::Committed(moved)) => moved,
                 _ => return false,
-            }
+            };
         } else if whole.state.revision == self.state.revision
             && Fingerprint::of(&whole.state) == Fingerprint::of(&self.state)
         {
@@ -554,6 +527,31 @@ impl Writer {
         let writes = state::diff(&self.state, &whole.state);
         self.apply_fleet(whole.state, &writes, whole.meta_mod);
         true
+    }
+
+    /// Moves the fleet's revision past this sidecar's (a meta-only transaction on
+    /// `whole`), so that no reader sees a revision go back; the registry after it.
+    fn move_revision_past(&mut self, whole: FleetState) -> Result<Outcome<FleetState>, Error> {
+        let mut next = whole.state.clone();
+        next.revision = self.state.revision + 1;
+        let fleet = self.fleet();
+        match fleet
+            .runtime
+            .block_on(fleet.record.commit(&whole, &next, &[]))?
+        {
+            Outcome::Committed(at) => {
+                tracing::info!(
+                    from = whole.state.revision,
+                    to = next.revision,
+                    "the fleet's revision moved past this sidecar's, so that no revision goes back"
+                );
+                Ok(Outcome::Committed(FleetState {
+                    state: next,
+                    meta_mod: at,
+                }))
+            }
+            Outcome::Conflict => Ok(Outcome::Conflict),
+        }
     }
 
     /// Asks the follower for another whole read after a pause, so that a refusal etcd

@@ -15,11 +15,11 @@ use crate::registry::state::{State, Write};
 /// Keys read per page of a whole read.
 const PAGE: i64 = 1000;
 
-/// How a commit ended, when it did not fail.
+/// How a commit ended, when it did not fail: by default with `meta`'s new mod revision.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Outcome {
-    /// The transaction committed; `meta`'s new mod revision.
-    Committed(i64),
+pub enum Outcome<T = i64> {
+    /// The transaction committed; `meta`'s new mod revision (or what follows from it).
+    Committed(T),
     /// Another sidecar changed the registry first: nothing was written.
     Conflict,
 }
