@@ -847,3 +847,73 @@ async fn an_etcd_served_over_tls_with_client_certificates_is_reached() {
         .unwrap_err();
     assert_eq!(status.code(), Code::Unavailable, "{status:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_etcd_recreated_from_nothing_is_followed_again_and_revisions_never_go_back() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    if !etcd::available() {
+        return;
+    }
+    let mut cluster = EtcdCluster::start(1).await;
+    let dirs = tempfile::tempdir().unwrap();
+    let sidecars: Vec<_> = (0..2)
+        .map(|i| {
+            sidecar(
+                &cluster,
+                &dirs.path().join(format!("s{i}")),
+                &format!("s{i}"),
+                &[],
+            )
+        })
+        .collect();
+    let mut clients = Vec::new();
+    for s in &sidecars {
+        clients.push(ready(s).await);
+    }
+    for name in ["one", "two", "three"] {
+        register(&mut clients[0], name).await.unwrap();
+    }
+    let (before, _) = converged(&mut clients).await;
+    let watched = watch_revisions(clients[1].clone());
+
+    // etcd's data is lost: the cluster comes back empty, its revisions from 1 again.
+    cluster.recreate().await;
+    // Both sidecars find it out, take the fleet's (empty) registry with a revision past
+    // theirs, and put the built-ins back; new changes reach both again.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let revision = loop {
+        match register(&mut clients[0], "after").await {
+            Ok(revision) => break revision,
+            Err(status) => {
+                assert_eq!(status.code(), Code::Unavailable, "{status:?}");
+                assert!(
+                    Instant::now() < deadline,
+                    "no write after the reset: {status:?}"
+                );
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    };
+    assert!(revision > before, "{revision} after {before}");
+    let (now, names) = loop {
+        let got = converged(&mut clients).await;
+        if got.1.len() == 5 {
+            break got;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "not converged after the reset: {got:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(now >= revision);
+    // The sidecar that did not write found out by itself.
+    wait_for_line(&sidecars[1], "etcd's history is not the one this sidecar followed");
+    // The API's commands from before are gone with etcd's data (whether the built-ins
+    // come back before or after "after" decides the order).
+    let mut names = names;
+    names.sort();
+    assert_eq!(names, ["after", "effort", "model", "status", "sub-task"]);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_increasing(&watched);
+}

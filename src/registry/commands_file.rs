@@ -397,13 +397,20 @@ pub async fn apply(
 /// etcd takes the change, trying again every second until it does.
 pub async fn configure_builtins(builtins: Vec<Builtin>, registry: Arc<Registry>) {
     let mut waiting = false;
+    let mut resets = registry.resets();
     loop {
         let change = Change::Configure {
             builtins: builtins.clone(),
             file: None,
         };
         match registry.apply(change).await {
-            Ok(_) => return,
+            // Applied; again after a reset (etcd recreated or restored).
+            Ok(_) => {
+                waiting = false;
+                if resets.changed().await.is_err() {
+                    return;
+                }
+            }
             Err(e @ (Error::FleetUnavailable(_) | Error::NotReady)) => {
                 if !waiting {
                     tracing::warn!(error = %e, "built-ins not applied yet; trying again every second");
@@ -436,10 +443,15 @@ pub async fn watch(
 ) {
     let mut last = applied;
     let mut waiting = false;
+    // After a fleet reset (etcd recreated or restored) the file is applied again.
+    let mut resets = registry.resets();
     let mut ticks = tokio::time::interval(interval);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
-        ticks.tick().await;
+        tokio::select! {
+            _ = ticks.tick() => {}
+            Ok(()) = resets.changed() => last = None,
+        }
         let current = match std::fs::read(&path) {
             Ok(bytes) => bytes,
             Err(e) => {

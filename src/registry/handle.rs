@@ -32,6 +32,10 @@ pub struct Registry {
     /// Whether there is a registry to serve: always in sled mode; in fleet mode once
     /// the fleet's was read, or at once when the data directory holds a copy of it.
     ready: Arc<AtomicBool>,
+    /// Counts the fleet's resets (etcd recreated or restored); never changes in sled mode.
+    resets: watch::Receiver<u64>,
+    /// Keeps `resets` open in sled mode.
+    _resets: Option<watch::Sender<u64>>,
     /// Fleet mode's follower and member key: stopped at close, the member key's task
     /// awaited (it revokes its lease).
     fleet_tasks: Option<(
@@ -78,10 +82,18 @@ impl Registry {
         let current = Arc::new(ArcSwap::new(Arc::clone(&snapshot)));
         let (watch_tx, watch) = watch::channel(snapshot);
         let (ops, rx) = mpsc::channel(QUEUE_DEPTH);
+        let (resets_tx, resets) = watch::channel(0);
         let (fleet, fleet_tasks) = match fleet {
             Some(fleet) => {
-                let started = start_fleet(fleet, &ops, &ready, copy_of_this_fleet, state.revision)
-                    .map_err(fail)?;
+                let started = start_fleet(
+                    fleet,
+                    &ops,
+                    &ready,
+                    copy_of_this_fleet,
+                    state.revision,
+                    resets_tx.clone(),
+                )
+                .map_err(fail)?;
                 let (stop, member_key) = started.1;
                 (
                     Some(started.0),
@@ -109,6 +121,8 @@ impl Registry {
             watch,
             ops,
             ready,
+            resets,
+            _resets: Some(resets_tx),
             fleet_tasks,
         })
     }
@@ -127,6 +141,12 @@ impl Registry {
         } else {
             Err(Error::NotReady)
         }
+    }
+
+    /// A receiver that changes each time fleet mode takes a reset (etcd recreated or
+    /// restored from a backup): configuration is then applied again.
+    pub fn resets(&self) -> watch::Receiver<u64> {
+        self.resets.clone()
     }
 
     /// Whether there is a registry to serve (see [`Registry::read`]).
@@ -180,6 +200,7 @@ fn start_fleet(
     ready: &Arc<AtomicBool>,
     copy_of_this_fleet: bool,
     revision: u64,
+    resets: watch::Sender<u64>,
 ) -> Result<(Fleet, (CancellationToken, tokio::task::JoinHandle<()>)), String> {
     let runtime = tokio::runtime::Handle::try_current()
         .map_err(|_| "fleet mode needs the service's runtime".to_owned())?;
@@ -232,7 +253,9 @@ fn start_fleet(
         resync,
         ready: Arc::clone(ready),
         marked: copy_of_this_fleet,
+        cluster: 0,
         applied,
+        resets,
     };
     Ok((fleet, (stop, member_key)))
 }

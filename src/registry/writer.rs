@@ -76,8 +76,13 @@ pub(super) struct Fleet {
     pub(super) ready: Arc<AtomicBool>,
     /// The marker names this fleet.
     pub(super) marked: bool,
+    /// The etcd cluster the registry applied was read from (0: none yet).
+    pub(super) cluster: u64,
     /// The registry revision and etcd revision applied, for the member key.
     pub(super) applied: watch::Sender<(u64, i64)>,
+    /// Counts the resets taken (etcd recreated or restored), so that configuration is
+    /// applied again.
+    pub(super) resets: watch::Sender<u64>,
 }
 
 impl Writer {
@@ -357,6 +362,7 @@ impl Writer {
                 let before = FleetState {
                     state: self.state.clone(),
                     meta_mod,
+                    cluster: 0,
                 };
                 fleet
                     .runtime
@@ -392,7 +398,7 @@ impl Writer {
                     match reread {
                         Ok((whole, _)) => {
                             metrics().fleet.full_reads.inc();
-                            if !self.take_read(whole) {
+                            if !self.take_read(whole, false) {
                                 let err = Error::FleetUnavailable(
                                     "the fleet's registry is older than this sidecar's; the \
                                      change was not made"
@@ -434,15 +440,25 @@ impl Writer {
     /// Applies what the follower read.
     fn follow(&mut self, followed: Followed) {
         let Some(meta_mod) = self.fleet().meta_mod else {
-            if let Followed::Whole(whole) = followed {
+            if let Followed::Whole(whole) | Followed::Reset(whole) = followed {
                 self.join(whole);
             }
             return;
         };
         match followed {
             Followed::Whole(whole) => {
-                if whole.meta_mod >= meta_mod && !self.take_read(whole) {
+                // A recreated or restored cluster's revisions start again: its read is
+                // taken whatever its revisions say.
+                let other = whole.cluster != 0 && whole.cluster != self.fleet().cluster;
+                if (other || whole.meta_mod >= meta_mod) && !self.take_read(whole, other) {
                     self.retry_later("the fleet's registry read is older than this sidecar's");
+                }
+            }
+            Followed::Reset(whole) => {
+                if self.take_read(whole, true) {
+                    self.fleet().resets.send_modify(|n| *n += 1);
+                } else {
+                    self.retry_later("the fleet's registry could not be taken after a reset");
                 }
             }
             Followed::Events { revision, events } => {
@@ -454,6 +470,7 @@ impl Writer {
                 let before = FleetState {
                     state: self.state.clone(),
                     meta_mod,
+                    cluster: 0,
                 };
                 match layout::apply_events(fleet.record.keys(), &before, &events) {
                     Ok(layout::Applied::Next(next, writes)) => {
@@ -497,6 +514,7 @@ impl Writer {
                 }
             };
         }
+        self.fleet().cluster = whole.cluster;
         let writes = state::diff(&self.state, &whole.state);
         self.apply_fleet(whole.state, &writes, whole.meta_mod);
     }
@@ -505,7 +523,7 @@ impl Writer {
     /// than what this sidecar applied: its revision lower (etcd restored or emptied: the
     /// fleet's revision is moved on first, as at joining), or the same registry. Returns
     /// false when the read was not taken.
-    fn take_read(&mut self, mut whole: FleetState) -> bool {
+    fn take_read(&mut self, mut whole: FleetState, reset: bool) -> bool {
         if whole.state.revision < self.state.revision {
             tracing::warn!(
                 fleet_revision = whole.state.revision,
@@ -519,11 +537,19 @@ impl Writer {
         } else if whole.state.revision == self.state.revision
             && Fingerprint::of(&whole.state) == Fingerprint::of(&self.state)
         {
-            // Nothing new; only the etcd revision it was read at moves on.
+            // Nothing new; only the etcd revision it was read at moves on (or starts
+            // again, in another cluster).
             let fleet = self.fleet();
-            fleet.meta_mod = Some(whole.meta_mod.max(fleet.meta_mod.unwrap_or(0)));
+            let before = fleet.meta_mod.unwrap_or(0);
+            fleet.meta_mod = Some(if reset {
+                whole.meta_mod
+            } else {
+                whole.meta_mod.max(before)
+            });
+            fleet.cluster = whole.cluster;
             return true;
         }
+        self.fleet().cluster = whole.cluster;
         let writes = state::diff(&self.state, &whole.state);
         self.apply_fleet(whole.state, &writes, whole.meta_mod);
         true
@@ -548,6 +574,7 @@ impl Writer {
                 Ok(Outcome::Committed(FleetState {
                     state: next,
                     meta_mod: at,
+                    cluster: whole.cluster,
                 }))
             }
             Outcome::Conflict => Ok(Outcome::Conflict),

@@ -261,6 +261,17 @@ impl EtcdCluster {
         }
     }
 
+    /// Stops every member, deletes their data and starts them again: a cluster recreated
+    /// from nothing, whose revisions start again (as after losing etcd's data).
+    pub async fn recreate(&mut self) {
+        let all: Vec<usize> = (0..self.members.len()).collect();
+        for &i in &all {
+            self.kill(i);
+            let _ = std::fs::remove_dir_all(self.data_dir(i));
+        }
+        self.restart(&all).await;
+    }
+
     /// Compacts the history up to the newest revision; returns it.
     pub async fn compact(&self) -> i64 {
         for i in 0..self.members.len() {

@@ -22,8 +22,8 @@ use crate::pb::etcd::lease_client::LeaseClient;
 use crate::pb::etcd::watch_client::WatchClient;
 use crate::pb::etcd::{
     watch_request, AuthenticateRequest, LeaseGrantRequest, LeaseKeepAliveRequest,
-    LeaseRevokeRequest, RangeRequest, RangeResponse, TxnRequest, TxnResponse, WatchCreateRequest,
-    WatchRequest, WatchResponse,
+    LeaseRevokeRequest, RangeRequest, RangeResponse, ResponseHeader, TxnRequest, TxnResponse,
+    WatchCreateRequest, WatchRequest, WatchResponse,
 };
 use crate::registry::fleet::options::FleetOptions;
 
@@ -333,13 +333,14 @@ impl Etcd {
 
     /// Opens a watch of `[key, range_end)` from `start_revision`, on a member that has a
     /// leader (a member cut off from its cluster ends the watch instead of going
-    /// silent). Answers once etcd confirmed the watch.
+    /// silent). Answers once etcd confirmed the watch, with the header of that answer
+    /// (the cluster's id, and its revision then).
     pub async fn watch(
         &self,
         key: Vec<u8>,
         range_end: Vec<u8>,
         start_revision: i64,
-    ) -> Result<tonic::Streaming<WatchResponse>, EtcdError> {
+    ) -> Result<(tonic::Streaming<WatchResponse>, ResponseHeader), EtcdError> {
         let (at, channel) = self.channel();
         let create = WatchRequest {
             request_union: Some(watch_request::RequestUnion::CreateRequest(
@@ -373,7 +374,9 @@ impl Etcd {
                 .into_inner();
             // The first answer says whether the watch was created.
             match stream.message().await? {
-                Some(first) if first.created && !first.canceled => Ok(stream),
+                Some(first) if first.created && !first.canceled => {
+                    Ok((stream, first.header.unwrap_or_default()))
+                }
                 Some(first) if first.compact_revision > 0 => Err(Status::out_of_range(format!(
                     "compacted:{}",
                     first.compact_revision

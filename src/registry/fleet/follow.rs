@@ -21,6 +21,9 @@ use crate::registry::fleet::record::read_all;
 pub enum Followed {
     /// The whole registry, read at one etcd revision.
     Whole(FleetState),
+    /// The whole registry, read after etcd's history was found not to be the one
+    /// followed (the cluster recreated or restored): its revisions start again.
+    Reset(FleetState),
     /// The events of one etcd revision, in order.
     Events {
         /// The etcd revision.
@@ -39,16 +42,28 @@ pub async fn run(etcd: Arc<Etcd>, keys: Keys, out: mpsc::Sender<Followed>, resyn
     let mut next: Option<i64> = None;
     // Whether the last whole read failed: logged once, not at every attempt.
     let mut failing = false;
+    // The etcd cluster the registry was read from: one recreated from nothing starts
+    // its revisions again, so a watch resumed there from ours would wait for revisions
+    // that mean something else; it is read whole instead.
+    let mut cluster = 0;
+    // Set once the history followed is gone: the next whole read is a reset.
+    let mut reset = false;
     loop {
         let start = match next {
             Some(start) => start,
             None => match read_all(&etcd, &keys).await {
                 Ok((whole, revision)) => {
                     m.full_reads.inc();
+                    cluster = whole.cluster;
+                    let whole = if std::mem::take(&mut reset) {
+                        Followed::Reset(whole)
+                    } else {
+                        Followed::Whole(whole)
+                    };
                     if std::mem::take(&mut failing) {
                         tracing::info!(etcd_revision = revision, "read the fleet's registry");
                     }
-                    if out.send(Followed::Whole(whole)).await.is_err() {
+                    if out.send(whole).await.is_err() {
                         return;
                     }
                     next = Some(revision + 1);
@@ -67,7 +82,23 @@ pub async fn run(etcd: Arc<Etcd>, keys: Keys, out: mpsc::Sender<Followed>, resyn
         let prefix = keys.registry();
         let end = range_end(&prefix);
         let mut stream = match etcd.watch(prefix, end, start).await {
-            Ok(stream) => stream,
+            // A recreated cluster, or one restored from a backup, has revisions that
+            // start again: one below where we resume is not our history.
+            Ok((stream, header))
+                if other_cluster(cluster, header.cluster_id) || header.revision < start - 1 =>
+            {
+                drop(stream);
+                tracing::warn!(
+                    cluster = header.cluster_id,
+                    revision = header.revision,
+                    resume_at = start,
+                    "etcd's history is not the one this sidecar followed (cluster recreated or restored?); reading the whole registry"
+                );
+                reset = true;
+                next = None;
+                continue;
+            }
+            Ok((stream, _)) => stream,
             Err(EtcdError::Compacted(at)) => {
                 tracing::info!(from = start, compacted = at, "the fleet's history was compacted past this sidecar's revision; reading the whole registry");
                 next = None;
@@ -96,6 +127,14 @@ pub async fn run(etcd: Arc<Etcd>, keys: Keys, out: mpsc::Sender<Followed>, resyn
                 }
             };
             etcd.answered();
+            if other_cluster(cluster, answer.header.as_ref().map_or(0, |h| h.cluster_id)) {
+                tracing::warn!(
+                    "the etcd cluster changed (recreated or restored?); reading the whole registry"
+                );
+                reset = true;
+                next = None;
+                break;
+            }
             if answer.compact_revision > 0 {
                 tracing::info!(from = next.unwrap_or(0), compacted = answer.compact_revision, "the fleet's history was compacted past this sidecar's revision; reading the whole registry");
                 next = None;
@@ -124,6 +163,11 @@ pub async fn run(etcd: Arc<Etcd>, keys: Keys, out: mpsc::Sender<Followed>, resyn
             }
         }
     }
+}
+
+/// Whether `now` is a cluster other than `was` (0: not known).
+fn other_cluster(was: u64, now: u64) -> bool {
+    was != 0 && now != 0 && was != now
 }
 
 /// Splits events into runs of one revision each, in order.

@@ -102,6 +102,9 @@ pub struct FleetState {
     pub state: State,
     /// `meta`'s mod revision: what the next write compares against (0: no registry yet).
     pub meta_mod: i64,
+    /// The etcd cluster it was read from (0: not known). A cluster recreated from
+    /// nothing starts its revisions again, so they compare only within one cluster.
+    pub cluster: u64,
 }
 
 /// What a transaction built by [`txn`] costs against etcd's limits.
@@ -234,7 +237,11 @@ pub fn decode_all(keys: &Keys, kvs: &[KeyValue]) -> Result<FleetState, Error> {
         commands,
     };
     check_places(&state)?;
-    Ok(FleetState { state, meta_mod })
+    Ok(FleetState {
+        state,
+        meta_mod,
+        cluster: 0,
+    })
 }
 
 fn check_places(state: &State) -> Result<(), Error> {

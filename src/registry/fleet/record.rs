@@ -185,7 +185,7 @@ impl Record {
 
     /// `meta`'s first change after etcd revision `after`: its transaction id and revision.
     async fn first_change_after(&self, after: i64) -> Result<(String, i64), EtcdError> {
-        let mut stream = self
+        let (mut stream, _) = self
             .etcd
             .watch(self.keys.meta(), Vec::new(), after + 1)
             .await?;
@@ -227,6 +227,7 @@ pub async fn read_all(etcd: &Etcd, keys: &Keys) -> Result<(FleetState, i64), Err
         let mut kvs = Vec::new();
         let mut from = keys.registry();
         let mut revision = 0;
+        let mut cluster = 0;
         loop {
             let answer = match etcd.range(layout::page(keys, from, revision, PAGE)).await {
                 Ok(answer) => answer,
@@ -236,6 +237,7 @@ pub async fn read_all(etcd: &Etcd, keys: &Keys) -> Result<(FleetState, i64), Err
             };
             if revision == 0 {
                 revision = answer.header.as_ref().map_or(0, |h| h.revision);
+                cluster = answer.header.as_ref().map_or(0, |h| h.cluster_id);
             }
             let Some(last) = answer.kvs.last() else { break };
             from = [last.key.as_slice(), &[0]].concat();
@@ -245,6 +247,8 @@ pub async fn read_all(etcd: &Etcd, keys: &Keys) -> Result<(FleetState, i64), Err
                 break;
             }
         }
-        return Ok((layout::decode_all(keys, &kvs)?, revision));
+        let mut whole = layout::decode_all(keys, &kvs)?;
+        whole.cluster = cluster;
+        return Ok((whole, revision));
     }
 }
