@@ -183,6 +183,21 @@ async fn register(client: &mut Client, name: &str) -> Result<u64, tonic::Status>
         .map(|r| r.revision)
 }
 
+/// Registers `name` once the sidecar takes writes again (it answers UNAVAILABLE until it
+/// has read the fleet); gives up at `deadline`.
+async fn register_once_writable(client: &mut Client, name: &str, deadline: Instant) -> u64 {
+    loop {
+        match register(client, name).await {
+            Ok(revision) => return revision,
+            Err(status) => {
+                assert_eq!(status.code(), Code::Unavailable, "{status:?}");
+                assert!(Instant::now() < deadline, "no write: {status:?}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    }
+}
+
 async fn unregister(client: &mut Client, name: &str) -> Result<u64, tonic::Status> {
     client
         .unregister(pb::UnregisterRequest { name: name.into() })
@@ -503,19 +518,7 @@ async fn with_every_member_down_reads_go_on_and_writes_are_refused() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     // s2 served its copy; it takes writes once it has read the fleet again.
-    let revision = loop {
-        match register(&mut clients[2], "after").await {
-            Ok(revision) => break revision,
-            Err(status) => {
-                assert_eq!(status.code(), Code::Unavailable, "{status:?}");
-                assert!(
-                    Instant::now() < deadline,
-                    "no write after the outage: {status:?}"
-                );
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-        }
-    };
+    let revision = register_once_writable(&mut clients[2], "after", deadline).await;
     let (now, names) = converged(&mut clients).await;
     assert_eq!(now, revision);
     assert_eq!(
@@ -881,19 +884,7 @@ async fn an_etcd_recreated_from_nothing_is_followed_again_and_revisions_never_go
     // Both sidecars find it out, take the fleet's (empty) registry with a revision past
     // theirs, and put the built-ins back; new changes reach both again.
     let deadline = Instant::now() + Duration::from_secs(30);
-    let revision = loop {
-        match register(&mut clients[0], "after").await {
-            Ok(revision) => break revision,
-            Err(status) => {
-                assert_eq!(status.code(), Code::Unavailable, "{status:?}");
-                assert!(
-                    Instant::now() < deadline,
-                    "no write after the reset: {status:?}"
-                );
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-        }
-    };
+    let revision = register_once_writable(&mut clients[0], "after", deadline).await;
     assert!(revision > before, "{revision} after {before}");
     let (now, names) = loop {
         let got = converged(&mut clients).await;
@@ -908,7 +899,10 @@ async fn an_etcd_recreated_from_nothing_is_followed_again_and_revisions_never_go
     };
     assert!(now >= revision);
     // The sidecar that did not write found out by itself.
-    wait_for_line(&sidecars[1], "etcd's history is not the one this sidecar followed");
+    wait_for_line(
+        &sidecars[1],
+        "etcd's history is not the one this sidecar followed",
+    );
     // The API's commands from before are gone with etcd's data (whether the built-ins
     // come back before or after "after" decides the order).
     let mut names = names;
