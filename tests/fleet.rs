@@ -783,6 +783,19 @@ fn a_mistyped_endpoint_is_named_in_one_line() {
             "{stderr}"
         );
     }
+    // `ctl check` judges them as `serve` does, from the same flags and variables.
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), r#"{"commands": []}"#).unwrap();
+    let out = common::process::binary()
+        .args(["ctl", "check"])
+        .arg(file.path())
+        .env("A2A_COMMANDS_FLEET_ETCD_ENDPOINTS", "htp://127.0.0.1:2379")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("htp://127.0.0.1:2379"), "{stderr}");
     // `host:port`, as etcdctl takes it, is plain http.
     let out = common::process::binary()
         .args([

@@ -158,6 +158,13 @@ pub enum CtlVerb {
         /// The server's handler limits, from the same flags and variables as `serve`.
         #[command(flatten)]
         handlers: HandlerArgs,
+        /// Fleet mode's settings, from the same flags and variables as `serve`: checked
+        /// too when given (a mistyped endpoint is named in one line).
+        #[command(flatten)]
+        fleet: FleetArgs,
+        /// The config file, for its "fleet" settings.
+        #[arg(long, env = "A2A_COMMANDS_CONFIG")]
+        config: Option<PathBuf>,
     },
 }
 

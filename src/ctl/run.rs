@@ -16,8 +16,20 @@ use crate::registry::prompt_files;
 
 /// Runs `args`' verb; the error is the one line to print.
 pub async fn run(args: CtlArgs) -> Result<(), String> {
-    if let CtlVerb::Check { file, handlers } = &args.verb {
+    if let CtlVerb::Check {
+        file,
+        handlers,
+        fleet,
+        config,
+    } = &args.verb
+    {
         let policy = crate::config::handler_policy(handlers).map_err(|e| e.to_string())?;
+        if crate::config::fleet_settings(fleet, config.as_deref())
+            .map_err(|e| e.to_string())?
+            .is_some()
+        {
+            say!("fleet settings: valid");
+        }
         return check(file, &policy);
     }
     if let CtlVerb::Fleet {
