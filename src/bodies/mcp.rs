@@ -121,14 +121,17 @@ impl McpClient {
         max_answer_bytes: usize,
     ) -> Result<PromptAnswer, Failure> {
         let session = self.session(server, headers, max_answer_bytes).await?;
-        let got = match self.declared_arguments(&session, &server.url, prompt).await {
+        let got = match self
+            .declared_arguments(&session, &list_key(server), prompt)
+            .await
+        {
             Ok(declared) => get_prompt(&session, prompt, &declared, command, arguments).await,
             Err(failure) => Err(failure),
         };
         let _ = session.cancel().await;
         if got.is_err() {
             // The server's prompts may have changed: list them again next time.
-            self.forget_prompts(&server.url);
+            self.forget_prompts(&list_key(server));
         }
         got
     }
@@ -147,7 +150,7 @@ impl McpClient {
         let session = self.session(server, headers, max_answer_bytes).await?;
         let asked = async {
             let declared = self
-                .declared_arguments(&session, &server.url, prompt)
+                .declared_arguments(&session, &list_key(server), prompt)
                 .await?;
             let Some(first) = declared.first() else {
                 return Ok((0, Vec::new(), 0));
@@ -175,6 +178,9 @@ impl McpClient {
         }
         .await;
         let _ = session.cancel().await;
+        if asked.is_err() {
+            self.forget_prompts(&list_key(server));
+        }
         asked
     }
 }
@@ -191,13 +197,21 @@ impl McpClient {
         let listed = session.list_all_prompts().await;
         let _ = session.cancel().await;
         let prompts = listed.map_err(|e| Failure::new("prompt listing failed", e))?;
-        let listed = listed_of(prompts);
-        self.prompt_lists.lock().expect("prompt lists").insert(
-            server.url.clone(),
-            (Instant::now(), Arc::new(listed.clone())),
-        );
-        Ok(listed)
+        Ok(listed_of(prompts))
     }
+}
+
+/// What a prompt list is kept under: the server and the headers sent to it (a server
+/// may list other prompts for another token).
+fn list_key(server: &HandlerBinding) -> String {
+    let mut key = server.url.clone();
+    for header in &server.headers {
+        key.push('\n');
+        key.push_str(&header.name);
+        key.push('=');
+        key.push_str(&header.value_file);
+    }
+    key
 }
 
 /// A server's `prompts/list` answer as the rules read it.
@@ -224,8 +238,9 @@ fn declared_of(arguments: Option<Vec<rmcp::model::PromptArgument>>) -> Vec<Promp
 }
 
 impl McpClient {
-    /// The arguments `prompt` declares on the server at `url`, from its prompt list
-    /// (cached, see `prompt_lists`); a prompt it does not list fails.
+    /// The arguments `prompt` declares on the server (its list kept under `url`, see
+    /// `list_key`), from its prompt list (cached, see `prompt_lists`); a prompt it does
+    /// not list fails.
     async fn declared_arguments(
         &self,
         session: &RunningService<RoleClient, ()>,
@@ -255,10 +270,11 @@ impl McpClient {
             .iter()
             .find(|p| p.name == prompt)
             .map(|p| p.arguments.clone());
-        self.prompt_lists
-            .lock()
-            .expect("prompt lists")
-            .insert(url.to_owned(), (Instant::now(), Arc::new(listed)));
+        let mut lists = self.prompt_lists.lock().expect("prompt lists");
+        // Servers no longer asked (unregistered, say) keep no list.
+        lists.retain(|_, (at, _)| at.elapsed() < PROMPT_LIST_TTL);
+        lists.insert(url.to_owned(), (Instant::now(), Arc::new(listed)));
+        drop(lists);
         found.ok_or_else(|| {
             Failure::new(
                 format!("the server has no prompt {}", shorten(prompt, 64)),

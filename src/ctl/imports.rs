@@ -34,8 +34,9 @@ pub(super) async fn mcp_prompts(
             let (name, file) = h
                 .split_once('=')
                 .ok_or_else(|| format!("--header {h}: give NAME=FILE"))?;
+            // HTTP header names are case-insensitive; the binding takes them lower-case.
             Ok(pb::HandlerHeader {
-                name: name.trim().to_owned(),
+                name: name.trim().to_ascii_lowercase(),
                 value_file: file.trim().to_owned(),
             })
         })

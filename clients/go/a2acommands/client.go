@@ -27,6 +27,18 @@ import (
 // handler. WatchSpecs has none.
 const DefaultTimeout = 40 * time.Second
 
+// ExecuteOption configures one [Client.Execute].
+type ExecuteOption func(*executeConfig)
+
+type executeConfig struct{ acceptsPrompt bool }
+
+// AcceptPrompt says the caller sends a prompt command's expansion to the agent (the
+// executor does): only then does Execute answer a prompt command with its expansion;
+// otherwise it answers a failure the caller understands.
+func AcceptPrompt() ExecuteOption {
+	return func(c *executeConfig) { c.acceptsPrompt = true }
+}
+
 // NoHandlerDeadline bounds Execute for a command whose body runs no handler
 // (docs/kit-contract.md, section 5): a sidecar that stops answering gives the fallback
 // reply within seconds.
@@ -43,8 +55,16 @@ const HandlerDeadlineMargin = 5 * time.Second
 // gives the fallback reply within seconds, while a slow handler still has all its time
 // (docs/vectors/deadlines.json).
 func ExecuteDeadline(registry *Registry, name string) time.Duration {
+	if deadline, ok := knownDeadline(registry, name); ok {
+		return deadline
+	}
+	return DefaultTimeout
+}
+
+// knownDeadline is [ExecuteDeadline] where the registry says; false for the default.
+func knownDeadline(registry *Registry, name string) (time.Duration, bool) {
 	if registry == nil || name == "" {
-		return DefaultTimeout
+		return 0, false
 	}
 	for _, command := range registry.Commands {
 		if command.Name != name {
@@ -52,21 +72,23 @@ func ExecuteDeadline(registry *Registry, name string) time.Duration {
 		}
 		var timeout time.Duration
 		switch {
+		case command.Body == BodyBuiltin || command.Body == BodyNone:
+			return NoHandlerDeadline, true
+		case command.Body == BodyPrompt && command.Prompt != nil && command.Prompt.MCP == nil:
+			return NoHandlerDeadline, true
 		case command.Body == BodyHandler && command.Handler != nil:
 			timeout = command.Handler.Timeout
-		case command.Body == BodyHandler:
-			return DefaultTimeout
-		case command.Body == BodyPrompt && command.Prompt != nil && command.Prompt.MCP != nil:
+		case command.Body == BodyPrompt && command.Prompt != nil:
 			timeout = command.Prompt.MCP.Timeout
-		default:
-			return NoHandlerDeadline
 		}
+		// A handler with no timeout shown, or a body this kit does not know (it may run
+		// anywhere): the default.
 		if timeout <= 0 {
-			return DefaultTimeout
+			return 0, false
 		}
-		return timeout + HandlerDeadlineMargin
+		return timeout + HandlerDeadlineMargin, true
 	}
-	return DefaultTimeout
+	return 0, false
 }
 
 // Client calls every RPC of the a2a-commands sidecar. It is safe for concurrent use; the
@@ -288,15 +310,27 @@ func (c *Client) ListSpecs(ctx context.Context) (*Registry, error) {
 // client last saw (through ListSpecs or WatchSpecs, as the card helper calls them): see
 // the function [ExecuteDeadline]. The executor asks it for every command.
 func (c *Client) ExecuteDeadline(name string) time.Duration {
-	return ExecuteDeadline(c.registry.Load(), name)
+	if deadline, ok := knownDeadline(c.registry.Load(), name); ok {
+		return deadline
+	}
+	return c.timeout
 }
 
-// seen keeps registry as the one last seen.
+// seen keeps registry as the one last seen, never going back to an older one (a listing
+// can arrive after a newer WatchSpecs state).
 func (c *Client) seen(registry *Registry, err error) (*Registry, error) {
-	if err == nil && registry != nil {
-		c.registry.Store(registry)
+	if err != nil || registry == nil {
+		return registry, err
 	}
-	return registry, err
+	for {
+		held := c.registry.Load()
+		if held != nil && held.Revision > registry.Revision {
+			return registry, err
+		}
+		if c.registry.CompareAndSwap(held, registry) {
+			return registry, err
+		}
+	}
 }
 
 // WatchSpecs yields the registry as it is now, then after every change, until ctx ends
@@ -351,15 +385,18 @@ func (c *Client) Classify(ctx context.Context, message *a2a.Message) (Classifica
 // Execute runs message on task for sender if it is a command: the reply to emit and what
 // it changes, or a prompt command's expansion; neither for an ordinary message, which
 // goes to the agent. The reply event carries no event metadata (the lean form kits use).
-func (c *Client) Execute(ctx context.Context, message *a2a.Message, task TaskSnapshot, sender Sender) (*Executed, error) {
+func (c *Client) Execute(ctx context.Context, message *a2a.Message, task TaskSnapshot, sender Sender, options ...ExecuteOption) (*Executed, error) {
 	ours, err := messageToProto(message)
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := c.unary(ctx)
 	defer cancel()
-	// The kit runs prompt commands (the executor sends the expansion to the agent).
-	response, err := c.stub.Execute(ctx, &pb.ExecuteRequest{Message: ours, Task: task.proto(), Sender: sender.proto(), AcceptsPrompt: true})
+	config := executeConfig{}
+	for _, option := range options {
+		option(&config)
+	}
+	response, err := c.stub.Execute(ctx, &pb.ExecuteRequest{Message: ours, Task: task.proto(), Sender: sender.proto(), AcceptsPrompt: config.acceptsPrompt})
 	if err != nil {
 		return nil, callError(err)
 	}

@@ -160,9 +160,12 @@ func (e *Executor) commandReply(ctx context.Context, execCtx *a2asrv.ExecutorCon
 	// A sidecar that stops answering gives the fallback within seconds; a handler keeps
 	// all its time (docs/kit-contract.md, section 5).
 	name, _ := CommandName(message)
-	executeCtx, cancel := context.WithTimeout(ctx, e.client.ExecuteDeadline(name))
+	executeCtx, cancel := ctx, context.CancelFunc(func() {})
+	if deadline := e.client.ExecuteDeadline(name); deadline > 0 {
+		executeCtx, cancel = context.WithTimeout(ctx, deadline)
+	}
 	defer cancel()
-	executed, err := e.client.Execute(executeCtx, message, NewTaskSnapshot(task, states), sender)
+	executed, err := e.client.Execute(executeCtx, message, NewTaskSnapshot(task, states), sender, AcceptPrompt())
 	if err != nil {
 		reply := NewFallbackReply(task, message)
 		if reply == nil {

@@ -354,7 +354,7 @@ func TestVectorsPrompts(t *testing.T) {
 			text += " " + arguments
 		}
 		message := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart(text))
-		executed, err := client.Execute(ctx, message, task, sender)
+		executed, err := client.Execute(ctx, message, task, sender, AcceptPrompt())
 		if err != nil {
 			t.Fatalf("%s: %v", where, err)
 		}

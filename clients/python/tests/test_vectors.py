@@ -144,7 +144,7 @@ async def test_prompt_templates_expand_as_the_vectors_say(sidecar: Sidecar) -> N
                 continue
             await client.register(spec, override=True, prompt=case["template"])
             text = f"/p {case['arguments']}" if case["arguments"] else "/p"
-            answer = await client.execute(message([{"text": text}]), task, sender)
+            answer = await client.execute(message([{"text": text}]), task, sender, accepts_prompt=True)
             if "failure" in case:
                 assert answer.WhichOneof("result") == "command", case["note"]
                 assert answer.command.outcome == pb.OUTCOME_FAILED, case["note"]

@@ -46,8 +46,9 @@ export interface CardSyncOptions {
 export class CommandsCardSync {
   /** The registry revision the card shows; `undefined` until the first state arrives. */
   revision: bigint | undefined;
-  /** Resolves once the card carries the entry for the first time. */
-  readonly ready: Promise<void>;
+    readonly #ready: Promise<void>;
+  /** Whether someone waits for {@link ready}: only then does the retry keep the process alive. */
+  #readyAwaited = false;
   readonly #abort = new AbortController();
   readonly #waiters = new Set<{ revision: bigint; resolve: () => void }>();
   #markReady!: () => void;
@@ -57,8 +58,14 @@ export class CommandsCardSync {
     readonly client: CommandsClient,
     readonly options: CardSyncOptions = {},
   ) {
-    this.ready = new Promise((resolve) => (this.#markReady = resolve));
+        this.#ready = new Promise((resolve) => (this.#markReady = resolve));
     void this.#run();
+  }
+
+    /** Resolves once the card carries the entry for the first time. */
+  get ready(): Promise<void> {
+    this.#readyAwaited = true;
+    return this.#ready;
   }
 
   /** Resolves once the card shows `revision` or a later one (e.g. Register's answer). */
@@ -101,9 +108,11 @@ export class CommandsCardSync {
         onError(toCommandsError(error));
       }
       try {
-        // Until the card first has its entry, the wait keeps the process alive: a gateway
-        // that awaits `ready` waits, rather than exiting for want of anything to do.
-        await sleep(backoff * (0.5 + Math.random() / 2), undefined, { signal, ref: this.revision === undefined });
+                // While a gateway waits for `ready`, the wait keeps the process alive, so it waits
+        // rather than exiting for want of anything to do; otherwise it never holds a
+        // shutting-down process.
+        const holds = this.#readyAwaited && this.revision === undefined;
+        await sleep(backoff * (0.5 + Math.random() / 2), undefined, { signal, ref: holds });
       } catch {
         return;
       }

@@ -56,17 +56,21 @@ export const HANDLER_DEADLINE_MARGIN_MS = 5_000;
  * (`docs/vectors/deadlines.json`).
  */
 export function executeDeadlineMs(registry: ListSpecsResponse | undefined, name: string | undefined): number {
+  return knownDeadlineMs(registry, name) ?? DEFAULT_TIMEOUT_MS;
+}
+
+/** {@link executeDeadlineMs} where the registry says; `undefined` for the default. */
+function knownDeadlineMs(registry: ListSpecsResponse | undefined, name: string | undefined): number | undefined {
   const command = name === undefined ? undefined : registry?.commands.find((c) => c.spec?.name === name);
-  if (!command) return DEFAULT_TIMEOUT_MS;
+  if (!command) return undefined;
   const prompt = command.prompt?.source;
+  if (command.body === CommandBody.BUILTIN || command.body === CommandBody.NONE) return NO_HANDLER_DEADLINE_MS;
+  if (command.body === CommandBody.PROMPT && prompt?.case === "template") return NO_HANDLER_DEADLINE_MS;
   const timeoutMs =
     command.body === CommandBody.HANDLER ? command.handler?.timeoutMs
     : command.body === CommandBody.PROMPT && prompt?.case === "mcp" ? prompt.value.timeoutMs
-    : undefined;
-  if (timeoutMs === undefined) {
-    return command.body === CommandBody.HANDLER ? DEFAULT_TIMEOUT_MS : NO_HANDLER_DEADLINE_MS;
-  }
-  return timeoutMs > 0 ? timeoutMs + HANDLER_DEADLINE_MARGIN_MS : DEFAULT_TIMEOUT_MS;
+    : undefined; // a body this kit does not know may run anywhere
+  return timeoutMs ? timeoutMs + HANDLER_DEADLINE_MARGIN_MS : undefined;
 }
 
 /** TLS settings for a sidecar served with `--tls-cert` (and `--tls-client-ca` for mTLS). */
@@ -420,16 +424,18 @@ export class CommandsClient {
 
   /**
    * Execute's deadline for the command `name`, from the registry this client last saw
-   * (through `listSpecs` or `watchSpecs`, as the card helper calls them): see
-   * {@link executeDeadlineMs}. The executor asks it for every command.
+      * (through `listSpecs` or `watchSpecs`, as the card helper calls them): see
+   * {@link executeDeadlineMs}, with this client's own `timeoutMs` where the registry does
+   * not say. The executor asks it for every command.
    */
-  executeDeadlineMs(name: string | undefined): number {
-    return executeDeadlineMs(this.#registry, name);
+    executeDeadlineMs(name: string | undefined): number | undefined {
+    return knownDeadlineMs(this.#registry, name) ?? this.#timeoutMs;
   }
 
   /** Keeps `state` as the registry last seen (an `unchanged` answer holds no commands). */
   #seen(state: ListSpecsResponse): ListSpecsResponse {
-    if (!state.unchanged) this.#registry = state;
+        // Never back to an older registry (a listing can arrive after a newer WatchSpecs state).
+    if (!state.unchanged && (this.#registry === undefined || state.revision >= this.#registry.revision)) this.#registry = state;
     return state;
   }
 
@@ -462,12 +468,13 @@ export class CommandsClient {
     return this.#unary(METHODS.classify, request, options);
   }
 
-  /**
-   * Runs a message that is a command; an ordinary message comes back as such. The kit
-   * runs prompt commands, so it says it takes a `prompt` result (`acceptsPrompt`).
+    /**
+   * Runs a message that is a command; an ordinary message comes back as such. Set
+   * `acceptsPrompt` when the caller sends a prompt command's expansion to the agent (the
+   * executor does); without it, a prompt command answers a failure, not `prompt`.
    */
   execute(request: MessageInitShape<typeof ExecuteRequestSchema>, options?: RpcOptions): Promise<ExecuteResponse> {
-    return this.#unary(METHODS.execute, { acceptsPrompt: true, ...request }, options);
+    return this.#unary(METHODS.execute, request, options);
   }
 
   /**

@@ -147,7 +147,8 @@ export class CommandsExecutor implements AgentExecutor {
     let response: ExecuteResponse | undefined;
     try {
       response = await client.execute(
-        { message: fromSdkMessage(message), task: snapshot, sender: { id: who.id, role: participantRole(who.role) } },
+                // The executor sends a prompt command's expansion to the agent (section 9).
+        { message: fromSdkMessage(message), task: snapshot, sender: { id: who.id, role: participantRole(who.role) }, acceptsPrompt: true },
         // A sidecar that stops answering gives the fallback within seconds; a handler
         // keeps all its time (section 5).
         { timeoutMs: client.executeDeadlineMs(commandName(message)) },

@@ -143,7 +143,7 @@ describe("prompt templates, as the service expands them", () => {
       }
       await client.register({ spec, override: true, prompt: c.template });
       const text = c.arguments ? `/p ${c.arguments}` : "/p";
-      const answer = await client.execute({ message: fromSdkMessage(message([{ text }])), task, sender });
+            const answer = await client.execute({ message: fromSdkMessage(message([{ text }])), task, sender, acceptsPrompt: true });
       if (c.failure !== undefined) {
         assert.equal(answer.result.case, "command", c.note);
         assert.equal(answer.result.value?.reply, `/p failed: ${c.failure}`, c.note);

@@ -40,18 +40,28 @@ def execute_deadline(registry: pb.ListSpecsResponse | None, name: str | None) ->
     that stops answering gives the fallback reply within seconds, while a slow handler
     still has all its time (``docs/vectors/deadlines.json``).
     """
+    known = _known_deadline(registry, name)
+    return DEFAULT_TIMEOUT if known is None else known
+
+
+def _known_deadline(registry: pb.ListSpecsResponse | None, name: str | None) -> float | None:
+    """:func:`execute_deadline` where the registry says; ``None`` for the default."""
     command = None
     if registry is not None and name is not None:
         command = next((c for c in registry.commands if c.spec.name == name), None)
     if command is None:
-        return DEFAULT_TIMEOUT
+        return None
+    no_handler = (pb.COMMAND_BODY_BUILTIN, pb.COMMAND_BODY_NONE)
+    template = command.body == pb.COMMAND_BODY_PROMPT and command.prompt.WhichOneof("source") == "template"
+    if command.body in no_handler or template:
+        return NO_HANDLER_DEADLINE
     if command.body == pb.COMMAND_BODY_HANDLER:
         timeout_ms = command.handler.timeout_ms
     elif command.body == pb.COMMAND_BODY_PROMPT and command.prompt.WhichOneof("source") == "mcp":
         timeout_ms = command.prompt.mcp.timeout_ms
-    else:
-        return NO_HANDLER_DEADLINE
-    return timeout_ms / 1000 + HANDLER_DEADLINE_MARGIN if timeout_ms > 0 else DEFAULT_TIMEOUT
+    else:  # a body this kit does not know may run anywhere
+        return None
+    return timeout_ms / 1000 + HANDLER_DEADLINE_MARGIN if timeout_ms > 0 else None
 
 
 # A sidecar on loopback comes back within seconds; grpc's default (up to 120 s between
@@ -194,15 +204,19 @@ class CommandsClient:
         )
         return self._seen(await self._unary("ListSpecs", request, pb.ListSpecsResponse))
 
-    def execute_deadline(self, name: str | None) -> float:
+    def execute_deadline(self, name: str | None) -> float | None:
         """Execute's deadline for the command ``name``, from the registry this client last
         saw (through ``list_specs`` or ``watch_specs``, as the card helper calls them): see
-        :func:`execute_deadline`. The executor asks it for every command."""
-        return execute_deadline(self._registry, name)
+        :func:`execute_deadline`, with this client's own ``timeout`` where the registry
+        does not say. The executor asks it for every command."""
+        known = _known_deadline(self._registry, name)
+        return self.timeout if known is None else known
 
     def _seen(self, state: pb.ListSpecsResponse) -> pb.ListSpecsResponse:
         """Keeps ``state`` as the registry last seen (an ``unchanged`` answer holds no commands)."""
-        if not state.unchanged:
+        # Never back to an older registry (the card's first listing can arrive after a
+        # newer WatchSpecs state).
+        if not state.unchanged and (self._registry is None or state.revision >= self._registry.revision):
             self._registry = state
         return state
 
@@ -232,14 +246,16 @@ class CommandsClient:
         event_forms: Iterable[pb.EventForm] = (),
         event_metadata: bool = False,
         timeout: float | None | Literal["default"] = "default",
+        accepts_prompt: bool = False,
     ) -> pb.ExecuteResponse:
         """Runs ``message`` if it is a command; see ``ExecuteRequest`` for the options.
         ``timeout`` overrides the client's deadline for this call (the executor passes
-        :meth:`execute_deadline`)."""
-        # This kit runs prompt commands (the executor sends the expansion to the agent).
+        :meth:`execute_deadline`). ``accepts_prompt``: the caller sends a prompt
+        command's expansion to the agent (the executor does); without it, a prompt
+        command answers a failure rather than a ``prompt`` result."""
         request = pb.ExecuteRequest(
             message=_ours(message), task=task, sender=sender, attempt=attempt,
-            event_forms=list(event_forms), event_metadata=event_metadata, accepts_prompt=True,
+            event_forms=list(event_forms), event_metadata=event_metadata, accepts_prompt=accepts_prompt,
         )
         return await self._unary("Execute", request, pb.ExecuteResponse, timeout=timeout)
 

@@ -181,7 +181,9 @@ class CommandsExecutor(AgentExecutor):
             # A sidecar that stops answering gives the fallback within seconds; a handler
             # keeps all its time (docs/kit-contract.md, section 5).
             deadline = self._client.execute_deadline(command_name(message))
-            answer = await self._client.execute(message, task_snapshot(task, states), sender, timeout=deadline)
+            answer = await self._client.execute(
+                message, task_snapshot(task, states), sender, timeout=deadline, accepts_prompt=True
+            )
         except CommandsError as error:
             reply = fallback_reply(task, message)
             if reply is None:
