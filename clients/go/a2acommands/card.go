@@ -139,13 +139,20 @@ func (c *Card) Apply(card *a2a.AgentCard) *a2a.AgentCard {
 	return &served
 }
 
+// cardListingTimeout bounds the listing a card request makes before the watch answered.
+const cardListingTimeout = 5 * time.Second
+
 // Producer serves card with the current entry, for a2asrv.NewAgentCardHandler. Until the
 // watch has answered, a request lists the registry itself once, so the first card
 // served after start already has the commands when the sidecar is up.
 func (c *Card) Producer(card *a2a.AgentCard) a2asrv.AgentCardProducer {
 	return a2asrv.AgentCardProducerFn(func(ctx context.Context) (*a2a.AgentCard, error) {
 		if entry, _ := c.Entry(); entry == nil {
-			registry, err := c.client.ListSpecs(ctx)
+			// A sidecar that hangs must not hold the card: it is served without the
+			// entry after a short wait.
+			listCtx, cancel := context.WithTimeout(ctx, cardListingTimeout)
+			registry, err := c.client.ListSpecs(listCtx)
+			cancel()
 			if err != nil {
 				c.logger.WarnContext(ctx, "a2a-commands: card served without commands", "error", err)
 			} else {

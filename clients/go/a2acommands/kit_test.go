@@ -283,3 +283,27 @@ func TestPausedSidecarGivesTheFallbackWithinTheDeadline(t *testing.T) {
 		t.Errorf("after SIGCONT: %q", again.text)
 	}
 }
+
+// A card request to a gateway whose sidecar hangs from the start is served, without the
+// commands, within the card's short listing bound rather than the client's 40 s.
+func TestCardServedWhileTheSidecarHangsAtStart(t *testing.T) {
+	sidecar := startSidecar(t, "", "")
+	if err := sidecar.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sidecar.cmd.Process.Signal(syscall.SIGCONT) })
+	g := startGateway(t, sidecar.address)
+	client := &http.Client{Timeout: 20 * time.Second} // less than a client's usual 30 s
+	response, err := client.Get(g.url + "/.well-known/agent-card.json")
+	if err != nil {
+		t.Fatalf("the card was not served within 20 s: %v", err)
+	}
+	defer response.Body.Close()
+	var card a2a.AgentCard
+	if err := json.NewDecoder(response.Body).Decode(&card); err != nil {
+		t.Fatal(err)
+	}
+	if names := cardCommands(t, &card); len(names) != 0 {
+		t.Errorf("commands from a sidecar that never answered: %v", names)
+	}
+}

@@ -14,7 +14,7 @@ from a2a.client import A2ACardResolver
 from conftest import Sidecar, connect_user
 from gateway import start_gateway
 
-from a2a_commands import NO_HANDLER_DEADLINE
+from a2a_commands import EXTENSION_URI, NO_HANDLER_DEADLINE
 
 CLIENT_PATIENCE = 20.0
 """What a client waits at the most, here: less than the usual 30 s."""
@@ -40,6 +40,24 @@ async def test_a_paused_sidecar_gives_the_fallback_within_the_deadline(tmp_path:
 
         sidecar.proc.send_signal(signal.SIGCONT)
         assert (await alice.send("/status", task)).text.startswith("Task ")
+    finally:
+        sidecar.proc.send_signal(signal.SIGCONT)
+        await http.aclose()
+        await gateway.stop()
+        sidecar.stop()
+
+
+async def test_a_card_is_served_while_the_sidecar_hangs_at_start(tmp_path: pathlib.Path) -> None:
+    """The first card request lists the registry; a sidecar that hangs from the start makes
+    it serve the card without the commands within the card's short bound, not 40 s."""
+    sidecar = Sidecar(tmp_path / "data", "--drain-seconds", "2").start()
+    assert sidecar.proc is not None
+    sidecar.proc.send_signal(signal.SIGSTOP)
+    gateway = await start_gateway(sidecar.addr)
+    http = httpx.AsyncClient()
+    try:
+        card = await asyncio.wait_for(A2ACardResolver(http, gateway.url).get_agent_card(), CLIENT_PATIENCE)
+        assert [e for e in card.capabilities.extensions if e.uri == EXTENSION_URI] == []
     finally:
         sidecar.proc.send_signal(signal.SIGCONT)
         await http.aclose()

@@ -15,6 +15,9 @@ from .errors import CommandsError
 
 logger = logging.getLogger(__name__)
 
+_CARD_LISTING_TIMEOUT = 5.0
+"""Seconds the first card request waits for the registry before it is served without it."""
+
 
 class CommandsCard:
     """Puts the commands extension entry into an a2a-sdk ``AgentCard``.
@@ -57,11 +60,13 @@ class CommandsCard:
         if self._watcher is None:
             self.start()
             try:
-                state = await self._client.list_specs()
+                # A sidecar that hangs must not hold the card: it is served without the
+                # entry after a short wait.
+                state = await asyncio.wait_for(self._client.list_specs(), _CARD_LISTING_TIMEOUT)
                 if self._entry is None:  # the watcher may have been quicker
                     await self._update(state)
-            except CommandsError as error:
-                logger.warning("a2a-commands: card served without commands: %s", error)
+            except (CommandsError, asyncio.TimeoutError) as error:
+                logger.warning("a2a-commands: card served without commands: %s", error or "no answer in time")
         return self.apply(card)
 
     def apply(self, card: sdk.AgentCard) -> sdk.AgentCard:
