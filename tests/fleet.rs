@@ -144,12 +144,32 @@ fn watch_revisions(mut client: Client) -> Arc<Mutex<Vec<u64>>> {
     seen
 }
 
-fn assert_increasing(revisions: &Mutex<Vec<u64>>) {
+/// Waits (at most 30 s) until WatchSpecs has streamed `last`, then checks that every
+/// revision it streamed went up.
+async fn assert_increasing(revisions: &Mutex<Vec<u64>>, last: u64) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while revisions.lock().unwrap().last() != Some(&last) {
+        assert!(
+            Instant::now() < deadline,
+            "WatchSpecs never streamed revision {last}: {:?}",
+            revisions.lock().unwrap()
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     let revisions = revisions.lock().unwrap();
-    assert!(!revisions.is_empty(), "WatchSpecs streamed nothing");
     assert!(
         revisions.windows(2).all(|w| w[0] < w[1]),
         "WatchSpecs revisions went back or repeated: {revisions:?}"
+    );
+}
+
+/// One line for the record: what the writers were told, and where the sidecars met (every
+/// acknowledged change was checked present and every unregistered one absent: none lost).
+fn report(scenario: &str, acked: &[Acknowledged], revision: u64, sidecars: usize) {
+    let present: usize = acked.iter().map(|a| a.present.len()).sum();
+    let absent: usize = acked.iter().map(|a| a.absent.len()).sum();
+    eprintln!(
+        "fleet: {scenario}: {present} acknowledged registrations present and {absent} names absent as answered (unregistered, or not made), 0 lost; {sidecars} sidecars converged at revision {revision}"
     );
 }
 
@@ -321,10 +341,15 @@ async fn concurrent_writers_through_three_sidecars_lose_nothing() {
         sorted.sort_by_key(|n| n.split('-').nth(1).unwrap().parse::<u32>().unwrap());
         assert_eq!(mine, sorted);
     }
-    tokio::time::sleep(Duration::from_millis(100)).await;
     for w in &watched {
-        assert_increasing(w);
+        assert_increasing(w, revision).await;
     }
+    report(
+        "concurrent writers on three sidecars",
+        &acked,
+        revision,
+        clients.len(),
+    );
 
     // `ctl fleet` lists the three sidecars at the same revision (each writes its member
     // key at most once a second).
@@ -402,8 +427,14 @@ async fn killing_the_etcd_leader_mid_writes_loses_no_acknowledged_change() {
     assert_eq!(now, revision);
     assert!(names.contains(&"after-the-leader".to_owned()));
     for w in &watched {
-        assert_increasing(w);
+        assert_increasing(w, now).await;
     }
+    report(
+        "the etcd leader killed mid-writes",
+        &acked,
+        now,
+        clients.len(),
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -431,8 +462,13 @@ async fn a_paused_sidecar_catches_up_across_a_compaction() {
         a.check(&names);
     }
     assert_eq!(revision, 1 + 30 + 10);
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    assert_increasing(&watched);
+    assert_increasing(&watched, revision).await;
+    report(
+        "a paused sidecar across a compaction",
+        &acked,
+        revision,
+        clients.len(),
+    );
     let logged: Vec<String> = fleet.sidecars[2].lines.try_iter().collect();
     assert!(
         logged
@@ -525,6 +561,12 @@ async fn with_every_member_down_reads_go_on_and_writes_are_refused() {
         names,
         ["model", "effort", "sub-task", "status", "before", "after"]
     );
+    let acked = Acknowledged {
+        present: BTreeSet::from(["before".to_owned(), "after".to_owned()]),
+        absent: BTreeSet::from(["during".to_owned()]),
+    };
+    acked.check(&names);
+    report("every etcd member down", &[acked], now, clients.len());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -921,6 +963,5 @@ async fn an_etcd_recreated_from_nothing_is_followed_again_and_revisions_never_go
     let mut names = names;
     names.sort();
     assert_eq!(names, ["after", "effort", "model", "status", "sub-task"]);
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    assert_increasing(&watched);
+    assert_increasing(&watched, now).await;
 }

@@ -34,8 +34,8 @@ pub struct Registry {
     ready: Arc<AtomicBool>,
     /// Counts the fleet's resets (etcd recreated or restored); never changes in sled mode.
     resets: watch::Receiver<u64>,
-    /// Keeps `resets` open in sled mode.
-    _resets: Option<watch::Sender<u64>>,
+    /// Keeps `resets` open in sled mode (fleet mode's writer holds a clone).
+    _resets: watch::Sender<u64>,
     /// Fleet mode's follower and member key: stopped at close, the member key's task
     /// awaited (it revokes its lease).
     fleet_tasks: Option<(
@@ -122,7 +122,7 @@ impl Registry {
             ops,
             ready,
             resets,
-            _resets: Some(resets_tx),
+            _resets: resets_tx,
             fleet_tasks,
         })
     }
