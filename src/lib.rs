@@ -21,6 +21,7 @@ pub mod error;
 pub mod metrics;
 pub mod registry;
 pub mod rules;
+pub mod telemetry;
 pub mod transport;
 pub mod wire;
 

@@ -7,6 +7,7 @@ use tracing_subscriber::EnvFilter;
 
 use a2a_commands::config::{Cli, Command, LogFormat, SalvageArgs, ServeArgs, Settings};
 use a2a_commands::registry::{commands_file, salvage};
+use a2a_commands::telemetry::logs::WithSpanIds;
 use a2a_commands::transport::{call_log, server};
 
 /// Sets up logging; the returned guard flushes the log when dropped.
@@ -34,9 +35,19 @@ fn init_logging(args: &ServeArgs) -> tracing_appender::non_blocking::WorkerGuard
         .with_env_filter(filter)
         .with_ansi(std::io::stderr().is_terminal())
         .with_writer(writer);
+    // Lines written while a span is current name it (traces on only).
     match args.log_format {
-        LogFormat::Text => builder.init(),
-        LogFormat::Json => builder.json().flatten_event(true).init(),
+        LogFormat::Text => {
+            let format = tracing_subscriber::fmt::format();
+            builder.event_format(WithSpanIds(format)).init()
+        }
+        LogFormat::Json => {
+            let format = tracing_subscriber::fmt::format().json().flatten_event(true);
+            builder
+                .fmt_fields(tracing_subscriber::fmt::format::JsonFields::new())
+                .event_format(WithSpanIds(format))
+                .init()
+        }
     }
     call_log::start(match args.log_format {
         LogFormat::Text => call_log::Format::Text,

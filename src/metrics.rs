@@ -108,6 +108,25 @@ pub struct Metrics {
     pub watch_subscribers: Gauge,
     /// The fleet store (etcd, fleet mode only).
     pub fleet: FleetMetrics,
+    /// Span export (traces on only).
+    pub traces: TraceMetrics,
+}
+
+/// Why spans were not exported.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct DropLabels {
+    /// `queue_full` (the collector is slower than the calls) or `export_failed` (it
+    /// refused, failed or did not answer in time).
+    pub reason: &'static str,
+}
+
+/// What span export reports (zero while traces are off).
+#[derive(Clone, Debug, Default)]
+pub struct TraceMetrics {
+    /// Spans the collector accepted.
+    pub exported: Counter,
+    /// Spans dropped, by reason.
+    pub dropped: Family<DropLabels, Counter>,
 }
 
 /// What the fleet store reports (fleet mode only; zero otherwise).
@@ -235,9 +254,21 @@ impl Metrics {
             "Fleet writes made again after another sidecar's change",
             fleet.write_conflicts.clone(),
         );
+        let traces = TraceMetrics::default();
+        registry.register(
+            "trace_spans_exported",
+            "Spans the OTLP collector accepted",
+            traces.exported.clone(),
+        );
+        registry.register(
+            "trace_spans_dropped",
+            "Spans dropped before a collector accepted them, by reason",
+            traces.dropped.clone(),
+        );
         Self {
             registry,
             fleet,
+            traces,
             calls,
             call_seconds,
             outcomes,

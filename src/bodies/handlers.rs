@@ -15,11 +15,13 @@ use crate::bodies::call::{CallHeaders, Failure, Trace, MAX_ENDPOINTS};
 use crate::bodies::grpc::GrpcClient;
 use crate::bodies::json_rpc::JsonRpcClient;
 use crate::bodies::mcp::McpClient;
+use crate::bodies::spans::{self, Operation};
 use crate::metrics::{metrics, HandlerLabels, TransportLabels};
 use crate::pb;
 use crate::rules::body::{HandlerAnswer, HandlerBinding, HandlerKind, HandlerPolicy};
 use crate::rules::complete::{self, ArgumentQuery, Completions};
 use crate::rules::prompt::{ListedPrompt, PromptAnswer};
+use crate::telemetry::Tracer;
 
 /// What is kept per endpoint URL: its concurrency slots and its call counter (JSON-RPC
 /// ids count per endpoint, as the reference's do).
@@ -35,6 +37,8 @@ pub struct Handlers {
     json_rpc: JsonRpcClient,
     mcp: McpClient,
     endpoints: Mutex<HashMap<String, Arc<Endpoint>>>,
+    /// Where each call's client span goes (traces on only).
+    tracer: Option<Tracer>,
 }
 
 /// The handlers' clients could not be set up (an unreadable CA file).
@@ -74,7 +78,13 @@ impl Handlers {
             json_rpc: JsonRpcClient::new(http.clone()),
             mcp: McpClient::new(http),
             endpoints: Mutex::new(HashMap::new()),
+            tracer: None,
         })
+    }
+
+    /// The same clients, each call making a client span sent to `tracer`.
+    pub fn traced(self, tracer: Option<Tracer>) -> Self {
+        Self { tracer, ..self }
     }
 
     /// The policy handlers are held to.
@@ -91,8 +101,15 @@ impl Handlers {
         trace: &Trace,
     ) -> HandlerAnswer {
         let max_answer_bytes = self.policy.max_answer_bytes;
+        let (span, trace) = spans::start(
+            self.tracer.as_ref(),
+            binding,
+            Operation::Invoke,
+            &invocation.command,
+            trace,
+        );
         let call = async {
-            let (headers, endpoint) = self.prepare(binding, trace)?;
+            let (headers, endpoint) = self.prepare(binding, &trace)?;
             let _slot = endpoint
                 .slots
                 .acquire()
@@ -140,6 +157,8 @@ impl Handlers {
                 result: outcome,
             })
             .inc();
+        let _current = span.as_ref().map(|s| s.attach());
+        spans::end(span, outcome, result.as_ref().err());
         result.unwrap_or_else(|failure| {
             tracing::warn!(
                 command = %invocation.command,
@@ -164,8 +183,15 @@ impl Handlers {
         arguments: &str,
         trace: &Trace,
     ) -> PromptAnswer {
+        let (span, trace) = spans::start(
+            self.tracer.as_ref(),
+            server,
+            Operation::Prompt(prompt),
+            command,
+            trace,
+        );
         let call = async {
-            let (headers, endpoint) = self.prepare(server, trace)?;
+            let (headers, endpoint) = self.prepare(server, &trace)?;
             let _slot = endpoint
                 .slots
                 .acquire()
@@ -198,6 +224,8 @@ impl Handlers {
                 result: outcome,
             })
             .inc();
+        let _current = span.as_ref().map(|s| s.attach());
+        spans::end(span, outcome, result.as_ref().err());
         result.unwrap_or_else(|failure| {
             tracing::warn!(
                 command,
@@ -275,8 +303,15 @@ impl Handlers {
         limit: usize,
     ) -> Completions<'static> {
         let server = &query.handler;
+        let (span, trace) = spans::start(
+            self.tracer.as_ref(),
+            server,
+            Operation::CompletePrompt,
+            query.command,
+            trace,
+        );
         let call = async {
-            let (headers, endpoint) = self.prepare(server, trace)?;
+            let (headers, endpoint) = self.prepare(server, &trace)?;
             let _slot = endpoint
                 .slots
                 .try_acquire()
@@ -291,6 +326,13 @@ impl Handlers {
             Ok(result) => result,
             Err(_) => Err(Failure::new("timed out", "completion deadline passed")),
         };
+        let _current = span.as_ref().map(|s| s.attach());
+        let word = if result.is_ok() {
+            "completions"
+        } else {
+            "failed"
+        };
+        spans::end(span, word, result.as_ref().err());
         match result {
             Ok((start, values, total)) => {
                 // Each value replaces the word being typed; the words before it stay.
@@ -326,8 +368,15 @@ impl Handlers {
         trace: &Trace,
         timeout: std::time::Duration,
     ) -> (Vec<(String, String)>, usize) {
+        let (span, trace) = spans::start(
+            self.tracer.as_ref(),
+            binding,
+            Operation::Complete,
+            &invocation.command,
+            trace,
+        );
         let call = async {
-            let (headers, endpoint) = self.prepare(binding, trace)?;
+            let (headers, endpoint) = self.prepare(binding, &trace)?;
             let _slot = endpoint
                 .slots
                 .try_acquire()
@@ -351,6 +400,13 @@ impl Handlers {
             Ok(result) => result,
             Err(_) => Err(Failure::new("timed out", "completion deadline passed")),
         };
+        let _current = span.as_ref().map(|s| s.attach());
+        let word = if result.is_ok() {
+            "completions"
+        } else {
+            "failed"
+        };
+        spans::end(span, word, result.as_ref().err());
         result.unwrap_or_else(|failure| {
             tracing::debug!(
                 command = %invocation.command,

@@ -8,6 +8,7 @@ mod grpc;
 pub mod handlers;
 pub mod json_rpc;
 mod mcp;
+mod spans;
 
 pub use call::Trace;
 pub use handlers::Handlers;

@@ -402,6 +402,10 @@ pub struct ServeArgs {
     #[command(flatten)]
     pub fleet: FleetArgs,
 
+    /// Traces: spans sent to an OTLP collector.
+    #[command(flatten)]
+    pub traces: TraceArgs,
+
     /// JSON config file: {"default_model", "models", "default_effort", "builtins",
     /// "fleet"}.
     #[arg(long, env = "A2A_COMMANDS_CONFIG")]
@@ -547,4 +551,34 @@ pub struct FleetArgs {
     /// This sidecar's name in `ctl fleet` [default: $HOSTNAME, the pod's name].
     #[arg(long, env = "A2A_COMMANDS_FLEET_MEMBER_NAME")]
     pub fleet_member_name: Option<String>,
+}
+
+/// The trace flags. Each falls back to OpenTelemetry's own variables (the signal's,
+/// then the general one), read in `config`, so that the usual `OTEL_*` settings work
+/// as in any OpenTelemetry SDK; `OTEL_EXPORTER_OTLP_HEADERS`, `OTEL_RESOURCE_ATTRIBUTES`,
+/// `OTEL_SDK_DISABLED` and `OTEL_BSP_*` are variables only.
+#[derive(Args, Clone, Debug, Default)]
+pub struct TraceArgs {
+    /// The OTLP collector spans are sent to, used as is (else
+    /// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, else OTEL_EXPORTER_OTLP_ENDPOINT); setting one
+    /// turns traces on [default: none, traces off].
+    #[arg(long)]
+    pub otlp_traces_endpoint: Option<String>,
+    /// grpc or http/protobuf (else OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, else
+    /// OTEL_EXPORTER_OTLP_PROTOCOL) [default: grpc].
+    #[arg(long)]
+    pub otlp_protocol: Option<String>,
+    /// Which traces are kept: always_on, always_off, traceidratio,
+    /// parentbased_always_on, parentbased_always_off, parentbased_traceidratio (else
+    /// OTEL_TRACES_SAMPLER) [default: parentbased_always_on].
+    #[arg(long)]
+    pub trace_sampler: Option<String>,
+    /// The ratio of the *traceidratio samplers, 0 to 1 (else OTEL_TRACES_SAMPLER_ARG)
+    /// [default: 1].
+    #[arg(long)]
+    pub trace_sampler_arg: Option<String>,
+    /// service.name of the spans (else OTEL_SERVICE_NAME, else service.name in
+    /// OTEL_RESOURCE_ATTRIBUTES) [default: a2a-commands].
+    #[arg(long)]
+    pub service_name: Option<String>,
 }

@@ -13,13 +13,14 @@ use crate::registry;
 use crate::rules::body::HandlerPolicy;
 use crate::rules::builtins::{Builtin, Catalogue};
 use crate::rules::task::EFFORTS;
+use crate::telemetry::{TraceFlags, TraceSettings};
 
 pub mod cli;
 pub mod defaults;
 
 pub use cli::{
     Cli, Command, CtlArgs, CtlVerb, FleetArgs, HandlerArgs, LogFormat, OptionalAddr, RegisterArgs,
-    SalvageArgs, ServeArgs,
+    SalvageArgs, ServeArgs, TraceArgs,
 };
 
 /// TLS files for the API listener.
@@ -97,6 +98,8 @@ pub struct Settings {
     pub call_log_sample: u64,
     /// Limits on command handlers.
     pub handlers: HandlerPolicy,
+    /// Traces (off unless an OTLP endpoint is configured).
+    pub traces: TraceSettings,
 }
 
 /// Limits on connections and requests (see SECURITY.md, "Resource limits").
@@ -168,6 +171,7 @@ impl Settings {
             limits: Limits::default(),
             call_log_sample: defaults::CALL_LOG_SAMPLE,
             handlers: defaults::handlers(),
+            traces: TraceSettings::default(),
         }
     }
 
@@ -215,6 +219,7 @@ impl Settings {
             "handler_secrets_dir": path(&self.handlers.secrets_dir),
             "handler_ca_file": path(&self.handlers.ca_file),
             "fleet": self.fleet.as_ref().map(describe_fleet),
+            "traces": self.traces.describe(),
         })
     }
 
@@ -262,6 +267,7 @@ impl Settings {
             return Err(ConfigError("max-commands: must be at least 1".into()));
         }
         let handlers = handler_policy(&args.handlers)?;
+        let traces = trace_settings(&args.traces, |name| std::env::var(name).ok())?;
         if args.max_concurrent_streams == 0 || args.keepalive_seconds == 0 {
             return Err(ConfigError(
                 "max-concurrent-streams and keepalive-seconds: must be at least 1".into(),
@@ -308,8 +314,24 @@ impl Settings {
             limits,
             call_log_sample: args.call_log_sample,
             handlers,
+            traces,
         })
     }
+}
+
+/// Trace settings from the trace flags over OpenTelemetry's variables (`env`).
+pub fn trace_settings(
+    args: &cli::TraceArgs,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<TraceSettings, ConfigError> {
+    let flags = TraceFlags {
+        endpoint: args.otlp_traces_endpoint.clone(),
+        protocol: args.otlp_protocol.clone(),
+        sampler: args.trace_sampler.clone(),
+        sampler_arg: args.trace_sampler_arg.clone(),
+        service_name: args.service_name.clone(),
+    };
+    TraceSettings::resolve(&flags, env).map_err(|e| ConfigError(format!("traces: {e}")))
 }
 
 /// Fleet mode's settings from `args`, the config file's `fleet` object (given by

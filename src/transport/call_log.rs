@@ -87,6 +87,7 @@ struct Line {
     command: Inline<MAX_COMMAND>,
     outcome: &'static str,
     trace_id: Inline<32>,
+    span_id: Inline<16>,
 }
 
 /// The queue and the writer thread that empties it.
@@ -210,6 +211,7 @@ pub(crate) fn write_line(
     command: &Inline<MAX_COMMAND>,
     outcome: &'static str,
     trace_id: &Inline<32>,
+    span_id: &Inline<16>,
 ) {
     let latency_us = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX);
     match WRITER.get() {
@@ -221,6 +223,7 @@ pub(crate) fn write_line(
             command: *command,
             outcome,
             trace_id: *trace_id,
+            span_id: *span_id,
         }),
         _ => tracing::info!(
             method,
@@ -229,6 +232,7 @@ pub(crate) fn write_line(
             command = command.as_str(),
             outcome,
             trace_id = trace_id.as_str(),
+            span_id = span_id.as_str(),
             "call"
         ),
     }
@@ -259,6 +263,8 @@ fn format_line(out: &mut Vec<u8>, format: Format, line: &Line, clock: &mut Clock
             out.extend_from_slice(line.outcome.as_bytes());
             out.extend_from_slice(b"\",\"trace_id\":");
             push_quoted(out, trace_id, Quoting::Json);
+            out.extend_from_slice(b",\"span_id\":");
+            push_quoted(out, line.span_id.as_str(), Quoting::Json);
             out.extend_from_slice(b",\"target\":\"");
             out.extend_from_slice(TARGET.as_bytes());
             out.extend_from_slice(b"\"}\n");
@@ -279,6 +285,8 @@ fn format_line(out: &mut Vec<u8>, format: Format, line: &Line, clock: &mut Clock
             push_quoted(out, line.outcome, Quoting::Debug);
             out.extend_from_slice(b" trace_id=");
             push_quoted(out, trace_id, Quoting::Debug);
+            out.extend_from_slice(b" span_id=");
+            push_quoted(out, line.span_id.as_str(), Quoting::Debug);
             out.push(b'\n');
         }
     }
@@ -390,6 +398,7 @@ mod tests {
             command: Inline::new(command),
             outcome: "OUTCOME_OK",
             trace_id: Inline::new("4bf92f3577b34da6a3ce929d0e0e4736"),
+            span_id: Inline::new("00f067aa0ba902b7"),
         }
     }
 
@@ -406,6 +415,7 @@ mod tests {
         assert_eq!(event["command"], "a\"b");
         assert_eq!(event["outcome"], "OUTCOME_OK");
         assert_eq!(event["trace_id"], "4bf92f3577b34da6a3ce929d0e0e4736");
+        assert_eq!(event["span_id"], "00f067aa0ba902b7");
         assert_eq!(event["timestamp"], "1970-01-01T00:00:00.000000Z");
         assert!(out.ends_with(b"}\n"));
     }
@@ -423,7 +433,8 @@ mod tests {
             String::from_utf8(out).unwrap(),
             "1970-01-01T00:00:00.000000Z  INFO a2a_commands::transport::call_log: call \
              method=\"Execute\" code=InvalidArgument latency_us=12 command=\"deploy\" \
-             outcome=\"OUTCOME_OK\" trace_id=\"4bf92f3577b34da6a3ce929d0e0e4736\"\n"
+             outcome=\"OUTCOME_OK\" trace_id=\"4bf92f3577b34da6a3ce929d0e0e4736\" \
+             span_id=\"00f067aa0ba902b7\"\n"
         );
     }
 

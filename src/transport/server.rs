@@ -22,6 +22,7 @@ use crate::error::Error;
 use crate::pb::{self, command_service_server::CommandServiceServer};
 use crate::registry::commands_file::{self, FileError};
 use crate::registry::{Change, OpenError, Registry};
+use crate::telemetry::Tracer;
 use crate::transport::auth::AdminAuth;
 use crate::transport::layers::budget::BudgetLayer;
 use crate::transport::layers::grpc_only;
@@ -58,6 +59,9 @@ pub enum StartError {
         /// Why.
         source: std::io::Error,
     },
+    /// The OTLP exporter could not be set up.
+    #[error("{0}")]
+    Traces(String),
     /// Reflection could not be built from the descriptors.
     #[error("cannot build server reflection: {0}")]
     Reflection(#[from] tonic_reflection::server::Error),
@@ -80,6 +84,7 @@ pub struct RunningServer {
     registry: Arc<Registry>,
     drain_timeout: Duration,
     draining: CancellationToken,
+    tracer: Option<Tracer>,
 }
 
 impl RunningServer {
@@ -149,6 +154,10 @@ impl RunningServer {
             task.abort();
         }
         self.registry.close().await;
+        // The last spans (the drain's calls among them) go out before the process ends.
+        if let Some(tracer) = &self.tracer {
+            tracer.flush(Duration::from_secs(5)).await;
+        }
         result
     }
 }
@@ -275,6 +284,7 @@ async fn bind(
 /// the listeners and starts serving in the background. Returns once both listeners
 /// accept connections and health is SERVING.
 pub async fn start(settings: Settings) -> Result<RunningServer, StartError> {
+    let tracer = Tracer::start(&settings.traces).map_err(StartError::Traces)?;
     let registry = Arc::new(Registry::open_with(
         &settings.registry,
         settings.fleet.as_ref(),
@@ -319,7 +329,8 @@ pub async fn start(settings: Settings) -> Result<RunningServer, StartError> {
         Arc::clone(&registry),
         settings.catalogue.clone(),
         Handlers::new(settings.handlers.clone())
-            .map_err(|e| StartError::Security(e.to_string()))?,
+            .map_err(|e| StartError::Security(e.to_string()))?
+            .traced(tracer.clone()),
         auth,
         draining.clone(),
     ));
@@ -348,7 +359,8 @@ pub async fn start(settings: Settings) -> Result<RunningServer, StartError> {
         });
     }
     let max_elements = settings.limits.max_request_elements;
-    let calls = CallLog::new(settings.call_log_sample, settings.metrics_listen.is_some());
+    let calls = CallLog::new(settings.call_log_sample, settings.metrics_listen.is_some())
+        .traced(tracer.clone());
     let api = Observed::new(
         Routes::new(api, settings.max_message_bytes, max_elements),
         Arc::new(calls),
@@ -443,6 +455,7 @@ pub async fn start(settings: Settings) -> Result<RunningServer, StartError> {
         commands_file = %settings.commands_file.as_ref().map_or_else(|| "none".into(), |p| p.display().to_string()),
         admin_token = settings.admin_token_file.is_some(),
         fleet = %settings.fleet.as_ref().map_or_else(|| "off".into(), |f| f.endpoints.join(",")),
+        traces = %settings.traces.export.as_ref().map_or("off", |e| e.endpoint.as_str()),
         ready = registry.is_ready(),
         revision = snapshot.revision(),
         commands = snapshot.len(),
@@ -461,6 +474,7 @@ pub async fn start(settings: Settings) -> Result<RunningServer, StartError> {
         watcher,
         registry,
         drain_timeout: settings.drain_timeout,
+        tracer,
         draining,
     })
 }

@@ -14,6 +14,7 @@ pub mod etcd;
 pub mod handlers;
 pub mod http2;
 pub mod metrics;
+pub mod otlp;
 pub mod pki;
 pub mod process;
 

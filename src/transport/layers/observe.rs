@@ -9,6 +9,11 @@
 //! layer gives each call, and reads when the answer is ready). Calls refused by the
 //! layers outside it (405/415, the budget, no data in time) never reach it. Message
 //! text and arguments are never logged, since they may carry secrets.
+//!
+//! With traces on, the layer also makes each call's server span (OpenTelemetry's RPC
+//! conventions; its parent the caller's `traceparent`), current while the call runs,
+//! so that handler calls are its children and log lines carry its ids; it ends when
+//! the answer starts, with the code and the noted command and outcome, never text.
 
 use std::cell::RefCell;
 use std::future::Future;
@@ -25,6 +30,7 @@ use tonic::Code;
 
 use crate::codes;
 use crate::metrics::metrics;
+use crate::telemetry::{CallSpan, KeyValue, SpanKind, Tracer, W3c};
 use crate::transport::call_log::{self, Inline, MAX_COMMAND};
 
 tokio::task_local! {
@@ -63,6 +69,8 @@ pub struct CallLog {
     successes: AtomicU64,
     /// Whether per-call metrics are recorded (only when they are served).
     metrics: bool,
+    /// Where each call's server span goes (traces on only).
+    tracer: Option<Tracer>,
 }
 
 impl CallLog {
@@ -73,24 +81,63 @@ impl CallLog {
             sample: sample.max(1),
             successes: AtomicU64::new(0),
             metrics,
+            tracer: None,
         }
     }
 
-    /// Counts the call and writes its line (unless sampled out).
-    fn record(&self, method: &'static str, code: Code, elapsed: Duration, note: &Note) {
+    /// The same, with a server span per call sent to `tracer`.
+    pub fn traced(self, tracer: Option<Tracer>) -> Self {
+        Self { tracer, ..self }
+    }
+
+    /// Starts the server span of a call to `method` of `service`, child of the trace
+    /// context in `headers`.
+    fn server_span(
+        &self,
+        service: &'static str,
+        method: &'static str,
+        headers: &http::HeaderMap,
+    ) -> Option<CallSpan> {
+        let tracer = self.tracer.as_ref()?;
+        let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+        let parent = W3c {
+            traceparent: header("traceparent"),
+            tracestate: header("tracestate"),
+        };
+        Some(tracer.span(
+            SpanKind::Server,
+            format!("{service}/{method}"),
+            parent,
+            vec![
+                KeyValue::new("rpc.system", "grpc"),
+                KeyValue::new("rpc.service", service),
+                KeyValue::new("rpc.method", method),
+            ],
+        ))
+    }
+
+    /// Counts the call, writes its line (unless sampled out) and ends its span.
+    fn record(
+        &self,
+        method: &'static str,
+        code: Code,
+        elapsed: Duration,
+        note: &Note,
+        span: Option<CallSpan>,
+    ) {
         let command = note.command.as_str();
+        let mut span_id = Inline::<16>::default();
+        let mut trace_id = note.trace_id;
+        if let Some(span) = span {
+            let (trace, id) = span.ids();
+            (trace_id, span_id) = (Inline::new(&trace), Inline::new(&id));
+            end_server_span(span, code, note);
+        }
         if self.metrics {
             metrics().call(method, codes::name(code), elapsed);
             // Only commands: their names are registered, so the label set is bounded.
             if method == "Execute" && !command.is_empty() {
-                let outcome = match note.outcome {
-                    "OUTCOME_OK" => "ok",
-                    "OUTCOME_REFUSED" => "refused",
-                    "OUTCOME_FAILED" => "failed",
-                    "PROMPT" => "prompt",
-                    _ => "no_handler",
-                };
-                metrics().outcome(command, outcome);
+                metrics().outcome(command, outcome_word(note.outcome));
             }
         }
         // Successful calls may be sampled (--call-log-sample); a failure always has its
@@ -110,9 +157,48 @@ impl CallLog {
             elapsed,
             &note.command,
             note.outcome,
-            &note.trace_id,
+            &trace_id,
+            &span_id,
         );
     }
+}
+
+/// Execute's outcome as metrics and spans name it.
+fn outcome_word(outcome: &str) -> &'static str {
+    match outcome {
+        "OUTCOME_OK" => "ok",
+        "OUTCOME_REFUSED" => "refused",
+        "OUTCOME_FAILED" => "failed",
+        "PROMPT" => "prompt",
+        _ => "no_handler",
+    }
+}
+
+/// Ends a call's server span: the gRPC code (an error status for the codes
+/// OpenTelemetry counts as a server's fault), and the command and its outcome when the
+/// method noted them (registered names only, never text).
+fn end_server_span(span: CallSpan, code: Code, note: &Note) {
+    span.set(KeyValue::new("rpc.grpc.status_code", code as i64));
+    let command = note.command.as_str();
+    if !command.is_empty() {
+        span.set(KeyValue::new("a2a.command.name", command.to_owned()));
+        if !note.outcome.is_empty() {
+            span.set(KeyValue::new(
+                "a2a.command.outcome",
+                outcome_word(note.outcome),
+            ));
+        }
+    }
+    let server_fault = matches!(
+        code,
+        Code::Unknown
+            | Code::DeadlineExceeded
+            | Code::Unimplemented
+            | Code::Internal
+            | Code::Unavailable
+            | Code::DataLoss
+    );
+    span.end(server_fault.then(|| codes::name(code)));
 }
 
 /// The method a request path calls, if it is one of `service`'s (a `&'static str`, so
@@ -179,11 +265,13 @@ where
 
     fn call(&mut self, request: http::Request<B>) -> Self::Future {
         let method = method_of(request.uri().path(), S::NAME);
+        let span = method.and_then(|m| self.calls.server_span(S::NAME, m, request.headers()));
         Observing {
             inner: NOTE.scope(RefCell::default(), self.inner.call(request)),
             started: Instant::now(),
             method,
             calls: Arc::clone(&self.calls),
+            span,
         }
     }
 }
@@ -196,6 +284,7 @@ pin_project_lite::pin_project! {
         started: Instant,
         method: Option<&'static str>,
         calls: Arc<CallLog>,
+        span: Option<CallSpan>,
     }
 }
 
@@ -207,12 +296,21 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
         let mut this = self.project();
-        let answer = ready!(this.inner.as_mut().poll(cx));
+        let answer = {
+            // The span is current only while the call runs on this thread.
+            let _current = this.span.as_ref().map(CallSpan::attach);
+            ready!(this.inner.as_mut().poll(cx))
+        };
         if let (Some(method), Ok(response)) = (*this.method, &answer) {
             let note = this.inner.take_value().map(RefCell::into_inner);
             let note = note.unwrap_or_default();
-            this.calls
-                .record(method, code_of(response), this.started.elapsed(), &note);
+            this.calls.record(
+                method,
+                code_of(response),
+                this.started.elapsed(),
+                &note,
+                this.span.take(),
+            );
         }
         Poll::Ready(answer)
     }

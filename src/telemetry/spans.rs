@@ -1,0 +1,144 @@
+//! Spans as the rest of the service uses them: started under a W3C trace context,
+//! attached while their work runs (so log lines carry their ids), ended with an
+//! outcome. The W3C headers are read and written by OpenTelemetry's propagator.
+
+use std::borrow::Cow;
+
+use opentelemetry::propagation::{Extractor, Injector, TextMapPropagator as _};
+use opentelemetry::trace::{SpanKind, Status, TraceContextExt as _, Tracer as _};
+use opentelemetry::{Context, ContextGuard, KeyValue};
+use opentelemetry_sdk::propagation::TraceContextPropagator;
+
+use crate::telemetry::export::Tracer;
+
+/// A W3C trace context as it travels: `traceparent` and `tracestate`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct W3c<'a> {
+    /// `traceparent`.
+    pub traceparent: Option<&'a str>,
+    /// `tracestate`.
+    pub tracestate: Option<&'a str>,
+}
+
+impl Extractor for W3c<'_> {
+    fn get(&self, key: &str) -> Option<&str> {
+        match key {
+            "traceparent" => self.traceparent,
+            "tracestate" => self.tracestate,
+            _ => None,
+        }
+    }
+
+    fn keys(&self) -> Vec<&str> {
+        vec!["traceparent", "tracestate"]
+    }
+}
+
+/// The headers the propagator writes.
+#[derive(Default)]
+struct Written {
+    traceparent: Option<String>,
+    tracestate: Option<String>,
+}
+
+impl Injector for Written {
+    fn set(&mut self, key: &str, value: String) {
+        match key {
+            "traceparent" => self.traceparent = Some(value),
+            "tracestate" => self.tracestate = Some(value),
+            _ => {}
+        }
+    }
+}
+
+/// One span in progress and the context it is the current span of.
+#[derive(Debug)]
+pub struct CallSpan {
+    cx: Context,
+}
+
+impl Tracer {
+    /// Starts a span of `kind` named `name`, a child of `parent` (a new trace when it
+    /// holds no valid `traceparent`), with `attributes`.
+    pub fn span(
+        &self,
+        kind: SpanKind,
+        name: impl Into<Cow<'static, str>>,
+        parent: W3c<'_>,
+        attributes: Vec<KeyValue>,
+    ) -> CallSpan {
+        let parent = TraceContextPropagator::new().extract(&parent);
+        let span = self
+            .tracer
+            .span_builder(name)
+            .with_kind(kind)
+            .with_attributes(attributes)
+            .start_with_context(&self.tracer, &parent);
+        CallSpan {
+            cx: parent.with_span(span),
+        }
+    }
+}
+
+impl CallSpan {
+    /// `traceparent` and `tracestate` naming this span, for the call it makes.
+    pub fn w3c(&self) -> (String, Option<String>) {
+        w3c_of(&self.cx)
+    }
+
+    /// The trace id and span id, as 32 and 16 lower-case hex digits.
+    pub fn ids(&self) -> (String, String) {
+        let context = self.cx.span().span_context().clone();
+        (
+            context.trace_id().to_string(),
+            context.span_id().to_string(),
+        )
+    }
+
+    /// Makes this span the current one until the guard drops: log lines written
+    /// meanwhile carry its ids.
+    pub fn attach(&self) -> ContextGuard {
+        self.cx.clone().attach()
+    }
+
+    /// Adds `attribute`.
+    pub fn set(&self, attribute: KeyValue) {
+        self.cx.span().set_attribute(attribute);
+    }
+
+    /// Ends the span; with `error`, its status is an error and `error.type` says which
+    /// (a fixed word, never text from the call).
+    pub fn end(self, error: Option<&'static str>) {
+        let span = self.cx.span();
+        if let Some(kind) = error {
+            span.set_attribute(KeyValue::new("error.type", kind));
+            span.set_status(Status::error(""));
+        }
+        span.end();
+    }
+}
+
+fn w3c_of(cx: &Context) -> (String, Option<String>) {
+    let mut written = Written::default();
+    TraceContextPropagator::new().inject_context(cx, &mut written);
+    (written.traceparent.unwrap_or_default(), written.tracestate)
+}
+
+/// The `traceparent` and `tracestate` of the span current on this thread, if one is
+/// (only while a traced call runs).
+pub fn current_w3c() -> Option<(String, Option<String>)> {
+    Context::map_current(|cx| cx.has_active_span().then(|| w3c_of(cx)))
+}
+
+/// The trace id and span id of the span current on this thread, if one is.
+pub fn current_ids() -> Option<(String, String)> {
+    Context::map_current(|cx| {
+        cx.has_active_span().then(|| {
+            let context = cx.span().span_context().clone();
+            (
+                context.trace_id().to_string(),
+                context.span_id().to_string(),
+            )
+        })
+    })
+}

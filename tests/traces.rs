@@ -1,0 +1,331 @@
+//! Traces end to end: a real server exporting over OTLP/gRPC to a real receiver (the
+//! collector's TraceService), with real gRPC and JSON-RPC handlers behind it.
+
+mod common;
+
+use std::time::Duration;
+
+use a2a_commands::pb::{self, handler_binding::Endpoint, ParticipantRole as Role};
+use a2a_commands::telemetry::settings::{Export, Protocol, Sampler};
+use a2a_commands::telemetry::TraceSettings;
+use common::handlers::*;
+use common::otlp::{attribute, hex, Receiver};
+use common::*;
+use opentelemetry_proto::tonic::trace::v1::{span::SpanKind, status::StatusCode, Span};
+
+const PARENT_TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+const PARENT_SPAN: &str = "00f067aa0ba902b7";
+
+fn traces_to(receiver: &Receiver) -> TraceSettings {
+    let mut traces = TraceSettings {
+        export: Some(Export {
+            endpoint: receiver.endpoint(),
+            protocol: Protocol::Grpc,
+            headers: vec![("x-tenant".into(), "team-a".into())],
+        }),
+        off_because: "",
+        service_name: "sidecar-under-test".into(),
+        ..TraceSettings::default()
+    };
+    // Spans go out as soon as they end, so the test waits on arrival, not on a clock.
+    traces.batching.delay = Duration::from_millis(1);
+    traces
+}
+
+/// A request carrying `traceparent` (and a `tracestate`).
+fn traced<T>(message: T, sampled: bool) -> tonic::Request<T> {
+    let mut request = tonic::Request::new(message);
+    let flags = if sampled { "01" } else { "00" };
+    let parent = format!("00-{PARENT_TRACE}-{PARENT_SPAN}-{flags}");
+    request
+        .metadata_mut()
+        .insert("traceparent", parent.parse().unwrap());
+    request
+        .metadata_mut()
+        .insert("tracestate", "vendor=opaque".parse().unwrap());
+    request
+}
+
+fn execute_request(text: &str) -> pb::ExecuteRequest {
+    pb::ExecuteRequest {
+        message: Some(text_message("m-1", text)),
+        task: Some(task()),
+        sender: Some(pb::Sender {
+            id: "u-1".into(),
+            role: Role::Assignee.into(),
+        }),
+        ..Default::default()
+    }
+}
+
+fn named<'a>(spans: &'a [Span], name: &str) -> Vec<&'a Span> {
+    spans.iter().filter(|s| s.name == name).collect()
+}
+
+fn one<'a>(spans: &'a [Span], name: &str) -> &'a Span {
+    let found = named(spans, name);
+    assert_eq!(found.len(), 1, "{name}: {:?}", common::otlp::names(spans));
+    found[0]
+}
+
+fn assert_server_span(span: &Span, method: &str) {
+    assert_eq!(span.kind(), SpanKind::Server);
+    assert_eq!(attribute(span, "rpc.system").as_deref(), Some("grpc"));
+    assert_eq!(
+        attribute(span, "rpc.service").as_deref(),
+        Some("a2a.commands.v1.CommandService")
+    );
+    assert_eq!(attribute(span, "rpc.method").as_deref(), Some(method));
+    assert_eq!(
+        attribute(span, "rpc.grpc.status_code").as_deref(),
+        Some("0")
+    );
+    assert_ne!(
+        span.status.as_ref().map(|s| s.code()),
+        Some(StatusCode::Error)
+    );
+}
+
+/// Classify, Execute of a built-in, Execute of a gRPC and of a JSON-RPC handler: each
+/// server span is the caller's child, each handler call a client span under it, and
+/// each handler was sent a `traceparent` naming its client span. No span holds the
+/// message's text or arguments.
+#[tokio::test]
+async fn spans_follow_the_call_from_the_caller_to_the_handler() {
+    let receiver = Receiver::start().await;
+    let traces = traces_to(&receiver);
+    let server = TestServer::start_with(|s| s.traces = traces).await;
+    let mut client = server.client().await;
+    let (addr, grpc_handler) = start_grpc_handler().await;
+    let (url, json_seen) = start_json_rpc_handler().await;
+    let grpc = binding(Endpoint::Grpc(format!("http://{addr}")), 5_000);
+    register_with(&mut client, "deploy", grpc, false)
+        .await
+        .unwrap();
+    register_with(
+        &mut client,
+        "review",
+        binding(Endpoint::JsonRpc(url), 5_000),
+        false,
+    )
+    .await
+    .unwrap();
+
+    let classify = pb::ClassifyRequest {
+        message: Some(text_message("m-1", "/deploy secret-argument")),
+    };
+    client.classify(traced(classify, true)).await.unwrap();
+    client
+        .execute(traced(execute_request("/model gpt-x-mini"), true))
+        .await
+        .unwrap();
+    client
+        .execute(traced(execute_request("/deploy reply"), true))
+        .await
+        .unwrap();
+    client
+        .execute(traced(execute_request("/review reply"), true))
+        .await
+        .unwrap();
+
+    let spans = receiver
+        .wait_for("the calls' spans", |spans| {
+            named(spans, "a2a.commands.v1.CommandService/Execute").len() == 3
+                && named(spans, "command.invoked.in").len() == 1
+                && named(spans, "a2a.commands.v1.CommandHandler/Handle").len() == 1
+                && named(spans, "a2a.commands.v1.CommandService/Classify").len() == 1
+        })
+        .await;
+    let of_the_trace: Vec<Span> = spans
+        .iter()
+        .filter(|s| hex(&s.trace_id) == PARENT_TRACE)
+        .cloned()
+        .collect();
+    assert_eq!(
+        of_the_trace.len(),
+        6,
+        "{:?}",
+        common::otlp::names(&of_the_trace)
+    );
+    assert!(receiver
+        .services()
+        .iter()
+        .all(|s| s == "sidecar-under-test"));
+    assert!(receiver
+        .tenants()
+        .iter()
+        .all(|t| t.as_deref() == Some("team-a")));
+
+    let classify = one(&of_the_trace, "a2a.commands.v1.CommandService/Classify");
+    assert_server_span(classify, "Classify");
+    assert_eq!(hex(&classify.parent_span_id), PARENT_SPAN);
+    assert_eq!(classify.trace_state, "vendor=opaque");
+    assert_eq!(
+        attribute(classify, "a2a.command.name").as_deref(),
+        Some("deploy")
+    );
+
+    let executes = named(&of_the_trace, "a2a.commands.v1.CommandService/Execute");
+    let by_command = |name: &str| {
+        *executes
+            .iter()
+            .find(|s| attribute(s, "a2a.command.name").as_deref() == Some(name))
+            .unwrap_or_else(|| panic!("no Execute span for {name}"))
+    };
+    let builtin = by_command("model");
+    assert_server_span(builtin, "Execute");
+    assert_eq!(hex(&builtin.parent_span_id), PARENT_SPAN);
+    assert_eq!(
+        attribute(builtin, "a2a.command.outcome").as_deref(),
+        Some("ok")
+    );
+
+    // gRPC: server span → client span → the handler's traceparent.
+    let deploy = by_command("deploy");
+    assert_server_span(deploy, "Execute");
+    let handle = one(&of_the_trace, "a2a.commands.v1.CommandHandler/Handle");
+    assert_eq!(handle.kind(), SpanKind::Client);
+    assert_eq!(handle.parent_span_id, deploy.span_id);
+    assert_eq!(attribute(handle, "rpc.system").as_deref(), Some("grpc"));
+    assert_eq!(attribute(handle, "rpc.method").as_deref(), Some("Handle"));
+    assert_eq!(
+        attribute(handle, "server.address").as_deref(),
+        Some("127.0.0.1")
+    );
+    assert_eq!(
+        attribute(handle, "a2a.command.name").as_deref(),
+        Some("deploy")
+    );
+    assert_eq!(
+        attribute(handle, "a2a.handler.result").as_deref(),
+        Some("reply")
+    );
+    let sent = grpc_handler.metadata.lock().unwrap()[0].1.clone().unwrap();
+    assert_eq!(
+        sent,
+        format!("00-{PARENT_TRACE}-{}-01", hex(&handle.span_id))
+    );
+
+    // JSON-RPC: the same.
+    let review = by_command("review");
+    let invoked = one(&of_the_trace, "command.invoked.in");
+    assert_eq!(invoked.kind(), SpanKind::Client);
+    assert_eq!(invoked.parent_span_id, review.span_id);
+    assert_eq!(attribute(invoked, "rpc.system").as_deref(), Some("jsonrpc"));
+    let sent = json_seen.lock().unwrap()[0]["headers"]["traceparent"].clone();
+    assert_eq!(
+        sent,
+        format!("00-{PARENT_TRACE}-{}-01", hex(&invoked.span_id))
+    );
+
+    // The privacy rule of the metrics: no text, no arguments, anywhere in a span.
+    let everything = format!("{spans:?}");
+    assert!(!everything.contains("secret-argument"));
+    assert!(!everything.contains("gpt-x-mini"));
+}
+
+/// A failed handler call is an error span with a fixed error type; a call without
+/// `traceparent` starts a trace of its own.
+#[tokio::test]
+async fn a_failed_handler_call_is_an_error_span_and_an_untraced_call_a_new_trace() {
+    let receiver = Receiver::start().await;
+    let traces = traces_to(&receiver);
+    let server = TestServer::start_with(|s| s.traces = traces).await;
+    let mut client = server.client().await;
+    let (addr, _handler) = start_grpc_handler().await;
+    let grpc = binding(Endpoint::Grpc(format!("http://{addr}")), 5_000);
+    register_with(&mut client, "deploy", grpc, false)
+        .await
+        .unwrap();
+    let out = execute(&mut client, "/deploy error", Role::Assignee).await;
+    assert_eq!(
+        out.reply,
+        "/deploy failed: handler answered FAILED_PRECONDITION"
+    );
+    let spans = receiver
+        .wait_for("the failed call", |spans| {
+            !named(spans, "a2a.commands.v1.CommandHandler/Handle").is_empty()
+        })
+        .await;
+    let handle = one(&spans, "a2a.commands.v1.CommandHandler/Handle");
+    assert_eq!(handle.status.as_ref().unwrap().code(), StatusCode::Error);
+    assert_eq!(attribute(handle, "error.type").as_deref(), Some("failed"));
+    assert_eq!(
+        attribute(handle, "a2a.handler.result").as_deref(),
+        Some("failed")
+    );
+    let spans = receiver
+        .wait_for("the Execute span", |spans| {
+            spans.iter().any(|s| s.span_id == handle.parent_span_id)
+        })
+        .await;
+    let execute = spans
+        .iter()
+        .find(|s| s.span_id == handle.parent_span_id)
+        .unwrap();
+    assert!(execute.parent_span_id.is_empty(), "a root span");
+    assert_eq!(
+        attribute(execute, "a2a.command.outcome").as_deref(),
+        Some("failed")
+    );
+    assert_ne!(hex(&execute.trace_id), PARENT_TRACE);
+}
+
+/// Sampling off: calls work and nothing is exported, not even at the drain's flush.
+#[tokio::test]
+async fn sampling_off_exports_nothing() {
+    let mut receiver = Receiver::start().await;
+    let mut traces = traces_to(&receiver);
+    traces.sampler = Sampler::AlwaysOff;
+    let server = TestServer::start_with(|s| s.traces = traces).await;
+    let mut client = server.client().await;
+    client
+        .execute(traced(execute_request("/model gpt-x-mini"), true))
+        .await
+        .unwrap();
+    server.stop().await;
+    receiver.stop().await;
+    assert_eq!(receiver.spans().len(), 0);
+}
+
+/// The collector goes away: every call still answers, and the spans that could not be
+/// sent are counted as dropped.
+#[tokio::test]
+async fn a_collector_that_is_gone_costs_no_call_and_drops_are_counted() {
+    let mut receiver = Receiver::start().await;
+    let traces = traces_to(&receiver);
+    let server = TestServer::start_with(|s| s.traces = traces).await;
+    // The process's metrics, read in it: the listener would stop with the server.
+    let dropped_now = || {
+        let text = a2a_commands::metrics::metrics().encode();
+        let scrape = metrics::Scrape {
+            head: String::new(),
+            body: text,
+        };
+        scrape.count("a2a_commands_trace_spans_dropped_total{reason=\"export_failed\"}")
+    };
+    let mut client = server.client().await;
+    client
+        .execute(traced(execute_request("/model gpt-x-mini"), true))
+        .await
+        .unwrap();
+    receiver
+        .wait_for("the first span", |spans| !spans.is_empty())
+        .await;
+    receiver.stop().await;
+    let before = dropped_now();
+    for _ in 0..20 {
+        let out = client
+            .execute(traced(execute_request("/model gpt-x"), true))
+            .await
+            .unwrap();
+        assert!(matches!(
+            out.into_inner().result,
+            Some(pb::execute_response::Result::Command(_))
+        ));
+    }
+    // The drain flushes what is queued: by then every span was tried and refused.
+    server.stop().await;
+    let after = dropped_now();
+    assert!(after - before >= 20.0, "dropped {before} → {after}");
+}
