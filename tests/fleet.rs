@@ -965,3 +965,67 @@ async fn an_etcd_recreated_from_nothing_is_followed_again_and_revisions_never_go
     assert_eq!(names, ["after", "effort", "model", "status", "sub-task"]);
     assert_increasing(&watched, now).await;
 }
+
+/// Traces in fleet mode: a Register's etcd transaction is a client span under the
+/// Register's server span, itself under the caller's `traceparent` (the binary, with
+/// the trace flag, exporting to a real OTLP receiver).
+#[tokio::test]
+async fn a_register_s_etcd_transaction_is_a_span_under_it() {
+    if !etcd::available() {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().await;
+    let cluster = EtcdCluster::start(1).await;
+    let receiver = common::otlp::Receiver::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let endpoint = receiver.endpoint();
+    let process = sidecar(
+        &cluster,
+        dir.path(),
+        "traced",
+        &["--otlp-traces-endpoint", &endpoint],
+    );
+    let mut client = ready(&process).await;
+    let trace = "4bf92f3577b34da6a3ce929d0e0e4736";
+    let mut request = tonic::Request::new(pb::RegisterRequest {
+        spec: Some(spec("deploy", "Deploy", "")),
+        ..Default::default()
+    });
+    request.metadata_mut().insert(
+        "traceparent",
+        format!("00-{trace}-00f067aa0ba902b7-01").parse().unwrap(),
+    );
+    client.register(request).await.unwrap();
+    use common::otlp::{attribute, hex};
+    let spans = receiver
+        .wait_for("the Register's transaction", |spans| {
+            spans
+                .iter()
+                .filter(|s| hex(&s.trace_id) == trace)
+                .any(|s| s.name == "etcdserverpb.KV/Txn")
+                && spans
+                    .iter()
+                    .any(|s| s.name == "a2a.commands.v1.CommandService/Register")
+        })
+        .await;
+    let register = spans
+        .iter()
+        .find(|s| s.name == "a2a.commands.v1.CommandService/Register")
+        .unwrap();
+    assert_eq!(hex(&register.trace_id), trace);
+    let txn = spans
+        .iter()
+        .find(|s| s.name == "etcdserverpb.KV/Txn" && hex(&s.trace_id) == trace)
+        .unwrap();
+    assert_eq!(txn.parent_span_id, register.span_id);
+    assert_eq!(attribute(txn, "rpc.system").as_deref(), Some("grpc"));
+    assert_eq!(attribute(txn, "db.system.name").as_deref(), Some("etcd"));
+    assert_eq!(
+        attribute(txn, "server.address").as_deref(),
+        Some("127.0.0.1")
+    );
+    assert_eq!(
+        attribute(register, "a2a.command.name").as_deref(),
+        Some("deploy")
+    );
+}

@@ -20,6 +20,7 @@ use crate::registry::snapshot::Snapshot;
 use crate::registry::state::{Change, ChangeResult};
 use crate::registry::store::{self, OpenError, Options};
 use crate::registry::writer::{Fleet, Op, Writer};
+use crate::telemetry::{Carried, Tracer};
 
 /// Changes that may wait for the writer before callers wait to enqueue.
 const QUEUE_DEPTH: usize = 4096;
@@ -48,12 +49,16 @@ impl Registry {
     /// Opens (or creates) the registry in `options.data_dir` and starts its writer (sled
     /// mode).
     pub fn open(options: &Options) -> Result<Self, OpenError> {
-        Self::open_with(options, None)
+        Self::open_with(options, None, None)
     }
 
     /// Opens the registry; with `fleet`, in fleet mode: the registry is kept in etcd, and
     /// the data directory holds this sidecar's copy of it.
-    pub fn open_with(options: &Options, fleet: Option<&FleetOptions>) -> Result<Self, OpenError> {
+    pub fn open_with(
+        options: &Options,
+        fleet: Option<&FleetOptions>,
+        tracer: Option<&Tracer>,
+    ) -> Result<Self, OpenError> {
         let dir = options.data_dir.clone();
         let fail = |cause: String| OpenError {
             dir: dir.clone(),
@@ -87,6 +92,7 @@ impl Registry {
             Some(fleet) => {
                 let started = start_fleet(
                     fleet,
+                    tracer,
                     &ops,
                     &ready,
                     copy_of_this_fleet,
@@ -170,7 +176,7 @@ impl Registry {
     pub async fn apply(&self, change: Change) -> ChangeResult {
         let (tx, rx) = oneshot::channel();
         self.ops
-            .send(Op::Change(change, tx))
+            .send(Op::Change(change, tx, Carried::current()))
             .await
             .map_err(|_| Error::ShuttingDown)?;
         rx.await.map_err(|_| Error::ShuttingDown)?
@@ -196,6 +202,7 @@ impl Registry {
 /// Starts fleet mode's follower and member key, and builds the writer's side of it.
 fn start_fleet(
     options: &FleetOptions,
+    tracer: Option<&Tracer>,
     ops: &mpsc::Sender<Op>,
     ready: &Arc<AtomicBool>,
     copy_of_this_fleet: bool,
@@ -204,7 +211,7 @@ fn start_fleet(
 ) -> Result<(Fleet, (CancellationToken, tokio::task::JoinHandle<()>)), String> {
     let runtime = tokio::runtime::Handle::try_current()
         .map_err(|_| "fleet mode needs the service's runtime".to_owned())?;
-    let etcd = Arc::new(Etcd::new(options)?);
+    let etcd = Arc::new(Etcd::new(options)?.traced(tracer.cloned()));
     let keys = Keys::new(&options.prefix);
     let resync = Arc::new(Notify::new());
     let stop = CancellationToken::new();

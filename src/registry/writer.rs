@@ -26,6 +26,7 @@ use crate::registry::seal::{Fingerprint, Seal};
 use crate::registry::snapshot::Snapshot;
 use crate::registry::state::{self, Change, ChangeResult, State, Write, Writes};
 use crate::registry::store::{self, Failed, Options, Served};
+use crate::telemetry::Carried;
 
 /// Most changes one flush covers; bounds the latency a change adds to its group.
 const MAX_GROUP: usize = 512;
@@ -34,8 +35,9 @@ const CONFLICT_BUDGET: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// What the writer is asked to do.
 pub(super) enum Op {
-    /// Apply a change and answer when it is durable.
-    Change(Change, oneshot::Sender<ChangeResult>),
+    /// Apply a change and answer when it is durable; the span current where it was
+    /// asked for is carried so that fleet mode's etcd calls are its children.
+    Change(Change, oneshot::Sender<ChangeResult>, Carried),
     /// Fleet mode: what the follower read from etcd.
     Follow(Followed),
     /// Flush, close the store and answer.
@@ -99,6 +101,8 @@ impl Writer {
                 }
             }
             let mut changes = Vec::with_capacity(group.len());
+            // The group's work is traced under its first change's caller.
+            let mut parent = None;
             for op in group.drain(..) {
                 if let Op::Follow(followed) = op {
                     // Changes queued before it are another sidecar's base; commit them
@@ -108,16 +112,18 @@ impl Writer {
                     continue;
                 }
                 match op {
-                    Op::Change(change, reply) if stopping.is_empty() => {
+                    Op::Change(change, reply, carried) if stopping.is_empty() => {
+                        parent.get_or_insert(carried);
                         changes.push((change, reply))
                     }
-                    Op::Change(_, reply) => {
+                    Op::Change(_, reply, _) => {
                         let _ = reply.send(Err(Error::ShuttingDown));
                     }
                     Op::Stop(reply) => stopping.push(reply),
                     Op::Follow(_) => unreachable!("handled above"),
                 }
             }
+            let _current = parent.as_ref().map(Carried::attach);
             self.commit_group(changes);
             if !stopping.is_empty() {
                 break;
@@ -127,7 +133,7 @@ impl Writer {
         rx.close();
         while let Ok(op) = rx.try_recv() {
             match op {
-                Op::Change(_, reply) => {
+                Op::Change(_, reply, _) => {
                     let _ = reply.send(Err(Error::ShuttingDown));
                 }
                 Op::Stop(reply) => stopping.push(reply),

@@ -80,6 +80,45 @@ impl Tracer {
     }
 }
 
+impl Tracer {
+    /// Starts a span of `kind` named `name` under the span current on this thread (a
+    /// new trace when none is), with `attributes`.
+    pub fn span_under_current(
+        &self,
+        kind: SpanKind,
+        name: impl Into<Cow<'static, str>>,
+        attributes: Vec<KeyValue>,
+    ) -> CallSpan {
+        let parent = Context::current();
+        let span = self
+            .tracer
+            .span_builder(name)
+            .with_kind(kind)
+            .with_attributes(attributes)
+            .start_with_context(&self.tracer, &parent);
+        CallSpan {
+            cx: parent.with_span(span),
+        }
+    }
+}
+
+/// The span current where work was asked for, carried to the thread that does it (the
+/// registry's writer), so that the work's spans are its children.
+#[derive(Clone, Debug, Default)]
+pub struct Carried(Context);
+
+impl Carried {
+    /// The context current on this thread.
+    pub fn current() -> Self {
+        Self(Context::current())
+    }
+
+    /// Makes it current on this thread until the guard drops.
+    pub fn attach(&self) -> ContextGuard {
+        self.0.clone().attach()
+    }
+}
+
 impl CallSpan {
     /// `traceparent` and `tracestate` naming this span, for the call it makes.
     pub fn w3c(&self) -> (String, Option<String>) {

@@ -288,6 +288,7 @@ pub async fn start(settings: Settings) -> Result<RunningServer, StartError> {
     let registry = Arc::new(Registry::open_with(
         &settings.registry,
         settings.fleet.as_ref(),
+        tracer.as_ref(),
     )?);
     let fleet_mode = settings.fleet.is_some();
     // The built-ins and the file are one change, so a replica never serves one

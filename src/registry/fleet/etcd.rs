@@ -26,6 +26,11 @@ use crate::pb::etcd::{
     WatchCreateRequest, WatchRequest, WatchResponse,
 };
 use crate::registry::fleet::options::FleetOptions;
+use crate::telemetry::{KeyValue, SpanKind, Tracer};
+
+/// etcd's key-value service and its lease service, as spans name them.
+const KV: &str = "etcdserverpb.KV";
+const LEASE: &str = "etcdserverpb.Lease";
 
 /// Largest answer decoded from etcd: a full page of the registry fits well within it.
 const MAX_DECODE_BYTES: usize = 64 << 20;
@@ -63,6 +68,8 @@ pub struct Etcd {
     token: Mutex<Option<AsciiMetadataValue>>,
     /// Whether etcd answered last time, and when it last did.
     contact: Mutex<Contact>,
+    /// Where each call's client span goes (traces on only).
+    tracer: Option<Tracer>,
 }
 
 /// What the client last heard from etcd; a change is logged once.
@@ -125,7 +132,53 @@ impl Etcd {
                 up: None,
                 last: Instant::now(),
             }),
+            tracer: None,
         })
+    }
+
+    /// The same client, each call a client span sent to `tracer` (under the span
+    /// current where it is made: a Register's, or none for the follower's reads).
+    pub fn traced(self, tracer: Option<Tracer>) -> Self {
+        Self { tracer, ..self }
+    }
+
+    /// Runs `call`, within a span named for etcd's `service`/`method` when traces are
+    /// on; a failure is an error span whose `error.type` says which kind.
+    async fn spanned<R>(
+        &self,
+        service: &'static str,
+        method: &'static str,
+        call: impl std::future::Future<Output = Result<R, EtcdError>>,
+    ) -> Result<R, EtcdError> {
+        let Some(tracer) = &self.tracer else {
+            return call.await;
+        };
+        let endpoint = &self.channels[self.current.load(Ordering::Relaxed) % self.channels.len()].0;
+        let mut attributes = vec![
+            KeyValue::new("rpc.system", "grpc"),
+            KeyValue::new("rpc.service", service),
+            KeyValue::new("rpc.method", method),
+            KeyValue::new("db.system.name", "etcd"),
+        ];
+        if let Ok(url) = url::Url::parse(endpoint) {
+            if let Some(host) = url.host_str() {
+                attributes.push(KeyValue::new("server.address", host.to_owned()));
+            }
+            if let Some(port) = url.port_or_known_default() {
+                attributes.push(KeyValue::new("server.port", i64::from(port)));
+            }
+        }
+        let span =
+            tracer.span_under_current(SpanKind::Client, format!("{service}/{method}"), attributes);
+        let result = call.await;
+        span.end(result.as_ref().err().map(|e| match e {
+            EtcdError::Rejected(_) => "rejected",
+            EtcdError::TooLarge(_) => "too_large",
+            EtcdError::NotSent(_) => "not_sent",
+            EtcdError::Compacted(_) => "compacted",
+            EtcdError::Unreachable(_) => "unreachable",
+        }));
+        result
     }
 
     /// Notes that etcd answered (logged when it had not before).
@@ -271,14 +324,18 @@ impl Etcd {
 
     /// A range read; `revision` 0 reads the newest, linearizably.
     pub async fn range(&self, request: RangeRequest) -> Result<RangeResponse, EtcdError> {
-        self.call(request, |channel, request| async move {
+        let call = self.call(request, |channel, request| async move {
             client(KvClient::new(channel)).range(request).await
-        })
-        .await
+        });
+        self.spanned(KV, "Range", call).await
     }
 
     /// A transaction. [`EtcdError::Unreachable`] leaves its outcome unknown.
     pub async fn txn(&self, request: TxnRequest) -> Result<TxnResponse, EtcdError> {
+        self.spanned(KV, "Txn", self.txn_once(request)).await
+    }
+
+    async fn txn_once(&self, request: TxnRequest) -> Result<TxnResponse, EtcdError> {
         // Sent to one member only: a retry on another after a lost answer could apply a
         // transaction twice, so the caller reads the outcome back instead. Members that
         // cannot even be connected to never saw it, so the next one is tried.
@@ -336,6 +393,16 @@ impl Etcd {
     /// silent). Answers once etcd confirmed the watch, with the header of that answer
     /// (the cluster's id, and its revision then).
     pub async fn watch(
+        &self,
+        key: Vec<u8>,
+        range_end: Vec<u8>,
+        start_revision: i64,
+    ) -> Result<(tonic::Streaming<WatchResponse>, ResponseHeader), EtcdError> {
+        let opening = self.open_watch(key, range_end, start_revision);
+        self.spanned("etcdserverpb.Watch", "Watch", opening).await
+    }
+
+    async fn open_watch(
         &self,
         key: Vec<u8>,
         range_end: Vec<u8>,
@@ -421,11 +488,10 @@ impl Etcd {
             ttl: i64::try_from(ttl.as_secs()).unwrap_or(i64::MAX),
             id: 0,
         };
-        let answer = self
-            .call(message, |channel, request| async move {
-                client(LeaseClient::new(channel)).lease_grant(request).await
-            })
-            .await?;
+        let call = self.call(message, |channel, request| async move {
+            client(LeaseClient::new(channel)).lease_grant(request).await
+        });
+        let answer = self.spanned(LEASE, "LeaseGrant", call).await?;
         if !answer.error.is_empty() {
             return Err(EtcdError::Rejected(answer.error));
         }
@@ -455,13 +521,12 @@ impl Etcd {
 
     /// Revokes lease `id` (its keys go at once).
     pub async fn lease_revoke(&self, id: i64) -> Result<(), EtcdError> {
-        self.call(LeaseRevokeRequest { id }, |channel, request| async move {
+        let call = self.call(LeaseRevokeRequest { id }, |channel, request| async move {
             client(LeaseClient::new(channel))
                 .lease_revoke(request)
                 .await
-        })
-        .await
-        .map(drop)
+        });
+        self.spanned(LEASE, "LeaseRevoke", call).await.map(drop)
     }
 }
 
