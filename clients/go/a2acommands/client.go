@@ -177,6 +177,9 @@ func NewClient(address string, options ...ClientOption) (*Client, error) {
 		// A sidecar that stops answering (a frozen node) is noticed by a ping left
 		// unanswered, and the connection is redialled rather than waited on.
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 10 * time.Second, Timeout: 5 * time.Second}),
+		// The gateway's span goes with every call, so the sidecar's spans join its trace.
+		grpc.WithChainUnaryInterceptor(traceUnary),
+		grpc.WithChainStreamInterceptor(traceStream),
 	}, config.dialOptions...)
 	conn, err := grpc.NewClient(parsed.Target, dial...)
 	if err != nil {
