@@ -14,6 +14,7 @@ from a2a.types import a2a_pb2 as sdk
 from ._pb import a2a_pb2 as ours
 from ._pb import commands_pb2 as pb
 from ._pb import commands_pb2_grpc as pb_grpc
+from ._trace import trace_metadata
 from .address import address_from_env, parse_address
 from .commands import Command, Handler, McpPrompt, prompt_binding
 from .convert import message_to_commands
@@ -223,7 +224,9 @@ class CommandsClient:
     async def watch_specs(self, *, include_card_extension: bool = False) -> AsyncIterator[pb.ListSpecsResponse]:
         """The registry's current state, then its state after every change (no deadline)."""
         self.channel  # noqa: B018 (opens the channel)
-        call = self._stub.WatchSpecs(pb.WatchSpecsRequest(include_card_extension=include_card_extension))
+        call = self._stub.WatchSpecs(
+            pb.WatchSpecsRequest(include_card_extension=include_card_extension), metadata=trace_metadata()
+        )
         try:
             async for response in call:
                 yield self._seen(response)
@@ -308,10 +311,10 @@ class CommandsClient:
         timeout: float | None | Literal["default"] = "default",
     ) -> R:
         self.channel  # noqa: B018 (opens the channel)
-        metadata: tuple[tuple[str, str], ...] = ()
+        metadata = trace_metadata()
         token = self._admin_token() if callable(self._admin_token) else self._admin_token
         if admin and token:
-            metadata = (("authorization", f"Bearer {token}"),)
+            metadata += (("authorization", f"Bearer {token}"),)
         try:
             deadline = self.timeout if timeout == "default" else timeout
             answer = await getattr(self._stub, method)(request, timeout=deadline, metadata=metadata)
