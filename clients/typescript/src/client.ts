@@ -36,6 +36,7 @@ import {
 import { BadRequestSchema } from "./gen/google/rpc/error_details_pb.js";
 import { StatusSchema } from "./gen/google/rpc/status_pb.js";
 import { addressFromEnv, parseAddress } from "./address.js";
+import { traceApiLoaded, withTraceContext } from "./trace-context.js";
 
 /** Milliseconds a unary call may take: more than the sidecar's default `--handler-max-timeout-ms` (30 s). */
 export const DEFAULT_TIMEOUT_MS = 40_000;
@@ -366,13 +367,15 @@ export class CommandsClient {
     return metadata;
   }
 
-  /** One unary call, `metadata` (if any) sent with it. */
-  #unary<I extends DescMessage, O extends DescMessage>(
+  /** One unary call, `metadata` (if any) and the active span's trace context sent with it. */
+  async #unary<I extends DescMessage, O extends DescMessage>(
     rpc: Method<I, O>,
     request: MessageInitShape<I> | MessageShape<I>,
     options: RpcOptions | undefined,
     metadata: grpc.Metadata = new grpc.Metadata(),
   ): Promise<MessageShape<O>> {
+    await traceApiLoaded;
+    withTraceContext(metadata);
     const timeoutMs = options?.timeoutMs ?? this.#timeoutMs;
     const callOptions: grpc.CallOptions = timeoutMs ? { deadline: Date.now() + timeoutMs } : {};
     const signal = options?.signal;
@@ -450,7 +453,9 @@ export class CommandsClient {
     const { signal } = options;
     if (signal?.aborted) throw aborted(signal);
     const rpc = METHODS.watchSpecs;
-    const stream = this.#channel().makeServerStreamRequest(rpc.path, rpc.serialize, rpc.deserialize, message(rpc.input, request), new grpc.Metadata(), {});
+    await traceApiLoaded;
+    const metadata = withTraceContext(new grpc.Metadata());
+    const stream = this.#channel().makeServerStreamRequest(rpc.path, rpc.serialize, rpc.deserialize, message(rpc.input, request), metadata, {});
     const cancel = () => stream.cancel();
     signal?.addEventListener("abort", cancel, { once: true });
     try {

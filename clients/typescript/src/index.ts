@@ -25,3 +25,4 @@ export * from "./task-data.js";
 export * from "./card.js";
 export * from "./executor.js";
 export * as pb from "./pb.js";
+export { traceContext } from "./trace-context.js";
