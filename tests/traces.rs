@@ -329,3 +329,78 @@ async fn a_collector_that_is_gone_costs_no_call_and_drops_are_counted() {
     let after = dropped_now();
     assert!(after - before >= 20.0, "dropped {before} → {after}");
 }
+
+/// The binary, traces on by the standard variable: the call line names its server span,
+/// a handler's failure line names the handler span (JSON logs), and `--print-config`
+/// shows the trace settings without a header's value.
+#[tokio::test]
+async fn log_lines_carry_the_current_span_s_ids() {
+    use common::process::{serve_command, ServeProcess};
+    let receiver = Receiver::start().await;
+    let dir = tempfile::tempdir().unwrap();
+
+    let printed = serve_command(dir.path(), &["--print-config"])
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint())
+        .env("OTEL_EXPORTER_OTLP_HEADERS", "x-api-key=s3cret")
+        .env("OTEL_TRACES_SAMPLER", "always_on")
+        .stdout(std::process::Stdio::piped())
+        .output()
+        .unwrap();
+    let config: serde_json::Value = serde_json::from_slice(&printed.stdout).unwrap();
+    let traces = &config["traces"];
+    assert_eq!(traces["export"]["endpoint"], receiver.endpoint());
+    assert_eq!(traces["export"]["protocol"], "grpc");
+    assert_eq!(traces["export"]["headers"][0], "x-api-key: <redacted>");
+    assert_eq!(traces["sampler"], "always_on");
+    assert!(!String::from_utf8_lossy(&printed.stdout).contains("s3cret"));
+
+    let endpoint = receiver.endpoint();
+    let process = ServeProcess::start(
+        dir.path(),
+        &[
+            "--otlp-traces-endpoint",
+            &endpoint,
+            "--trace-sampler",
+            "always_on",
+        ],
+    );
+    let mut client = Client::connect(process.url()).await.unwrap();
+    let (addr, _handler) = start_grpc_handler().await;
+    let grpc = binding(Endpoint::Grpc(format!("http://{addr}")), 5_000);
+    register_with(&mut client, "deploy", grpc, false)
+        .await
+        .unwrap();
+    let out = execute(&mut client, "/deploy error", Role::Assignee).await;
+    assert_eq!(out.outcome(), pb::Outcome::Failed);
+    drop(client);
+    process.signal("TERM");
+    // Off the runtime: the receiver on it takes the drain's last export meanwhile.
+    let (status, lines) = tokio::task::spawn_blocking(move || process.wait())
+        .await
+        .unwrap();
+    assert!(status.success());
+    let events: Vec<serde_json::Value> = lines
+        .iter()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let spans = receiver
+        .wait_for("the Execute and its handler call", |spans| {
+            !named(spans, "a2a.commands.v1.CommandHandler/Handle").is_empty()
+                && !named(spans, "a2a.commands.v1.CommandService/Execute").is_empty()
+        })
+        .await;
+    let handle = one(&spans, "a2a.commands.v1.CommandHandler/Handle");
+    let execute_span = one(&spans, "a2a.commands.v1.CommandService/Execute");
+    let failed = events
+        .iter()
+        .find(|e| e["message"] == "handler failed")
+        .unwrap_or_else(|| panic!("no handler failure line in {lines:#?}"));
+    assert_eq!(failed["trace_id"], hex(&handle.trace_id));
+    assert_eq!(failed["span_id"], hex(&handle.span_id));
+    let call = events
+        .iter()
+        .find(|e| e["message"] == "call" && e["method"] == "Execute")
+        .unwrap_or_else(|| panic!("no Execute call line in {lines:#?}"));
+    assert_eq!(call["trace_id"], hex(&execute_span.trace_id));
+    assert_eq!(call["span_id"], hex(&execute_span.span_id));
+}
