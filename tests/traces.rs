@@ -404,3 +404,128 @@ async fn log_lines_carry_the_current_span_s_ids() {
     assert_eq!(call["trace_id"], hex(&execute_span.trace_id));
     assert_eq!(call["span_id"], hex(&execute_span.span_id));
 }
+
+/// `http/protobuf`: spans are POSTed to the traces path as an OTLP protobuf body.
+#[tokio::test]
+async fn spans_go_over_http_protobuf_too() {
+    use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+    use prost::Message as _;
+    use std::sync::{Arc, Mutex};
+    let received: Arc<Mutex<Vec<(String, String)>>> = Arc::default();
+    let arrived = Arc::new(tokio::sync::Notify::new());
+    let (kept, woken) = (Arc::clone(&received), Arc::clone(&arrived));
+    let app = axum::Router::new().route(
+        "/v1/traces",
+        axum::routing::post(
+            move |headers: axum::http::HeaderMap, body: axum::body::Bytes| {
+                let content_type = headers
+                    .get("content-type")
+                    .map(|v| v.to_str().unwrap().to_owned())
+                    .unwrap_or_default();
+                let request = ExportTraceServiceRequest::decode(body).unwrap();
+                for span in request
+                    .resource_spans
+                    .into_iter()
+                    .flat_map(|r| r.scope_spans)
+                    .flat_map(|s| s.spans)
+                {
+                    kept.lock().unwrap().push((content_type.clone(), span.name));
+                }
+                woken.notify_waiters();
+                async { "" }
+            },
+        ),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+
+    let vars = [
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", format!("http://{addr}")),
+        ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf".to_owned()),
+        ("OTEL_BSP_SCHEDULE_DELAY", "1".to_owned()),
+    ];
+    let traces = TraceSettings::resolve(&Default::default(), |name| {
+        vars.iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v.clone())
+    })
+    .unwrap();
+    assert_eq!(
+        traces.export.as_ref().unwrap().endpoint,
+        format!("http://{addr}/v1/traces")
+    );
+    let server = TestServer::start_with(|s| s.traces = traces).await;
+    let mut client = server.client().await;
+    client
+        .execute(traced(execute_request("/model gpt-x-mini"), true))
+        .await
+        .unwrap();
+    let waiting = async {
+        loop {
+            let notified = arrived.notified();
+            if !received.lock().unwrap().is_empty() {
+                return;
+            }
+            notified.await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(20), waiting)
+        .await
+        .expect("a POST to /v1/traces");
+    let received = received.lock().unwrap().clone();
+    assert_eq!(
+        received,
+        [(
+            "application/x-protobuf".to_owned(),
+            "a2a.commands.v1.CommandService/Execute".to_owned()
+        )]
+    );
+}
+
+/// A collector that accepts connections and never answers: the queue fills, every call
+/// still answers at once, and the spans that did not fit are counted as dropped.
+#[tokio::test]
+async fn a_collector_that_never_answers_fills_the_queue_and_drops_are_counted() {
+    // It accepts and then says nothing, so the export waits out its timeout.
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = silent.local_addr().unwrap();
+    let accepted = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = silent.accept().await {
+            held.push(socket);
+        }
+    });
+    let mut traces = TraceSettings {
+        export: Some(Export {
+            endpoint: format!("http://{addr}"),
+            protocol: Protocol::Grpc,
+            headers: Vec::new(),
+        }),
+        off_because: "",
+        ..TraceSettings::default()
+    };
+    // One span per export, four queued: the first export hangs, four wait, the rest drop.
+    traces.batching.max_batch = 1;
+    traces.batching.max_queue = 4;
+    traces.batching.delay = Duration::from_millis(1);
+    let server = TestServer::start_with(|s| s.traces = traces).await;
+    let queue_full = || {
+        let scrape = metrics::Scrape {
+            head: String::new(),
+            body: a2a_commands::metrics::metrics().encode(),
+        };
+        scrape.count("a2a_commands_trace_spans_dropped_total{reason=\"queue_full\"}")
+    };
+    let before = queue_full();
+    let mut client = server.client().await;
+    for _ in 0..20 {
+        client
+            .execute(traced(execute_request("/model gpt-x"), true))
+            .await
+            .unwrap();
+    }
+    let dropped = queue_full() - before;
+    assert!(dropped >= 15.0, "dropped {dropped}");
+    accepted.abort();
+}

@@ -127,3 +127,45 @@ def serving_asgi(app):
     finally:
         server.should_exit = True
         thread.join(timeout=10)
+
+
+class Receiver:
+    """The test OTLP receiver (`a2a-commands-otlp-receiver`, beside the binary): it prints
+    each span it is sent as a JSON line, read here into `spans`."""
+
+    def __init__(self):
+        path = os.path.join(os.path.dirname(_binary()), "a2a-commands-otlp-receiver")
+        assert os.path.exists(path), f"{path} is missing: run cargo build first"
+        self.proc = subprocess.Popen([path], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True)
+        self.addr = json.loads(self.proc.stdout.readline())["listening"]
+        self.spans = []
+        self._arrived = threading.Condition()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            with self._arrived:
+                self.spans.append(json.loads(line))
+                self._arrived.notify_all()
+
+    @property
+    def endpoint(self):
+        return f"http://{self.addr}"
+
+    def wait_for(self, what, done, timeout=30):
+        """The spans once `done(spans)` holds (waiting on arrivals, at most `timeout` s)."""
+        with self._arrived:
+            if not self._arrived.wait_for(lambda: done(self.spans), timeout=timeout):
+                raise AssertionError(f"{what}: not received; got {[s['name'] for s in self.spans]}")
+            return list(self.spans)
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(timeout=10)
+
+
+@pytest.fixture()
+def receiver():
+    receiver = Receiver()
+    yield receiver
+    receiver.stop()

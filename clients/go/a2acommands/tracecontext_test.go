@@ -1,10 +1,14 @@
 package a2acommands
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -78,18 +82,99 @@ func traceHandler(t testing.TB) (string, func() []string) {
 	}
 }
 
+// receiver is the test OTLP receiver (a2a-commands-otlp-receiver, beside the binary),
+// which prints each span it is sent as a JSON line.
+type receiver struct {
+	endpoint string
+	mu       sync.Mutex
+	spans    []map[string]any
+	arrived  chan struct{}
+}
+
+func startReceiver(t testing.TB) *receiver {
+	t.Helper()
+	binary := os.Getenv("A2A_COMMANDS_BIN")
+	if binary == "" {
+		binary = filepath.Join(repoRoot(t), "target", "debug", "a2a-commands")
+	}
+	cmd := exec.Command(filepath.Join(filepath.Dir(binary), "a2a-commands-otlp-receiver"))
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	lines := bufio.NewScanner(stdout)
+	if !lines.Scan() {
+		t.Fatal("the receiver printed no address")
+	}
+	var first struct{ Listening string }
+	if err := json.Unmarshal(lines.Bytes(), &first); err != nil {
+		t.Fatal(err)
+	}
+	r := &receiver{endpoint: "http://" + first.Listening, arrived: make(chan struct{}, 1)}
+	go func() {
+		for lines.Scan() {
+			var span map[string]any
+			if json.Unmarshal(lines.Bytes(), &span) == nil {
+				r.mu.Lock()
+				r.spans = append(r.spans, span)
+				r.mu.Unlock()
+				select {
+				case r.arrived <- struct{}{}:
+				default:
+				}
+			}
+		}
+	}()
+	return r
+}
+
+// waitFor returns the spans once done holds for them, waiting on arrivals (at most 30 s).
+func (r *receiver) waitFor(t testing.TB, done func([]map[string]any) bool) []map[string]any {
+	t.Helper()
+	deadline := time.After(30 * time.Second)
+	for {
+		r.mu.Lock()
+		spans := append([]map[string]any(nil), r.spans...)
+		r.mu.Unlock()
+		if done(spans) {
+			return spans
+		}
+		select {
+		case <-r.arrived:
+		case <-deadline:
+			t.Fatalf("spans not received; got %v", spans)
+		}
+	}
+}
+
+func named(spans []map[string]any, traceID, name string) map[string]any {
+	for _, s := range spans {
+		if s["traceId"] == traceID && s["name"] == name {
+			return s
+		}
+	}
+	return nil
+}
+
 // The gateway's span reaches the handler through the real sidecar: as it came with the
-// sidecar's traces off, and as the parent of the sidecar's own spans with them on (the
-// handler then sees the gateway's trace id under a span of the sidecar's).
+// sidecar's traces off; with them on, one trace runs from the gateway's span through the
+// sidecar's server span and handler span (received by a real OTLP receiver) to the
+// handler, which is sent the latter.
 func TestTheGatewaysTraceReachesTheHandler(t *testing.T) {
 	gatewaySpan := cases(t, "trace-context")[0]
 	span := gatewaySpan["span"].(map[string]any)
+	traceID := span["traceId"].(string)
 	want := gatewaySpan["metadata"].(map[string]any)["traceparent"].(string)
 	for _, traced := range []bool{false, true} {
 		var args []string
+		var spans *receiver
 		if traced {
-			// A collector that is not there: spans drop, calls are unaffected.
-			args = []string{"--otlp-traces-endpoint", "http://127.0.0.1:9"}
+			spans = startReceiver(t)
+			args = []string{"--otlp-traces-endpoint", spans.endpoint}
 		}
 		sidecar := startSidecar(t, "", "", args...)
 		client, err := NewClient("http://" + sidecar.address)
@@ -111,17 +196,29 @@ func TestTheGatewaysTraceReachesTheHandler(t *testing.T) {
 		if executed.Reply == nil || executed.Reply.Reply != "deployed" {
 			t.Fatalf("traced=%v: %+v", traced, executed)
 		}
+		_ = client.Close()
 		got := seen()
 		if len(got) != 1 {
 			t.Fatalf("traced=%v: the handler saw %v", traced, got)
 		}
-		parts := strings.Split(got[0], "-")
-		switch {
-		case !traced && got[0] != want:
-			t.Errorf("traces off: the handler saw %q, the gateway sent %q", got[0], want)
-		case traced && (len(parts) != 4 || parts[1] != span["traceId"] || parts[2] == span["spanId"] || parts[3] != "01"):
-			t.Errorf("traces on: the handler saw %q, not a span of the gateway's trace %s under the sidecar's", got[0], span["traceId"])
+		if !traced {
+			if got[0] != want {
+				t.Errorf("traces off: the handler saw %q, the gateway sent %q", got[0], want)
+			}
+			continue
 		}
-		_ = client.Close()
+		sidecar.stop(t) // the drain sends the sidecar's spans
+		received := spans.waitFor(t, func(s []map[string]any) bool {
+			return named(s, traceID, "a2a.commands.v1.CommandService/Execute") != nil && named(s, traceID, "command.invoked.in") != nil
+		})
+		execute := named(received, traceID, "a2a.commands.v1.CommandService/Execute")
+		call := named(received, traceID, "command.invoked.in")
+		if execute["parentSpanId"] != span["spanId"] || call["parentSpanId"] != execute["spanId"] {
+			t.Errorf("not one trace: gateway %s → Execute %v (parent %v) → handler call %v (parent %v)",
+				span["spanId"], execute["spanId"], execute["parentSpanId"], call["spanId"], call["parentSpanId"])
+		}
+		if sent := "00-" + traceID + "-" + call["spanId"].(string) + "-01"; got[0] != sent {
+			t.Errorf("the handler saw %q, not its client span %q", got[0], sent)
+		}
 	}
 }

@@ -4,6 +4,8 @@ section 11): the vectors, then end to end through the real sidecar to a real han
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -11,7 +13,7 @@ from typing import Any
 
 import pytest
 from a2a.types import a2a_pb2 as sdk
-from conftest import Sidecar
+from conftest import Sidecar, _binary
 from opentelemetry import trace
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, TraceState
 from test_vectors import cases, vectors
@@ -65,16 +67,49 @@ def handler() -> Iterator[tuple[str, list[str]]]:
     thread.join()
 
 
+class Receiver:
+    """The test OTLP receiver (``a2a-commands-otlp-receiver``, beside the binary), which
+    prints each span it is sent as a JSON line."""
+
+    def __init__(self) -> None:
+        path = os.path.join(os.path.dirname(_binary()), "a2a-commands-otlp-receiver")
+        self.proc = subprocess.Popen([path], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True)
+        assert self.proc.stdout is not None
+        self.endpoint = "http://" + json.loads(self.proc.stdout.readline())["listening"]
+        self.spans: list[dict[str, Any]] = []
+        self._arrived = threading.Condition()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            with self._arrived:
+                self.spans.append(json.loads(line))
+                self._arrived.notify_all()
+
+    def wait_for(self, done: Any, timeout: float = 30) -> list[dict[str, Any]]:
+        with self._arrived:
+            assert self._arrived.wait_for(lambda: done(self.spans), timeout=timeout), self.spans
+            return list(self.spans)
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=10)
+
+
 @pytest.mark.parametrize("traced", [False, True], ids=["sidecar-traces-off", "sidecar-traces-on"])
 async def test_the_gateways_trace_reaches_the_handler(
     tmp_path: Any, handler: tuple[str, list[str]], traced: bool
 ) -> None:
-    """Traces off, the handler sees the gateway's ``traceparent`` as sent; on, a span of the
-    sidecar's in the gateway's trace (a collector that is not there: spans drop, calls work)."""
+    """Traces off, the handler sees the gateway's ``traceparent`` as sent. On, one trace
+    runs from the gateway's span through the sidecar's server span and its handler span
+    (both received by a real OTLP receiver) to the handler, which is sent the latter."""
     url, seen = handler
-    args = ("--otlp-traces-endpoint", "http://127.0.0.1:9") if traced else ()
+    receiver = Receiver() if traced else None
+    args = ("--otlp-traces-endpoint", receiver.endpoint) if receiver else ()
     sidecar = Sidecar(tmp_path, *args).start()
     gateway_span = vectors("trace-context")["cases"][0]
+    trace_id, gateway_span_id = gateway_span["span"]["traceId"], gateway_span["span"]["spanId"]
     try:
         async with CommandsClient(sidecar.addr) as client:
             await client.register(
@@ -87,11 +122,19 @@ async def test_the_gateways_trace_reaches_the_handler(
                 answer = await client.execute(message, task, sender)
         assert answer.command.reply == "deployed"
     finally:
-        sidecar.stop()
+        sidecar.stop()  # the drain sends the sidecar's spans
     assert len(seen) == 1
-    if not traced:
+    if receiver is None:
         assert seen[0] == gateway_span["metadata"]["traceparent"]
-    else:
-        version, trace_id, span_id, flags = seen[0].split("-")
-        assert (version, trace_id, flags) == ("00", gateway_span["span"]["traceId"], "01")
-        assert span_id != gateway_span["span"]["spanId"], "the sidecar's own span, under the gateway's"
+        return
+    try:
+        spans = receiver.wait_for(lambda spans: {"a2a.commands.v1.CommandService/Execute", "command.invoked.in"}
+                                  <= {s["name"] for s in spans if s["traceId"] == trace_id})
+    finally:
+        receiver.stop()
+    execute = next(s for s in spans if s["name"] == "a2a.commands.v1.CommandService/Execute")
+    call = next(s for s in spans if s["name"] == "command.invoked.in")
+    assert execute["traceId"] == call["traceId"] == trace_id
+    assert execute["parentSpanId"] == gateway_span_id
+    assert call["parentSpanId"] == execute["spanId"]
+    assert seen[0] == f"00-{trace_id}-{call['spanId']}-01"

@@ -44,7 +44,7 @@ import {
 } from "a2a-commands";
 import { completionHandler } from "a2a-commands/express";
 
-const ROOT = fileURLToPath(new URL("../../../../", import.meta.url));
+export const ROOT = fileURLToPath(new URL("../../../../", import.meta.url));
 
 /** A vector file's JSON (docs/vectors/<name>.json), as parsed. */
 export type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
