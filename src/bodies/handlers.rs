@@ -157,8 +157,7 @@ impl Handlers {
                 result: outcome,
             })
             .inc();
-        let _current = span.as_ref().map(|s| s.attach());
-        spans::end(span, outcome, result.as_ref().err());
+        let _current = spans::end(span, outcome, result.as_ref().err());
         result.unwrap_or_else(|failure| {
             tracing::warn!(
                 command = %invocation.command,
@@ -224,8 +223,7 @@ impl Handlers {
                 result: outcome,
             })
             .inc();
-        let _current = span.as_ref().map(|s| s.attach());
-        spans::end(span, outcome, result.as_ref().err());
+        let _current = spans::end(span, outcome, result.as_ref().err());
         result.unwrap_or_else(|failure| {
             tracing::warn!(
                 command,
@@ -326,13 +324,7 @@ impl Handlers {
             Ok(result) => result,
             Err(_) => Err(Failure::new("timed out", "completion deadline passed")),
         };
-        let _current = span.as_ref().map(|s| s.attach());
-        let word = if result.is_ok() {
-            "completions"
-        } else {
-            "failed"
-        };
-        spans::end(span, word, result.as_ref().err());
+        let _current = spans::end_completion(span, &result);
         match result {
             Ok((start, values, total)) => {
                 // Each value replaces the word being typed; the words before it stay.
@@ -400,13 +392,7 @@ impl Handlers {
             Ok(result) => result,
             Err(_) => Err(Failure::new("timed out", "completion deadline passed")),
         };
-        let _current = span.as_ref().map(|s| s.attach());
-        let word = if result.is_ok() {
-            "completions"
-        } else {
-            "failed"
-        };
-        spans::end(span, word, result.as_ref().err());
+        let _current = spans::end_completion(span, &result);
         result.unwrap_or_else(|failure| {
             tracing::debug!(
                 command = %invocation.command,

@@ -8,7 +8,7 @@ use crate::bodies::call::{Failure, Trace};
 use crate::bodies::json_rpc;
 use crate::bodies::mcp::TOOL;
 use crate::rules::body::{HandlerBinding, HandlerKind};
-use crate::telemetry::{CallSpan, KeyValue, SpanKind, Tracer, W3c};
+use crate::telemetry::{CallSpan, ContextGuard, KeyValue, SpanKind, Tracer, W3c};
 
 /// What a handler is asked.
 #[derive(Clone, Copy, Debug)]
@@ -113,15 +113,32 @@ fn describe(kind: HandlerKind, operation: Operation<'_>) -> (String, Vec<KeyValu
 
 /// Ends `span` with the call's `result` (the metrics' word for it) and, when it
 /// failed, an error whose `error.type` is a fixed word for the failure (the reason's
-/// text may quote the handler, so it is not copied).
-pub(super) fn end(span: Option<CallSpan>, result: &'static str, failure: Option<&Failure>) {
-    let Some(span) = span else { return };
+/// text may quote the handler, so it is not copied). The span stays current until the
+/// guard drops, so the failure's log line names it.
+pub(super) fn end(
+    span: Option<CallSpan>,
+    result: &'static str,
+    failure: Option<&Failure>,
+) -> Option<ContextGuard> {
+    let span = span?;
+    let current = span.attach();
     span.set(KeyValue::new("a2a.handler.result", result));
-    span.end(
-        failure
-            .map(|f| error_type(&f.reason))
-            .or((result == "failed").then_some("failed")),
-    );
+    let error = failure.map(|f| error_type(&f.reason));
+    span.end(error.or((result == "failed").then_some("failed")));
+    Some(current)
+}
+
+/// [`end`] for a completion call: `completions`, or `failed` with its failure.
+pub(super) fn end_completion<T>(
+    span: Option<CallSpan>,
+    result: &Result<T, Failure>,
+) -> Option<ContextGuard> {
+    let word = if result.is_ok() {
+        "completions"
+    } else {
+        "failed"
+    };
+    end(span, word, result.as_ref().err())
 }
 
 /// A fixed word for a failure's reason.

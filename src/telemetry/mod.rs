@@ -13,6 +13,6 @@ pub mod spans;
 
 pub use export::Tracer;
 pub use opentelemetry::trace::SpanKind;
-pub use opentelemetry::KeyValue;
+pub use opentelemetry::{ContextGuard, KeyValue};
 pub use settings::{TraceFlags, TraceSettings};
 pub use spans::{CallSpan, Carried, W3c};

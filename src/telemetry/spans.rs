@@ -68,15 +68,7 @@ impl Tracer {
         attributes: Vec<KeyValue>,
     ) -> CallSpan {
         let parent = TraceContextPropagator::new().extract(&parent);
-        let span = self
-            .tracer
-            .span_builder(name)
-            .with_kind(kind)
-            .with_attributes(attributes)
-            .start_with_context(&self.tracer, &parent);
-        CallSpan {
-            cx: parent.with_span(span),
-        }
+        self.start_under(parent, kind, name, attributes)
     }
 }
 
@@ -89,7 +81,16 @@ impl Tracer {
         name: impl Into<Cow<'static, str>>,
         attributes: Vec<KeyValue>,
     ) -> CallSpan {
-        let parent = Context::current();
+        self.start_under(Context::current(), kind, name, attributes)
+    }
+
+    fn start_under(
+        &self,
+        parent: Context,
+        kind: SpanKind,
+        name: impl Into<Cow<'static, str>>,
+        attributes: Vec<KeyValue>,
+    ) -> CallSpan {
         let span = self
             .tracer
             .span_builder(name)
