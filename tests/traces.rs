@@ -22,6 +22,7 @@ fn traces_to(receiver: &Receiver) -> TraceSettings {
             endpoint: receiver.endpoint(),
             protocol: Protocol::Grpc,
             headers: vec![("x-tenant".into(), "team-a".into())],
+            timeout: Duration::from_secs(10),
         }),
         off_because: "",
         service_name: "sidecar-under-test".into(),
@@ -249,7 +250,10 @@ async fn a_failed_handler_call_is_an_error_span_and_an_untraced_call_a_new_trace
         .await;
     let handle = one(&spans, "a2a.commands.v1.CommandHandler/Handle");
     assert_eq!(handle.status.as_ref().unwrap().code(), StatusCode::Error);
-    assert_eq!(attribute(handle, "error.type").as_deref(), Some("failed"));
+    assert_eq!(
+        attribute(handle, "error.type").as_deref(),
+        Some("error_answer")
+    );
     assert_eq!(
         attribute(handle, "a2a.handler.result").as_deref(),
         Some("failed")
@@ -501,6 +505,7 @@ async fn a_collector_that_never_answers_fills_the_queue_and_drops_are_counted() 
             endpoint: format!("http://{addr}"),
             protocol: Protocol::Grpc,
             headers: Vec::new(),
+            timeout: Duration::from_secs(10),
         }),
         off_because: "",
         ..TraceSettings::default()
@@ -528,4 +533,47 @@ async fn a_collector_that_never_answers_fills_the_queue_and_drops_are_counted() 
     let dropped = queue_full() - before;
     assert!(dropped >= 15.0, "dropped {dropped}");
     accepted.abort();
+}
+
+/// A caller that gives up mid-call (its deadline passes while the handler works): the
+/// server span still ends, as CANCELLED, and the handler span as cancelled.
+#[tokio::test]
+async fn a_call_its_caller_cancels_still_ends_its_spans() {
+    let receiver = Receiver::start().await;
+    let traces = traces_to(&receiver);
+    let server = TestServer::start_with(|s| s.traces = traces).await;
+    let mut client = server.client().await;
+    let (addr, _handler) = start_grpc_handler().await;
+    let grpc = binding(Endpoint::Grpc(format!("http://{addr}")), 30_000);
+    register_with(&mut client, "deploy", grpc, false)
+        .await
+        .unwrap();
+    let mut request = traced(execute_request("/deploy slow"), true);
+    request.set_timeout(Duration::from_millis(300));
+    let status = client.execute(request).await.unwrap_err();
+    // The server enforces the deadline it was sent (CANCELLED) or the client does.
+    assert!(
+        matches!(
+            status.code(),
+            tonic::Code::Cancelled | tonic::Code::DeadlineExceeded
+        ),
+        "{status:?}"
+    );
+    let spans = receiver
+        .wait_for("the cancelled call's spans", |spans| {
+            !named(spans, "a2a.commands.v1.CommandHandler/Handle").is_empty()
+                && !named(spans, "a2a.commands.v1.CommandService/Execute").is_empty()
+        })
+        .await;
+    let execute = one(&spans, "a2a.commands.v1.CommandService/Execute");
+    assert_eq!(
+        attribute(execute, "rpc.grpc.status_code").as_deref(),
+        Some("1")
+    );
+    let handle = one(&spans, "a2a.commands.v1.CommandHandler/Handle");
+    assert_eq!(handle.parent_span_id, execute.span_id);
+    assert_eq!(
+        attribute(handle, "error.type").as_deref(),
+        Some("cancelled")
+    );
 }

@@ -35,9 +35,10 @@ pub(super) fn start(
     operation: Operation<'_>,
     command: &str,
     trace: &Trace,
-) -> (Option<CallSpan>, Trace) {
+) -> (HandlerSpan, Trace) {
+    let grpc = binding.kind == HandlerKind::Grpc;
     let Some(tracer) = tracer else {
-        return (None, trace.clone());
+        return (HandlerSpan { span: None, grpc }, trace.clone());
     };
     let (name, mut attributes) = describe(binding.kind, operation);
     if let Ok(url) = url::Url::parse(&binding.url) {
@@ -56,7 +57,29 @@ pub(super) fn start(
     let span = tracer.span(SpanKind::Client, name, parent, attributes);
     let (traceparent, tracestate) = span.w3c();
     let sent = Trace::from_headers(Some(&traceparent), tracestate.as_deref());
-    (Some(span), sent)
+    let span = HandlerSpan {
+        span: Some(span),
+        grpc,
+    };
+    (span, sent)
+}
+
+/// A handler call's span while the call runs (none with traces off).
+pub(super) struct HandlerSpan {
+    span: Option<CallSpan>,
+    /// A gRPC call, whose span carries its status code.
+    grpc: bool,
+}
+
+impl Drop for HandlerSpan {
+    // A call dropped unfinished (Execute or Complete cancelled by its caller) still ends
+    // its span, as cancelled.
+    fn drop(&mut self) {
+        if let Some(span) = self.span.take() {
+            span.set(KeyValue::new("a2a.handler.result", "cancelled"));
+            span.end(Some("cancelled"));
+        }
+    }
 }
 
 /// The span's name and the attributes that say what was called.
@@ -116,21 +139,26 @@ fn describe(kind: HandlerKind, operation: Operation<'_>) -> (String, Vec<KeyValu
 /// text may quote the handler, so it is not copied). The span stays current until the
 /// guard drops, so the failure's log line names it.
 pub(super) fn end(
-    span: Option<CallSpan>,
+    mut span: HandlerSpan,
     result: &'static str,
     failure: Option<&Failure>,
 ) -> Option<ContextGuard> {
-    let span = span?;
+    let grpc = span.grpc;
+    let span = span.span.take()?;
     let current = span.attach();
     span.set(KeyValue::new("a2a.handler.result", result));
     let error = failure.map(|f| error_type(&f.reason));
-    span.end(error.or((result == "failed").then_some("failed")));
+    let error = error.or((result == "failed").then_some("failed"));
+    if grpc && error.is_none() {
+        span.set(KeyValue::new("rpc.grpc.status_code", 0_i64));
+    }
+    span.end(error);
     Some(current)
 }
 
 /// [`end`] for a completion call: `completions`, or `failed` with its failure.
 pub(super) fn end_completion<T>(
-    span: Option<CallSpan>,
+    span: HandlerSpan,
     result: &Result<T, Failure>,
 ) -> Option<ContextGuard> {
     let word = if result.is_ok() {
@@ -141,19 +169,43 @@ pub(super) fn end_completion<T>(
     end(span, word, result.as_ref().err())
 }
 
-/// A fixed word for a failure's reason.
+/// A fixed word for a failure, from the start of its reason (the reasons `Failure`s
+/// are made with in this layer; anything else is `failed`).
 fn error_type(reason: &str) -> &'static str {
-    if reason.starts_with("timed out") {
-        "timeout"
-    } else if reason.starts_with("malformed answer") {
-        "malformed_answer"
-    } else if reason == "handler busy" {
-        "busy"
-    } else if reason == "handler host not allowed" {
-        "host_not_allowed"
-    } else if reason == "handler credentials unavailable" {
-        "credentials_unavailable"
-    } else {
-        "failed"
+    const KINDS: [(&str, &str); 10] = [
+        ("timed out", "timeout"),
+        ("malformed answer", "malformed_answer"),
+        ("handler busy", "busy"),
+        ("handler host not allowed", "host_not_allowed"),
+        ("handler credentials unavailable", "credentials_unavailable"),
+        ("bad handler", "bad_binding"),
+        ("handler unreachable", "unreachable"),
+        ("handler answered", "error_answer"),
+        ("handler error", "error_answer"),
+        ("answer larger than", "answer_too_large"),
+    ];
+    KINDS
+        .iter()
+        .find(|(start, _)| reason.starts_with(start))
+        .map_or("failed", |(_, kind)| kind)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::error_type;
+
+    #[test]
+    fn failures_are_fixed_words_never_their_text() {
+        for (reason, kind) in [
+            ("timed out after 300 ms", "timeout"),
+            ("handler answered FAILED_PRECONDITION", "error_answer"),
+            ("handler answered HTTP 500", "error_answer"),
+            ("handler unreachable", "unreachable"),
+            ("bad handler endpoint", "bad_binding"),
+            ("malformed answer: {\"jsonrpc\"", "malformed_answer"),
+            ("something new", "failed"),
+        ] {
+            assert_eq!(error_type(reason), kind, "{reason}");
+        }
     }
 }

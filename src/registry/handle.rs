@@ -20,7 +20,7 @@ use crate::registry::snapshot::Snapshot;
 use crate::registry::state::{Change, ChangeResult};
 use crate::registry::store::{self, OpenError, Options};
 use crate::registry::writer::{Fleet, Op, Writer};
-use crate::telemetry::{Carried, Tracer};
+use crate::telemetry::{CallerContext, Tracer};
 
 /// Changes that may wait for the writer before callers wait to enqueue.
 const QUEUE_DEPTH: usize = 4096;
@@ -176,7 +176,7 @@ impl Registry {
     pub async fn apply(&self, change: Change) -> ChangeResult {
         let (tx, rx) = oneshot::channel();
         self.ops
-            .send(Op::Change(change, tx, Carried::current()))
+            .send(Op::Change(change, tx, CallerContext::current()))
             .await
             .map_err(|_| Error::ShuttingDown)?;
         rx.await.map_err(|_| Error::ShuttingDown)?

@@ -26,7 +26,7 @@ use crate::registry::seal::{Fingerprint, Seal};
 use crate::registry::snapshot::Snapshot;
 use crate::registry::state::{self, Change, ChangeResult, State, Write, Writes};
 use crate::registry::store::{self, Failed, Options, Served};
-use crate::telemetry::Carried;
+use crate::telemetry::CallerContext;
 
 /// Most changes one flush covers; bounds the latency a change adds to its group.
 const MAX_GROUP: usize = 512;
@@ -37,7 +37,7 @@ const CONFLICT_BUDGET: std::time::Duration = std::time::Duration::from_secs(10);
 pub(super) enum Op {
     /// Apply a change and answer when it is durable; the span current where it was
     /// asked for is carried so that fleet mode's etcd calls are its children.
-    Change(Change, oneshot::Sender<ChangeResult>, Carried),
+    Change(Change, oneshot::Sender<ChangeResult>, CallerContext),
     /// Fleet mode: what the follower read from etcd.
     Follow(Followed),
     /// Flush, close the store and answer.
@@ -123,7 +123,7 @@ impl Writer {
                     Op::Follow(_) => unreachable!("handled above"),
                 }
             }
-            let _current = parent.as_ref().map(Carried::attach);
+            let _current = parent.as_ref().map(CallerContext::attach);
             self.commit_group(changes);
             if !stopping.is_empty() {
                 break;

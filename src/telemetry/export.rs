@@ -12,13 +12,11 @@ use crate::telemetry::queue::Queue;
 use crate::telemetry::settings::{Export, ParentRoot, Protocol, Sampler, TraceSettings};
 
 /// Where one server's spans go: its sampler, its resource and its queue to the
-/// collector. Cheap to clone; each server has its own, so two in one process (as in
-/// tests) trace apart.
+/// collector (the SDK's tracer holds its provider). Cheap to clone; each server has its
+/// own, so two in one process (as in tests) trace apart.
 #[derive(Clone, Debug)]
 pub struct Tracer {
     pub(crate) tracer: SdkTracer,
-    // Kept so the provider lives as long as any clone of its tracer.
-    _provider: SdkTracerProvider,
     queue: Queue,
 }
 
@@ -53,11 +51,7 @@ impl Tracer {
             .build();
         use opentelemetry::trace::TracerProvider as _;
         let tracer = provider.tracer("a2a-commands");
-        Ok(Some(Self {
-            tracer,
-            _provider: provider,
-            queue,
-        }))
+        Ok(Some(Self { tracer, queue }))
     }
 
     /// Sends the spans ended so far; returns once the collector answered or at
@@ -82,6 +76,7 @@ fn exporter(export: &Export) -> Result<opentelemetry_otlp::SpanExporter, String>
             opentelemetry_otlp::SpanExporter::builder()
                 .with_tonic()
                 .with_endpoint(export.endpoint.clone())
+                .with_timeout(export.timeout)
                 .with_metadata(metadata)
                 .build()
         }
@@ -89,10 +84,11 @@ fn exporter(export: &Export) -> Result<opentelemetry_otlp::SpanExporter, String>
             .with_http()
             .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
             .with_endpoint(export.endpoint.clone())
+            .with_timeout(export.timeout)
             .with_headers(export.headers.iter().cloned().collect::<HashMap<_, _>>())
             .build(),
     };
-    built.map_err(|e| format!("OTLP endpoint {}: {e}", export.endpoint))
+    built.map_err(|e| format!("OTLP endpoint {}: {e}", export.shown_endpoint()))
 }
 
 fn sampler(sampler: Sampler) -> SdkSampler {

@@ -15,4 +15,4 @@ pub use export::Tracer;
 pub use opentelemetry::trace::SpanKind;
 pub use opentelemetry::{ContextGuard, KeyValue};
 pub use settings::{TraceFlags, TraceSettings};
-pub use spans::{CallSpan, Carried, W3c};
+pub use spans::{CallSpan, CallerContext, W3c};

@@ -105,7 +105,9 @@ async fn export<E: SpanExporter>(
     batching: Batching,
     warned: Arc<Warned>,
 ) {
-    let mut batch = Vec::with_capacity(batching.max_batch);
+    // Room for a usual batch; a huge OTEL_BSP_MAX_EXPORT_BATCH_SIZE grows it as it fills.
+    let capacity = batching.max_batch.min(1024);
+    let mut batch = Vec::with_capacity(capacity);
     loop {
         let mut flush = None;
         match receiver.recv().await {
@@ -122,7 +124,7 @@ async fn export<E: SpanExporter>(
             }
         }
         if !batch.is_empty() {
-            let spans = std::mem::replace(&mut batch, Vec::with_capacity(batching.max_batch));
+            let spans = std::mem::replace(&mut batch, Vec::with_capacity(capacity));
             let count = spans.len();
             let result =
                 tokio::time::timeout(batching.export_timeout, exporter.export(spans)).await;

@@ -98,6 +98,29 @@ pub struct Export {
     pub protocol: Protocol,
     /// Headers sent with every export (often a collector's API key: never printed).
     pub headers: Vec<(String, String)>,
+    /// How long one export may take (`OTEL_EXPORTER_OTLP_(TRACES_)TIMEOUT`).
+    pub timeout: Duration,
+}
+
+impl Export {
+    /// The endpoint as it may be printed: without a user, password or query, which may
+    /// hold credentials.
+    pub fn shown_endpoint(&self) -> String {
+        match url::Url::parse(&self.endpoint) {
+            Ok(mut url) => {
+                let _ = url.set_username("");
+                let _ = url.set_password(None);
+                url.set_query(None);
+                let shown = url.to_string();
+                // `Url` adds a root path the endpoint may not have had.
+                match shown.strip_suffix('/') {
+                    Some(bare) if !self.endpoint.ends_with('/') => bare.to_owned(),
+                    _ => shown,
+                }
+            }
+            Err(_) => "<unparsable>".to_owned(),
+        }
+    }
 }
 
 /// Everything about traces a server is started with.
@@ -131,6 +154,10 @@ impl Default for TraceSettings {
     }
 }
 
+/// The most spans a queue may hold, whatever `OTEL_BSP_MAX_QUEUE_SIZE` asks: a bound
+/// on memory, far above any useful setting.
+const MAX_QUEUE: u64 = 1 << 20;
+
 /// `service.name` when nothing names one.
 pub const DEFAULT_SERVICE_NAME: &str = "a2a-commands";
 
@@ -159,6 +186,28 @@ impl TraceSettings {
     ) -> Result<Self, String> {
         let env = |name: &str| env(name).filter(|v| !v.trim().is_empty());
         let mut settings = Self::default();
+
+        // Either switch turns traces off before anything else is judged, so a sidecar
+        // can be switched off whatever the rest says.
+        if env("OTEL_SDK_DISABLED").is_some_and(|v| v.trim().eq_ignore_ascii_case("true")) {
+            settings.off_because = "OTEL_SDK_DISABLED=true";
+            return Ok(settings);
+        }
+        match env("OTEL_TRACES_EXPORTER")
+            .map(|e| e.trim().to_ascii_lowercase())
+            .as_deref()
+        {
+            None | Some("otlp") => {}
+            Some("none") => {
+                settings.off_because = "OTEL_TRACES_EXPORTER=none";
+                return Ok(settings);
+            }
+            Some(other) => {
+                return Err(format!(
+                    "OTEL_TRACES_EXPORTER={other:?}: only otlp (or none) is supported"
+                ))
+            }
+        }
 
         let attributes = match env("OTEL_RESOURCE_ATTRIBUTES") {
             Some(text) => pairs(&text, "OTEL_RESOURCE_ATTRIBUTES", true)?,
@@ -193,10 +242,14 @@ impl TraceSettings {
 
         settings.batching = Batching {
             delay: Duration::from_millis(number(env, "OTEL_BSP_SCHEDULE_DELAY", 5000)?),
-            max_queue: number(env, "OTEL_BSP_MAX_QUEUE_SIZE", 2048)?.max(1) as usize,
-            max_batch: number(env, "OTEL_BSP_MAX_EXPORT_BATCH_SIZE", 512)?.max(1) as usize,
+            max_queue: number(env, "OTEL_BSP_MAX_QUEUE_SIZE", 2048)?.clamp(1, MAX_QUEUE) as usize,
+            max_batch: number(env, "OTEL_BSP_MAX_EXPORT_BATCH_SIZE", 512)?.clamp(1, MAX_QUEUE)
+                as usize,
             export_timeout: Duration::from_millis(number(env, "OTEL_BSP_EXPORT_TIMEOUT", 30_000)?),
         };
+
+        // A batch larger than the queue could never fill (OpenTelemetry's rule).
+        settings.batching.max_batch = settings.batching.max_batch.min(settings.batching.max_queue);
 
         let protocol = match flags
             .protocol
@@ -255,33 +308,20 @@ impl TraceSettings {
             }
         }
 
-        let disabled =
-            env("OTEL_SDK_DISABLED").is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
-        let exporter = env("OTEL_TRACES_EXPORTER").map(|e| e.trim().to_ascii_lowercase());
-        match exporter.as_deref() {
-            None | Some("otlp") | Some("none") => {}
-            Some(other) => {
-                return Err(format!(
-                    "OTEL_TRACES_EXPORTER={other:?}: only otlp (or none) is supported"
-                ))
-            }
-        }
+        let timeout = match env("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT") {
+            Some(_) => number(env, "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", 10_000)?,
+            None => number(env, "OTEL_EXPORTER_OTLP_TIMEOUT", 10_000)?,
+        };
         let Some(((text, source), general)) = endpoint else {
             return Ok(settings);
         };
-        let endpoint = endpoint_url(&text, source, protocol, general)?;
-        if disabled {
-            settings.off_because = "OTEL_SDK_DISABLED=true";
-        } else if exporter.as_deref() == Some("none") {
-            settings.off_because = "OTEL_TRACES_EXPORTER=none";
-        } else {
-            settings.off_because = "";
-            settings.export = Some(Export {
-                endpoint,
-                protocol,
-                headers,
-            });
-        }
+        settings.off_because = "";
+        settings.export = Some(Export {
+            endpoint: endpoint_url(&text, source, protocol, general)?,
+            protocol,
+            headers,
+            timeout: Duration::from_millis(timeout.max(1)),
+        });
         Ok(settings)
     }
 
@@ -292,8 +332,9 @@ impl TraceSettings {
             "export": self.export.as_ref().map_or_else(
                 || serde_json::json!(format!("off ({})", self.off_because)),
                 |e| serde_json::json!({
-                    "endpoint": e.endpoint,
+                    "endpoint": e.shown_endpoint(),
                     "protocol": e.protocol.name(),
+                    "timeout_ms": e.timeout.as_millis() as u64,
                     "headers": e.headers.iter().map(|(k, _)| format!("{k}: <redacted>")).collect::<Vec<_>>(),
                 }),
             ),
@@ -362,15 +403,16 @@ fn number(env: impl Fn(&str) -> Option<String>, name: &str, default: u64) -> Res
 /// `quote_values` (never for headers, which may hold keys).
 fn pairs(text: &str, source: &str, quote_values: bool) -> Result<Vec<(String, String)>, String> {
     let mut out = Vec::new();
-    for item in text.split(',').map(str::trim).filter(|i| !i.is_empty()) {
-        let shown = if quote_values {
-            item
-        } else {
-            item.split('=').next().unwrap_or("")
+    let items = text.split(',').map(str::trim).filter(|i| !i.is_empty());
+    for (at, item) in items.enumerate() {
+        let Some((key, value)) = item.split_once('=') else {
+            // A header without `=` may be a whole credential: name its place only.
+            return Err(if quote_values {
+                format!("{source}: {item:?} is not key=value")
+            } else {
+                format!("{source}: item {} is not key=value", at + 1)
+            });
         };
-        let (key, value) = item
-            .split_once('=')
-            .ok_or_else(|| format!("{source}: {shown:?} is not key=value"))?;
         let value = percent_decode(value.trim()).ok_or_else(|| {
             format!(
                 "{source}: the value of {:?} is not valid percent-encoding",
@@ -524,6 +566,43 @@ mod tests {
     }
 
     #[test]
+    fn the_switches_win_and_credentials_in_the_url_are_not_printed() {
+        let off = resolve(
+            &TraceFlags::default(),
+            &[
+                ("OTEL_SDK_DISABLED", "true"),
+                ("OTEL_EXPORTER_OTLP_ENDPOINT", "ftp://bad"),
+            ],
+        )
+        .unwrap();
+        assert_eq!(off.off_because, "OTEL_SDK_DISABLED=true");
+        let on = resolve(
+            &TraceFlags::default(),
+            &[
+                (
+                    "OTEL_EXPORTER_OTLP_ENDPOINT",
+                    "https://user:tok@collector:4317?key=k",
+                ),
+                ("OTEL_EXPORTER_OTLP_TIMEOUT", "2500"),
+                ("OTEL_BSP_MAX_QUEUE_SIZE", "8"),
+            ],
+        )
+        .unwrap();
+        let export = on.export.as_ref().unwrap();
+        assert_eq!(export.shown_endpoint(), "https://collector:4317");
+        assert_eq!(export.timeout, Duration::from_millis(2500));
+        assert_eq!(
+            on.batching.max_batch, 8,
+            "a batch never larger than the queue"
+        );
+        let printed = on.describe().to_string();
+        assert!(
+            !printed.contains("tok") && !printed.contains("key=k"),
+            "{printed}"
+        );
+    }
+
+    #[test]
     fn headers_are_decoded_and_never_printed() {
         let settings = resolve(
             &TraceFlags::default(),
@@ -548,10 +627,13 @@ mod tests {
         );
         let err = resolve(
             &TraceFlags::default(),
-            &[("OTEL_EXPORTER_OTLP_HEADERS", "novalue-s3cret")],
+            &[(
+                "OTEL_EXPORTER_OTLP_HEADERS",
+                "tenant=a,Authorization: Bearer s3cret",
+            )],
         );
         let err = err.unwrap_err();
-        assert!(err.contains("OTEL_EXPORTER_OTLP_HEADERS"), "{err}");
+        assert_eq!(err, "OTEL_EXPORTER_OTLP_HEADERS: item 2 is not key=value");
     }
 
     #[test]

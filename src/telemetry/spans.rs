@@ -70,9 +70,7 @@ impl Tracer {
         let parent = TraceContextPropagator::new().extract(&parent);
         self.start_under(parent, kind, name, attributes)
     }
-}
 
-impl Tracer {
     /// Starts a span of `kind` named `name` under the span current on this thread (a
     /// new trace when none is), with `attributes`.
     pub fn span_under_current(
@@ -106,9 +104,9 @@ impl Tracer {
 /// The span current where work was asked for, carried to the thread that does it (the
 /// registry's writer), so that the work's spans are its children.
 #[derive(Clone, Debug, Default)]
-pub struct Carried(Context);
+pub struct CallerContext(Context);
 
-impl Carried {
+impl CallerContext {
     /// The context current on this thread.
     pub fn current() -> Self {
         Self(Context::current())

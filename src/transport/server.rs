@@ -456,7 +456,7 @@ pub async fn start(settings: Settings) -> Result<RunningServer, StartError> {
         commands_file = %settings.commands_file.as_ref().map_or_else(|| "none".into(), |p| p.display().to_string()),
         admin_token = settings.admin_token_file.is_some(),
         fleet = %settings.fleet.as_ref().map_or_else(|| "off".into(), |f| f.endpoints.join(",")),
-        traces = %settings.traces.export.as_ref().map_or("off", |e| e.endpoint.as_str()),
+        traces = %settings.traces.export.as_ref().map_or_else(|| "off".into(), |e| e.shown_endpoint()),
         ready = registry.is_ready(),
         revision = snapshot.revision(),
         commands = snapshot.len(),

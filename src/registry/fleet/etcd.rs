@@ -153,24 +153,28 @@ impl Etcd {
         let Some(tracer) = &self.tracer else {
             return call.await;
         };
-        let endpoint = &self.channels[self.current.load(Ordering::Relaxed) % self.channels.len()].0;
-        let mut attributes = vec![
+        let attributes = vec![
             KeyValue::new("rpc.system", "grpc"),
             KeyValue::new("rpc.service", service),
             KeyValue::new("rpc.method", method),
             KeyValue::new("db.system.name", "etcd"),
         ];
-        if let Ok(url) = url::Url::parse(endpoint) {
-            if let Some(host) = url.host_str() {
-                attributes.push(KeyValue::new("server.address", host.to_owned()));
-            }
-            if let Some(port) = url.port_or_known_default() {
-                attributes.push(KeyValue::new("server.port", i64::from(port)));
-            }
-        }
         let span =
             tracer.span_under_current(SpanKind::Client, format!("{service}/{method}"), attributes);
         let result = call.await;
+        // The member it ended on: a call that failed over names the one that answered.
+        let endpoint = &self.channels[self.current.load(Ordering::Relaxed) % self.channels.len()].0;
+        if let Ok(url) = url::Url::parse(endpoint) {
+            if let Some(host) = url.host_str() {
+                span.set(KeyValue::new("server.address", host.to_owned()));
+            }
+            if let Some(port) = url.port_or_known_default() {
+                span.set(KeyValue::new("server.port", i64::from(port)));
+            }
+        }
+        if result.is_ok() {
+            span.set(KeyValue::new("rpc.grpc.status_code", 0_i64));
+        }
         span.end(result.as_ref().err().map(|e| match e {
             EtcdError::Rejected(_) => "rejected",
             EtcdError::TooLarge(_) => "too_large",

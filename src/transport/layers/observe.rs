@@ -131,7 +131,7 @@ impl CallLog {
         if let Some(span) = span {
             let (trace, id) = span.ids();
             (trace_id, span_id) = (Inline::new(&trace), Inline::new(&id));
-            end_server_span(span, code, note);
+            end_server_span(span, method, code, note);
         }
         if self.metrics {
             metrics().call(method, codes::name(code), elapsed);
@@ -176,11 +176,13 @@ fn outcome_word(outcome: &str) -> &'static str {
 
 /// Ends a call's server span: the gRPC code (an error status for the codes
 /// OpenTelemetry counts as a server's fault), and the command and its outcome when the
-/// method noted them (registered names only, never text).
-fn end_server_span(span: CallSpan, code: Code, note: &Note) {
+/// method noted them. Only names that are registered, or that an authorized Register
+/// or Unregister validated, become attributes: never text a caller chose.
+fn end_server_span(span: CallSpan, method: &str, code: Code, note: &Note) {
     span.set(KeyValue::new("rpc.grpc.status_code", code as i64));
     let command = note.command.as_str();
-    if !command.is_empty() {
+    let validated = code == Code::Ok || !matches!(method, "Register" | "Unregister");
+    if !command.is_empty() && validated {
         span.set(KeyValue::new("a2a.command.name", command.to_owned()));
         if !note.outcome.is_empty() {
             span.set(KeyValue::new(
@@ -285,6 +287,17 @@ pin_project_lite::pin_project! {
         method: Option<&'static str>,
         calls: Arc<CallLog>,
         span: Option<CallSpan>,
+    }
+
+    impl<F> PinnedDrop for Observing<F> {
+        // A call dropped before its answer (the caller cancelled, or the connection
+        // broke) still ends its span, as CANCELLED.
+        fn drop(this: Pin<&mut Self>) {
+            if let Some(span) = this.project().span.take() {
+                span.set(KeyValue::new("rpc.grpc.status_code", Code::Cancelled as i64));
+                span.end(None);
+            }
+        }
     }
 }
 

@@ -8,8 +8,11 @@ from __future__ import annotations
 
 try:
     from opentelemetry import trace as _trace
+    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+    _W3C: TraceContextTextMapPropagator | None = TraceContextTextMapPropagator()
 except ImportError:  # pragma: no cover - the gateway does not trace
-    _trace = None  # type: ignore[assignment]
+    _W3C = None
 
 
 def trace_metadata() -> tuple[tuple[str, str], ...]:
@@ -17,13 +20,10 @@ def trace_metadata() -> tuple[tuple[str, str], ...]:
 
     W3C whatever propagator the gateway set: the sidecar reads W3C only.
     """
-    if _trace is None:
+    # The propagator skips only the one invalid context it knows (unsampled): it would
+    # send all-zero ids for a sampled one, which the sidecar drops (the vectors' last case).
+    if _W3C is None or not _trace.get_current_span().get_span_context().is_valid:
         return ()
-    context = _trace.get_current_span().get_span_context()
-    if not context.is_valid:
-        return ()
-    metadata = [("traceparent", f"00-{context.trace_id:032x}-{context.span_id:016x}-{int(context.trace_flags):02x}")]
-    state = context.trace_state.to_header()
-    if state:
-        metadata.append(("tracestate", state))
-    return tuple(metadata)
+    carrier: dict[str, str] = {}
+    _W3C.inject(carrier)
+    return tuple((key, carrier[key]) for key in ("traceparent", "tracestate") if carrier.get(key))
