@@ -101,19 +101,25 @@ impl Writer {
                 }
             }
             let mut changes = Vec::with_capacity(group.len());
-            // The group's work is traced under its first change's caller.
-            let mut parent = None;
+            // The group's work is traced under its first traced change's caller (a
+            // commands-file reconcile beside a Register is not).
+            let mut parent: Option<CallerContext> = None;
             for op in group.drain(..) {
                 if let Op::Follow(followed) = op {
                     // Changes queued before it are another sidecar's base; commit them
                     // first so both keep the queue's order.
+                    let caller = parent.take();
+                    let current = caller.as_ref().map(CallerContext::attach);
                     self.commit_group(std::mem::take(&mut changes));
+                    drop(current);
                     self.follow(followed);
                     continue;
                 }
                 match op {
                     Op::Change(change, reply, carried) if stopping.is_empty() => {
-                        parent.get_or_insert(carried);
+                        if carried.is_traced() && parent.is_none() {
+                            parent = Some(carried);
+                        }
                         changes.push((change, reply))
                     }
                     Op::Change(_, reply, _) => {

@@ -112,6 +112,11 @@ impl CallerContext {
         Self(Context::current())
     }
 
+    /// Whether it holds a span (the caller was traced).
+    pub fn is_traced(&self) -> bool {
+        self.0.has_active_span()
+    }
+
     /// Makes it current on this thread until the guard drops.
     pub fn attach(&self) -> ContextGuard {
         self.0.clone().attach()
