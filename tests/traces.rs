@@ -190,6 +190,10 @@ async fn spans_follow_the_call_from_the_caller_to_the_handler() {
     assert_eq!(attribute(handle, "rpc.system").as_deref(), Some("grpc"));
     assert_eq!(attribute(handle, "rpc.method").as_deref(), Some("Handle"));
     assert_eq!(
+        attribute(handle, "rpc.grpc.status_code").as_deref(),
+        Some("0")
+    );
+    assert_eq!(
         attribute(handle, "server.address").as_deref(),
         Some("127.0.0.1")
     );
@@ -253,6 +257,11 @@ async fn a_failed_handler_call_is_an_error_span_and_an_untraced_call_a_new_trace
     assert_eq!(
         attribute(handle, "error.type").as_deref(),
         Some("error_answer")
+    );
+    // FAILED_PRECONDITION, as the handler answered.
+    assert_eq!(
+        attribute(handle, "rpc.grpc.status_code").as_deref(),
+        Some("9")
     );
     assert_eq!(
         attribute(handle, "a2a.handler.result").as_deref(),

@@ -32,6 +32,8 @@ pub(super) struct Failure {
     pub(super) reason: String,
     /// What the log says.
     pub(super) detail: String,
+    /// The gRPC status a gRPC handler answered with, for its span.
+    pub(super) grpc_code: Option<tonic::Code>,
 }
 
 impl Failure {
@@ -39,6 +41,7 @@ impl Failure {
         Self {
             reason: reason.into(),
             detail: detail.to_string(),
+            grpc_code: None,
         }
     }
 
@@ -48,6 +51,7 @@ impl Failure {
         Self {
             reason: format!("malformed answer: {}", shorten(&detail, 120)),
             detail,
+            grpc_code: None,
         }
     }
 

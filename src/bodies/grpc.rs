@@ -140,7 +140,7 @@ fn with_metadata<T>(request: &mut tonic::Request<T>, headers: &CallHeaders) -> R
 
 fn failure(status: &tonic::Status, binding: &HandlerBinding, max_answer_bytes: usize) -> Failure {
     use tonic::Code;
-    match status.code() {
+    let failure = match status.code() {
         // The deadline we sent with the call (grpc-timeout) passed, on either side.
         Code::DeadlineExceeded | Code::Cancelled => Failure::timed_out(binding, status),
         Code::OutOfRange | Code::ResourceExhausted if status.message().contains("too large") => {
@@ -151,5 +151,9 @@ fn failure(status: &tonic::Status, binding: &HandlerBinding, max_answer_bytes: u
         }
         Code::Unavailable => Failure::new("handler unreachable", status),
         code => Failure::new(format!("handler answered {}", codes::name(code)), status),
+    };
+    Failure {
+        grpc_code: Some(status.code()),
+        ..failure
     }
 }

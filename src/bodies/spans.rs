@@ -149,8 +149,13 @@ pub(super) fn end(
     span.set(KeyValue::new("a2a.handler.result", result));
     let error = failure.map(|f| error_type(&f.reason));
     let error = error.or((result == "failed").then_some("failed"));
-    if grpc && error.is_none() {
-        span.set(KeyValue::new("rpc.grpc.status_code", 0_i64));
+    // A gRPC call's status: OK, or the one the handler answered with when it did.
+    let code = match failure {
+        None if error.is_none() => Some(0),
+        failure => failure.and_then(|f| f.grpc_code).map(|c| c as i64),
+    };
+    if let Some(code) = code.filter(|_| grpc) {
+        span.set(KeyValue::new("rpc.grpc.status_code", code));
     }
     span.end(error);
     Some(current)
