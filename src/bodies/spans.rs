@@ -8,7 +8,7 @@ use crate::bodies::call::{Failure, Trace};
 use crate::bodies::json_rpc;
 use crate::bodies::mcp::TOOL;
 use crate::rules::body::{HandlerBinding, HandlerKind};
-use crate::telemetry::{CallSpan, ContextGuard, KeyValue, SpanKind, Tracer, W3c};
+use crate::telemetry::{CallSpan, ContextGuard, KeyValue, SpanKind, Tracer};
 
 /// What a handler is asked.
 #[derive(Clone, Copy, Debug)]
@@ -26,9 +26,10 @@ pub(super) enum Operation<'a> {
 /// The gRPC service handlers implement.
 const HANDLER_SERVICE: &str = "a2a.commands.v1.CommandHandler";
 
-/// Starts the span of a call to `binding` for `command` under `trace`, and returns it
-/// with the trace context to send (naming it). Without a tracer: no span, and `trace`
-/// is passed on as it came.
+/// Starts the span of a call to `binding` for `command`, a child of the span current
+/// here (the call's server span, which the observing layer keeps current while the call
+/// runs), and returns it with the trace context to send (naming it). Without a tracer:
+/// no span, and `trace` (the caller's) is passed on as it came.
 pub(super) fn start(
     tracer: Option<&Tracer>,
     binding: &HandlerBinding,
@@ -50,11 +51,7 @@ pub(super) fn start(
         }
     }
     attributes.push(KeyValue::new("a2a.command.name", command.to_owned()));
-    let parent = W3c {
-        traceparent: trace.traceparent.as_deref(),
-        tracestate: trace.tracestate.as_deref(),
-    };
-    let span = tracer.span(SpanKind::Client, name, parent, attributes);
+    let span = tracer.span_under_current(SpanKind::Client, name, attributes);
     let (traceparent, tracestate) = span.w3c();
     let sent = Trace::from_headers(Some(&traceparent), tracestate.as_deref());
     let span = HandlerSpan {

@@ -169,16 +169,10 @@ impl Writer {
             return self.commit_fleet(changes);
         }
         if let Some(err) = &self.stopped {
-            for (_, reply) in changes {
-                let _ = reply.send(Err(err.clone()));
-            }
-            return;
+            return fail_all(changes, err);
         }
         if let Err(err) = self.store() {
-            for (_, reply) in changes {
-                let _ = reply.send(Err(err.clone()));
-            }
-            return;
+            return fail_all(changes, &err);
         }
         let mut next = self.state.clone();
         let mut writes = Writes::new();

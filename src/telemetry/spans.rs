@@ -167,12 +167,6 @@ fn w3c_of(cx: &Context) -> (String, Option<String>) {
     (written.traceparent.unwrap_or_default(), written.tracestate)
 }
 
-/// The `traceparent` and `tracestate` of the span current on this thread, if one is
-/// (only while a traced call runs).
-pub fn current_w3c() -> Option<(String, Option<String>)> {
-    Context::map_current(|cx| cx.has_active_span().then(|| w3c_of(cx)))
-}
-
 /// The trace id and span id of the span current on this thread, if one is.
 pub fn current_ids() -> Option<(String, String)> {
     Context::map_current(|cx| {

@@ -1,17 +1,13 @@
-//! The W3C trace context handler calls are made under.
+//! The W3C trace context a call arrives with.
 
 use tonic::codegen::http;
 
 use crate::bodies::Trace;
-use crate::telemetry::spans::current_w3c;
 
-/// The trace context handler calls of this call are made under: with traces on, the
-/// call's server span (current while it runs); off, the caller's own headers, passed
-/// on as they came.
+/// The W3C trace context of an incoming call: passed on to handlers as it came with
+/// traces off; with traces on, the handler calls' spans are children of the call's
+/// server span (current while it runs), and this context serves the log line only.
 pub(crate) fn trace_of(metadata: &tonic::metadata::MetadataMap) -> Trace {
-    if let Some((traceparent, tracestate)) = current_w3c() {
-        return Trace::from_headers(Some(&traceparent), tracestate.as_deref());
-    }
     // Names made once, not parsed from a `&str` on every call.
     const TRACEPARENT: http::HeaderName = http::HeaderName::from_static("traceparent");
     const TRACESTATE: http::HeaderName = http::HeaderName::from_static("tracestate");
