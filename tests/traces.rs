@@ -544,8 +544,9 @@ async fn a_collector_that_never_answers_fills_the_queue_and_drops_are_counted() 
     accepted.abort();
 }
 
-/// A caller that gives up mid-call (its deadline passes while the handler works): the
-/// server span still ends, as CANCELLED, and the handler span as cancelled.
+/// A caller that gives up mid-call (it drops the call while the handler works, with no
+/// deadline sent): the server span still ends, as CANCELLED, and the handler span as
+/// cancelled.
 #[tokio::test]
 async fn a_call_its_caller_cancels_still_ends_its_spans() {
     let receiver = Receiver::start().await;
@@ -557,17 +558,9 @@ async fn a_call_its_caller_cancels_still_ends_its_spans() {
     register_with(&mut client, "deploy", grpc, false)
         .await
         .unwrap();
-    let mut request = traced(execute_request("/deploy slow"), true);
-    request.set_timeout(Duration::from_millis(300));
-    let status = client.execute(request).await.unwrap_err();
-    // The server enforces the deadline it was sent (CANCELLED) or the client does.
-    assert!(
-        matches!(
-            status.code(),
-            tonic::Code::Cancelled | tonic::Code::DeadlineExceeded
-        ),
-        "{status:?}"
-    );
+    let request = traced(execute_request("/deploy slow"), true);
+    let gave_up = tokio::time::timeout(Duration::from_millis(300), client.execute(request)).await;
+    assert!(gave_up.is_err(), "the handler takes 60 s: {gave_up:?}");
     let spans = receiver
         .wait_for("the cancelled call's spans", |spans| {
             !named(spans, "a2a.commands.v1.CommandHandler/Handle").is_empty()

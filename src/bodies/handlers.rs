@@ -8,6 +8,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use tokio::sync::Semaphore;
 
@@ -22,6 +23,39 @@ use crate::rules::body::{HandlerAnswer, HandlerBinding, HandlerKind, HandlerPoli
 use crate::rules::complete::{self, ArgumentQuery, Completions};
 use crate::rules::prompt::{ListedPrompt, PromptAnswer};
 use crate::telemetry::Tracer;
+
+/// Time kept back from the caller's deadline for the answer to be written after a
+/// handler call ends, so that a shortened call still ends in a reply.
+pub const ANSWER_RESERVE: Duration = Duration::from_millis(10);
+
+/// How long one handler call may take, and whether the caller's deadline set it.
+struct Limit {
+    timeout: Duration,
+    by_caller: bool,
+}
+
+impl Limit {
+    /// The failure when the call took all of it.
+    fn expired(&self, binding: &HandlerBinding) -> Failure {
+        if self.by_caller {
+            Failure::new(
+                format!(
+                    "timed out after {} ms (what was left of the caller's deadline)",
+                    self.timeout.as_millis()
+                ),
+                "the caller's deadline passed",
+            )
+        } else {
+            Failure::timed_out(binding, "deadline passed")
+        }
+    }
+}
+
+/// A handler call not made (`failure` says why): logged, and answered as a failure.
+fn not_called(command: &str, url: &str, failure: Failure) -> HandlerAnswer {
+    tracing::warn!(command, handler = %url, reason = %failure.reason, detail = %failure.detail, "handler not called");
+    HandlerAnswer::Failed(failure.reason)
+}
 
 /// What is kept per endpoint URL: its concurrency slots and its call counter (JSON-RPC
 /// ids count per endpoint, as the reference's do).
@@ -92,14 +126,63 @@ impl Handlers {
         &self.policy
     }
 
+    /// How long a call to `binding` may take for a caller who stops waiting at
+    /// `deadline`: the binding's timeout, or what is left of the deadline (less
+    /// [`ANSWER_RESERVE`]) when that is shorter. Less than the policy's minimum left is
+    /// a failure at once: the handler is not called for an answer nobody will read.
+    fn time_for(
+        &self,
+        binding: &HandlerBinding,
+        deadline: Option<Instant>,
+    ) -> Result<Limit, Failure> {
+        let own = binding.timeout();
+        let Some(deadline) = deadline else {
+            return Ok(Limit {
+                timeout: own,
+                by_caller: false,
+            });
+        };
+        let left = deadline
+            .saturating_duration_since(Instant::now())
+            .saturating_sub(ANSWER_RESERVE);
+        let minimum = Duration::from_millis(u64::from(self.policy.min_time_left_ms));
+        if left < minimum {
+            return Err(Failure::new(
+                format!(
+                    "not called: {} ms left of the caller's deadline (the minimum is {} ms)",
+                    left.as_millis(),
+                    minimum.as_millis()
+                ),
+                "the caller's deadline is too close (--handler-min-time-left-ms)",
+            ));
+        }
+        Ok(if left < own {
+            Limit {
+                timeout: left,
+                by_caller: true,
+            }
+        } else {
+            Limit {
+                timeout: own,
+                by_caller: false,
+            }
+        })
+    }
+
     /// Calls the handler, passing on `trace`; never takes longer than the binding's
-    /// timeout (plus the time to notice it), and never fails: failures are answers.
+    /// timeout or what is left of the caller's `deadline` (plus the time to notice
+    /// it), and never fails: failures are answers.
     pub async fn invoke(
         &self,
         binding: &HandlerBinding,
         invocation: &pb::Invocation,
         trace: &Trace,
+        deadline: Option<Instant>,
     ) -> HandlerAnswer {
+        let limit = match self.time_for(binding, deadline) {
+            Ok(limit) => limit,
+            Err(failure) => return not_called(&invocation.command, &binding.url, failure),
+        };
         let max_answer_bytes = self.policy.max_answer_bytes;
         let (span, trace) = spans::start(
             self.tracer.as_ref(),
@@ -131,9 +214,9 @@ impl Handlers {
         // Boxed: the transports' futures take kilobytes, and unboxed they would make
         // every Execute's future (which tonic moves into a box per call) that large,
         // commands that call no handler included.
-        let result = match tokio::time::timeout(binding.timeout(), Box::pin(call)).await {
+        let result = match tokio::time::timeout(limit.timeout, Box::pin(call)).await {
             Ok(result) => result,
-            Err(_) => Err(Failure::timed_out(binding, "deadline passed")),
+            Err(_) => Err(limit.expired(binding)),
         };
         let transport = match binding.kind {
             HandlerKind::Grpc => "grpc",
@@ -181,7 +264,17 @@ impl Handlers {
         command: &str,
         arguments: &str,
         trace: &Trace,
+        deadline: Option<Instant>,
     ) -> PromptAnswer {
+        let limit = match self.time_for(server, deadline) {
+            Ok(limit) => limit,
+            Err(failure) => {
+                return match not_called(command, &server.url, failure) {
+                    HandlerAnswer::Failed(reason) => PromptAnswer::Failed(reason),
+                    _ => unreachable!("not_called is a failure"),
+                }
+            }
+        };
         let (span, trace) = spans::start(
             self.tracer.as_ref(),
             server,
@@ -202,9 +295,9 @@ impl Handlers {
                 .await
         };
         let started = std::time::Instant::now();
-        let result = match tokio::time::timeout(server.timeout(), Box::pin(call)).await {
+        let result = match tokio::time::timeout(limit.timeout, Box::pin(call)).await {
             Ok(result) => result,
-            Err(_) => Err(Failure::timed_out(server, "deadline passed")),
+            Err(_) => Err(limit.expired(server)),
         };
         let m = metrics();
         let transport = "mcp_prompt";

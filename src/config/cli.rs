@@ -469,6 +469,13 @@ pub struct HandlerArgs {
     #[arg(long, env = "A2A_COMMANDS_HANDLER_CA_FILE")]
     pub handler_ca_file: Option<PathBuf>,
 
+    /// Least time, in milliseconds, that must be left of Execute's deadline (the
+    /// caller's grpc-timeout) for a handler or MCP prompt to be called; with less the
+    /// command fails at once. A handler whose timeout is longer than what is left is
+    /// called with what is left.
+    #[arg(long, env = "A2A_COMMANDS_HANDLER_MIN_TIME_LEFT_MS", default_value_t = defaults::handlers().min_time_left_ms)]
+    pub handler_min_time_left_ms: u32,
+
     /// Most calls in flight to one handler endpoint; more wait (within their timeout).
     #[arg(long, env = "A2A_COMMANDS_HANDLER_CONCURRENCY", default_value_t = defaults::handlers().max_concurrency)]
     pub handler_concurrency: usize,

@@ -216,6 +216,7 @@ impl Settings {
             "handler_allowed_hosts": self.handlers.allowed_hosts,
             "handler_max_answer_bytes": self.handlers.max_answer_bytes,
             "handler_concurrency": self.handlers.max_concurrency,
+            "handler_min_time_left_ms": self.handlers.min_time_left_ms,
             "handler_secrets_dir": path(&self.handlers.secrets_dir),
             "handler_ca_file": path(&self.handlers.ca_file),
             "fleet": self.fleet.as_ref().map(describe_fleet),
@@ -527,6 +528,7 @@ pub fn handler_policy(args: &cli::HandlerArgs) -> Result<HandlerPolicy, ConfigEr
         max_concurrency: args.handler_concurrency,
         secrets_dir: args.handler_secrets_dir.clone(),
         ca_file: args.handler_ca_file.clone(),
+        min_time_left_ms: args.handler_min_time_left_ms,
     };
     if policy.default_timeout_ms == 0 || policy.default_timeout_ms > policy.max_timeout_ms {
         return Err(ConfigError(format!(

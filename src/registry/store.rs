@@ -138,12 +138,14 @@ pub(super) fn open_verified(dir: &Path, cache_bytes: u64) -> Result<(Served, Sta
         // only once the copy holds what was acknowledged.
         let checked = copy_store(dir, &check_dir).and_then(|()| {
             let db = open(&check_dir, cache_bytes)?;
-            let state = load(&db)?;
-            drop(db);
-            sealed.check(Fingerprint::of(&state))
+            let state = load(&db);
+            close(db);
+            sealed.check(Fingerprint::of(&state?))
         });
-        remove_if_present(&check_dir)?;
+        // Whatever happened, the copy goes: the directory is left as it was found.
+        let removed = remove_if_present(&check_dir);
         checked.map_err(|cause| format!("{cause}; it was left untouched"))?;
+        removed?;
     }
     remove_stale_snapshots(dir)?;
     let served = Served::open(dir, cache_bytes)?;
@@ -278,18 +280,14 @@ pub(super) fn open(dir: &Path, cache_bytes: u64) -> Result<sled::Db, String> {
     // sled panics on some kinds of damage instead of returning an error; either way the
     // operator must get one clear line (not a panic message and a backtrace before it),
     // and the data must be left as it is.
-    let opened =
-        quietly(|| std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| config.open())));
-    match opened {
-        Ok(Ok(db)) => Ok(db),
-        Ok(Err(sled::Error::Io(e))) if e.to_string().contains("could not acquire lock") => {
+    guarded(|| match config.open() {
+        Ok(db) => Ok(db),
+        Err(sled::Error::Io(e)) if e.to_string().contains("could not acquire lock") => {
             Err("it is in use by another running instance (its lock is held)".into())
         }
-        Ok(Err(sled::Error::Io(e))) => Err(e.to_string()),
-        Ok(Err(sled::Error::Corruption { .. })) => Err("the store is corrupt".into()),
-        Ok(Err(e)) => Err(e.to_string()),
-        Err(_) => Err("the store could not be read (sled panicked)".into()),
-    }
+        Err(sled::Error::Io(e)) => Err(e.to_string()),
+        Err(e) => Err(read_error(e)),
+    })
 }
 
 thread_local! {
@@ -320,10 +318,15 @@ fn quietly<T>(f: impl FnOnce() -> T) -> T {
 
 /// Runs `f` with this thread marked quiet (see [`silent_while_quiet`]).
 fn with_quiet_flag<T>(f: impl FnOnce() -> T) -> T {
-    QUIET.with(|q| q.set(true));
-    let result = f();
-    QUIET.with(|q| q.set(false));
-    result
+    /// Clears the flag however `f` ends.
+    struct Reset(bool);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            QUIET.with(|q| q.set(self.0));
+        }
+    }
+    let _reset = Reset(QUIET.with(|q| q.replace(true)));
+    f()
 }
 
 /// What a salvage recovered: the readable records in order, and what could not be read.
@@ -357,26 +360,65 @@ pub fn salvage(dir: &Path) -> Result<Salvaged, String> {
     let db = open(&copy, 8 << 20)?;
     let mut problems = Vec::new();
     let mut commands = Vec::new();
-    for item in db.scan_prefix(COMMAND_PREFIX) {
-        match item {
-            Ok((key, value)) => match serde_json::from_slice::<Registered>(&value) {
-                Ok(record) => commands.push(record),
-                Err(e) => problems.push(format!("record {} is unreadable: {e}", show(&key))),
-            },
-            Err(e) => {
-                problems.push(format!("sled stopped reading: {e}"));
-                break;
+    // What was read before sled panicked is kept; the panic is one more problem.
+    let read = guarded(|| {
+        for item in db.scan_prefix(COMMAND_PREFIX) {
+            match item {
+                Ok((key, value)) => match serde_json::from_slice::<Registered>(&value) {
+                    Ok(record) => commands.push(record),
+                    Err(e) => problems.push(format!("record {} is unreadable: {e}", show(&key))),
+                },
+                Err(e) => {
+                    problems.push(format!("sled stopped reading: {}", read_error(e)));
+                    break;
+                }
             }
         }
+        Ok(())
+    });
+    if let Err(e) = read {
+        problems.push(format!("{e}; records after that point were not read"));
     }
+    close(db);
     commands.sort_by_key(|c| c.seq);
     Ok(Salvaged { commands, problems })
 }
 
-/// Reads the whole registry from `db`.
+/// Reads the whole registry from `db`. sled panics on some damage its open does not
+/// notice (a node whose keys lie outside its bounds, found only while iterating), so
+/// the read runs under the same guard as the open: one line, never a panic.
 pub(super) fn load(db: &sled::Db) -> Result<State, String> {
+    guarded(|| load_unguarded(db))
+}
+
+/// One line for an error sled gave while reading (its corruption error's text carries a
+/// debug dump of where it looked and an empty backtrace).
+fn read_error(err: sled::Error) -> String {
+    match err {
+        sled::Error::Corruption { .. } => "the store is corrupt (sled found damaged data)".into(),
+        other => other.to_string(),
+    }
+}
+
+/// Drops a store handle under the guard: sled's drop flushes, and after a panic inside
+/// sled that may panic again.
+fn close(db: sled::Db) {
+    let _ = guarded(move || {
+        drop(db);
+        Ok(())
+    });
+}
+
+/// Runs `read` (a read of a store that may be damaged) with a panic inside it caught
+/// and kept off stderr, reported as one line.
+fn guarded<T>(read: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+    let result = quietly(|| std::panic::catch_unwind(std::panic::AssertUnwindSafe(read)));
+    result.unwrap_or_else(|_| Err("the store could not be read (sled panicked)".into()))
+}
+
+fn load_unguarded(db: &sled::Db) -> Result<State, String> {
     let read_u64 = |key: &[u8]| -> Result<u64, String> {
-        match db.get(key).map_err(|e| e.to_string())? {
+        match db.get(key).map_err(read_error)? {
             None => Ok(0),
             Some(v) => v
                 .as_ref()
@@ -389,7 +431,7 @@ pub(super) fn load(db: &sled::Db) -> Result<State, String> {
     let next_seq = read_u64(NEXT_SEQ_KEY)?;
     let mut commands = Commands::default();
     for item in db.scan_prefix(COMMAND_PREFIX) {
-        let (key, value) = item.map_err(|e| e.to_string())?;
+        let (key, value) = item.map_err(read_error)?;
         let record: Registered = serde_json::from_slice(&value).map_err(|e| {
             format!(
                 "the store is corrupt: record {} is unreadable: {e}",

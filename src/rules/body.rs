@@ -211,6 +211,9 @@ pub struct HandlerPolicy {
     pub secrets_dir: Option<PathBuf>,
     /// Extra CA certificates (PEM) trusted for `https://` handlers, beside the system's.
     pub ca_file: Option<PathBuf>,
+    /// Least time left of a caller's deadline for a handler to be called, in ms; with
+    /// less, the command fails at once.
+    pub min_time_left_ms: u32,
 }
 
 impl Default for HandlerPolicy {
@@ -223,6 +226,7 @@ impl Default for HandlerPolicy {
             max_concurrency: 32,
             secrets_dir: None,
             ca_file: None,
+            min_time_left_ms: 50,
         }
     }
 }

@@ -19,7 +19,7 @@ use tonic::{Request, Response, Status};
 
 use crate::pb;
 use crate::transport::service::{answer, Api, SERVICE_NAME};
-use crate::transport::trace::trace_of;
+use crate::transport::trace::{deadline_of, trace_of};
 use crate::wire::{BoundedDecoder, Scanned};
 
 /// What this server accepts of a request.
@@ -186,7 +186,8 @@ impl UnaryService<pb::ExecuteRequest> for Method {
         let api = Arc::clone(&self.0);
         Box::pin(async move {
             let trace = trace_of(request.metadata());
-            answer(api.execute(request.get_ref(), &trace).await)
+            let deadline = deadline_of(&request);
+            answer(api.execute(request.get_ref(), &trace, deadline).await)
         })
     }
 }

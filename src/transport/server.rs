@@ -25,6 +25,7 @@ use crate::registry::{Change, OpenError, Registry};
 use crate::telemetry::Tracer;
 use crate::transport::auth::AdminAuth;
 use crate::transport::layers::budget::BudgetLayer;
+use crate::transport::layers::deadline::DeadlineLayer;
 use crate::transport::layers::grpc_only;
 use crate::transport::layers::idle::{IdleIo, InFlightLayer};
 use crate::transport::layers::observe::{CallLog, Observed};
@@ -225,10 +226,13 @@ type CallLayers = tower_layer::Stack<
     tower_layer::Stack<
         ReadDeadlineLayer,
         tower_layer::Stack<
-            InFlightLayer,
+            DeadlineLayer,
             tower_layer::Stack<
-                tower_http::validate_request::ValidateRequestHeaderLayer<grpc_only::GrpcOnly>,
-                tower_layer::Identity,
+                InFlightLayer,
+                tower_layer::Stack<
+                    tower_http::validate_request::ValidateRequestHeaderLayer<grpc_only::GrpcOnly>,
+                    tower_layer::Identity,
+                >,
             >,
         >,
     >,
@@ -248,6 +252,7 @@ fn server_builder(limits: &Limits, budget: &BudgetLayer) -> tonic::transport::Se
         .initial_stream_window_size(CONNECTION_WINDOW)
         .layer(grpc_only::layer())
         .layer(InFlightLayer)
+        .layer(DeadlineLayer)
         .layer(ReadDeadlineLayer::new(limits.request_read_timeout))
         .layer(budget.clone())
 }

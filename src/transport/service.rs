@@ -5,6 +5,7 @@
 //! command it concerns for the observing layer, which logs and counts every call.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use tokio_util::sync::CancellationToken;
 use tonic::{Request, Response, Status};
@@ -29,7 +30,7 @@ use crate::transport::answers::{self, Executed};
 use crate::transport::auth::AdminAuth;
 use crate::transport::convert::{list_specs, now};
 use crate::transport::layers::observe::note;
-use crate::transport::trace::trace_of;
+use crate::transport::trace::{deadline_of, trace_of};
 use crate::transport::watch_specs::{watch_specs, WatchStream};
 
 /// The `CommandService` implementation.
@@ -211,8 +212,9 @@ impl Api {
         &self,
         request: &pb::ExecuteRequest,
         trace: &Trace,
+        deadline: Option<Instant>,
     ) -> Result<Vec<u8>, Error> {
-        let result = self.execution(request, trace).await;
+        let result = self.execution(request, trace, deadline).await;
         match &result {
             Ok(Executed::Command { name, outcome, .. }) => {
                 note(name, outcome.as_str_name(), trace.trace_id())
@@ -228,6 +230,7 @@ impl Api {
         &self,
         request: &'r pb::ExecuteRequest,
         trace: &Trace,
+        deadline: Option<Instant>,
     ) -> Result<Executed<'r>, Error> {
         let message = required("message", &request.message)?;
         if message.message_id.is_empty() {
@@ -276,7 +279,7 @@ impl Api {
                 drop(snapshot);
                 let answer = self
                     .handlers
-                    .prompt(&server, &prompt, name, arguments, trace)
+                    .prompt(&server, &prompt, name, arguments, trace, deadline)
                     .await;
                 match prompt_result(name, answer) {
                     Prompted::Text(text) => {
@@ -303,7 +306,10 @@ impl Api {
                     task: request.task.clone(),
                     message: Some(message.clone()),
                 };
-                let answer = self.handlers.invoke(&handler, &invocation, trace).await;
+                let answer = self
+                    .handlers
+                    .invoke(&handler, &invocation, trace, deadline)
+                    .await;
                 // A failed call was logged with its detail where it failed.
                 let call_failed = matches!(answer, HandlerAnswer::Failed(_));
                 let reply = handler_reply(name, answer, &task, role, &self.catalogue);
@@ -403,7 +409,8 @@ impl CommandService for Api {
         request: Request<pb::ExecuteRequest>,
     ) -> Result<Response<pb::ExecuteResponse>, Status> {
         let trace = trace_of(request.metadata());
-        decoded(Api::execute(self, request.get_ref(), &trace).await)
+        let deadline = deadline_of(&request);
+        decoded(Api::execute(self, request.get_ref(), &trace, deadline).await)
     }
 }
 

@@ -1,8 +1,10 @@
-//! The W3C trace context a call arrives with.
+//! What a call arrives with that its handler calls carry on: the W3C trace context, and
+//! the caller's deadline.
 
 use tonic::codegen::http;
 
 use crate::bodies::Trace;
+use crate::transport::layers::deadline::CallDeadline;
 
 /// The W3C trace context of an incoming call: passed on to handlers as it came with
 /// traces off; with traces on, the handler calls' spans are children of the call's
@@ -14,4 +16,12 @@ pub(crate) fn trace_of(metadata: &tonic::metadata::MetadataMap) -> Trace {
     let headers = metadata.as_ref();
     let header = |name| headers.get(name).and_then(|v| v.to_str().ok());
     Trace::from_headers(header(&TRACEPARENT), header(&TRACESTATE))
+}
+
+/// When the caller stops waiting (its `grpc-timeout`, as the deadline layer read it).
+pub(crate) fn deadline_of<T>(request: &tonic::Request<T>) -> Option<std::time::Instant> {
+    request
+        .extensions()
+        .get::<CallDeadline>()
+        .map(|deadline| deadline.0.into_std())
 }

@@ -13,6 +13,7 @@ use tokio::task::JoinHandle;
 pub const CLASSIFY: &str = "/a2a.commands.v1.CommandService/Classify";
 pub const REGISTER: &str = "/a2a.commands.v1.CommandService/Register";
 pub const WATCH_SPECS: &str = "/a2a.commands.v1.CommandService/WatchSpecs";
+pub const COMPLETE: &str = "/a2a.commands.v1.CommandService/Complete";
 
 pub const GRPC: &str = "application/grpc";
 
@@ -122,10 +123,29 @@ impl Http2 {
 
     /// A whole unary gRPC call: `message` to `path`, and its answer.
     pub async fn unary(&mut self, path: &str, message: &impl prost::Message) -> Answer {
-        let started = self
-            .start(Method::POST, path, Some(GRPC), Some(framed(message)), true)
-            .await;
-        answer(started.response).await
+        self.unary_with(path, message, &[]).await
+    }
+
+    /// The same with `headers` added (a `grpc-timeout` this client does not enforce,
+    /// so the status seen is the server's).
+    pub async fn unary_with(
+        &mut self,
+        path: &str,
+        message: &impl prost::Message,
+        headers: &[(&'static str, &str)],
+    ) -> Answer {
+        let mut request = http::Request::builder()
+            .method(Method::POST)
+            .uri(format!("http://{}{path}", self.authority))
+            .header("te", "trailers")
+            .header("content-type", GRPC);
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        let mut send = self.send.clone().ready().await.unwrap();
+        let (response, mut stream) = send.send_request(request.body(()).unwrap(), false).unwrap();
+        stream.send_data(framed(message), true).unwrap();
+        answer(response).await
     }
 
     /// Whether the connection has ended (the server closed it, or it failed).

@@ -5,7 +5,8 @@
 //!   [`idle`]'s `IdleIo` (a connection with no call in flight for the idle timeout is
 //!   closed);
 //! - per call, outermost first: [`grpc_only`] (405/415 for what is not gRPC),
-//!   [`idle`]'s `InFlightLayer` (the call counts until its answer ends),
+//!   [`idle`]'s `InFlightLayer` (the call counts until its answer ends), [`deadline`]
+//!   (the caller's `grpc-timeout`: DEADLINE_EXCEEDED once it passes),
 //!   [`read_deadline`] (the request's message must arrive in time), [`budget`] (the
 //!   request bytes all calls may hold);
 //! - around the API alone: [`observe`] (each call's log line and metrics).
@@ -14,6 +15,7 @@
 //! builder in `server.rs`.
 
 pub mod budget;
+pub mod deadline;
 pub mod grpc_only;
 pub mod idle;
 pub mod observe;

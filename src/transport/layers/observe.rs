@@ -32,6 +32,7 @@ use crate::codes;
 use crate::metrics::metrics;
 use crate::telemetry::{CallSpan, KeyValue, SpanKind, Tracer, W3c};
 use crate::transport::call_log::{self, Inline, MAX_COMMAND};
+use crate::transport::layers::deadline::CallDeadline;
 
 tokio::task_local! {
     static NOTE: RefCell<Note>;
@@ -268,12 +269,14 @@ where
     fn call(&mut self, request: http::Request<B>) -> Self::Future {
         let method = method_of(request.uri().path(), S::NAME);
         let span = method.and_then(|m| self.calls.server_span(S::NAME, m, request.headers()));
+        let deadline = request.extensions().get::<CallDeadline>().copied();
         Observing {
             inner: NOTE.scope(RefCell::default(), self.inner.call(request)),
             started: Instant::now(),
             method,
             calls: Arc::clone(&self.calls),
             span,
+            deadline,
         }
     }
 }
@@ -287,15 +290,35 @@ pin_project_lite::pin_project! {
         method: Option<&'static str>,
         calls: Arc<CallLog>,
         span: Option<CallSpan>,
+        // The caller's deadline, if it set one.
+        deadline: Option<CallDeadline>,
     }
 
     impl<F> PinnedDrop for Observing<F> {
-        // A call dropped before its answer (the caller cancelled, or the connection
-        // broke) still ends its span, as CANCELLED.
+        // A call dropped before its answer still ends its span: as DEADLINE_EXCEEDED
+        // when its deadline passed (the deadline layer answered it, so it has its line
+        // and is counted), as CANCELLED otherwise (the caller cancelled, or the
+        // connection broke).
         fn drop(this: Pin<&mut Self>) {
-            if let Some(span) = this.project().span.take() {
-                span.set(KeyValue::new("rpc.grpc.status_code", Code::Cancelled as i64));
-                span.end(None);
+            let this = this.project();
+            let expired = this.deadline.is_some_and(|d| d.left().is_zero());
+            match (*this.method, expired) {
+                (Some(method), true) => {
+                    let note = this.inner.take_value().map(RefCell::into_inner);
+                    this.calls.record(
+                        method,
+                        Code::DeadlineExceeded,
+                        this.started.elapsed(),
+                        &note.unwrap_or_default(),
+                        this.span.take(),
+                    );
+                }
+                _ => {
+                    if let Some(span) = this.span.take() {
+                        span.set(KeyValue::new("rpc.grpc.status_code", Code::Cancelled as i64));
+                        span.end(None);
+                    }
+                }
             }
         }
     }
@@ -324,6 +347,8 @@ where
                 &note,
                 this.span.take(),
             );
+            // Recorded: its drop records nothing more.
+            *this.method = None;
         }
         Poll::Ready(answer)
     }
