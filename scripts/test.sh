@@ -6,6 +6,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# The corruption matrix (tests/corruption.rs) damages a store at seeded places; the seed
+# is chosen and printed here, so that any run can be replayed with the same variable.
+export A2A_COMMANDS_CORRUPTION_SEED="${A2A_COMMANDS_CORRUPTION_SEED:-$(date +%s%N)}"
+echo "corruption matrix seed: A2A_COMMANDS_CORRUPTION_SEED=$A2A_COMMANDS_CORRUPTION_SEED"
+
 cargo test --locked --all-targets
 
 export A2A_COMMANDS_BIN="$(pwd)/target/debug/a2a-commands"

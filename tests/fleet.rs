@@ -7,8 +7,8 @@
 
 mod common;
 
-use std::collections::BTreeSet;
-use std::path::Path;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -567,6 +567,176 @@ async fn with_every_member_down_reads_go_on_and_writes_are_refused() {
     };
     acked.check(&names);
     report("every etcd member down", &[acked], now, clients.len());
+}
+
+/// Every member killed under concurrent writers: a change sent once the sidecar knows
+/// etcd is unreachable is answered UNAVAILABLE within one fleet timeout (nothing
+/// written), while the change whose answer the kill lost is still being read back
+/// (for up to three timeouts); no acknowledged change is lost, and once etcd is back
+/// everyone converges with the changes made in order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn with_every_member_killed_under_writers_changes_fail_fast() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(mut fleet) = Fleet::start().await else {
+        return;
+    };
+    let timeout = Duration::from_millis(2000); // the sidecars' --fleet-timeout-ms
+    let mut clients = fleet.clients().await;
+    converged(&mut clients).await;
+    let watched: Vec<_> = clients.iter().cloned().map(watch_revisions).collect();
+    // Two writers per sidecar, so that changes are in flight when etcd goes.
+    let writers: Vec<_> = (0..6)
+        .map(|w| tokio::spawn(writer(clients[w % 3].clone(), w, 60, true)))
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while listed(&mut clients[0]).await.0 < 15 {
+        assert!(Instant::now() < deadline, "no writes went through");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    for i in 0..3 {
+        fleet.cluster.kill(i);
+    }
+    // Each sidecar finds etcd gone at its next call; from then on a change waits for
+    // nothing. The first probe may be the call that finds out (refused connections: at
+    // once); each is bounded by one fleet timeout, well under the three timeouts a
+    // lost answer's read-back may take.
+    for (i, client) in clients.iter_mut().enumerate() {
+        for round in 0..3 {
+            let started = Instant::now();
+            let name = format!("probe-{i}-{round}");
+            let refused = register(client, &name).await.unwrap_err();
+            let took = started.elapsed();
+            assert_eq!(refused.code(), Code::Unavailable, "{refused:?}");
+            assert!(refused.message().contains("fleet store"), "{refused:?}");
+            assert!(took < timeout, "register {name} waited {took:?}");
+            let started = Instant::now();
+            let refused = unregister(client, "before-anything").await.unwrap_err();
+            let took = started.elapsed();
+            assert_eq!(refused.code(), Code::Unavailable, "{refused:?}");
+            assert!(took < timeout, "unregister waited {took:?}");
+        }
+    }
+    fleet.cluster.restart(&[0, 1, 2]).await;
+    let mut acked = Vec::new();
+    for w in writers {
+        acked.push(w.await.unwrap());
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let revision = register_once_writable(&mut clients[0], "after-the-outage", deadline).await;
+    let (now, names) = converged(&mut clients).await;
+    assert!(now >= revision);
+    for a in &acked {
+        a.check(&names);
+    }
+    assert!(
+        !names.iter().any(|n| n.starts_with("probe-")),
+        "a refused change was made: {names:?}"
+    );
+    for w in &watched {
+        assert_increasing(w, now).await;
+    }
+    report(
+        "every etcd member killed under writers",
+        &acked,
+        now,
+        clients.len(),
+    );
+}
+
+/// Every file under `dir` with its bytes (folders by their relative paths).
+fn files_in(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(at) = stack.pop() {
+        for entry in std::fs::read_dir(&at).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                out.insert(
+                    path.strip_prefix(dir).unwrap().to_owned(),
+                    std::fs::read(&path).unwrap(),
+                );
+            }
+        }
+    }
+    out
+}
+
+/// A sidecar's local copy that fails its check (its acknowledged-state record zeroed):
+/// with etcd up, the copy is moved aside whole (the log names where) and the sidecar
+/// serves the fleet's registry once read; with etcd down too, the start is refused with
+/// one line and the directory is left as it was.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_damaged_local_copy_is_set_aside_and_the_fleet_read_again() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(mut fleet) = Fleet::start().await else {
+        return;
+    };
+    let mut clients = fleet.clients().await;
+    register(&mut clients[0], "before").await.unwrap();
+    let (revision, names) = converged(&mut clients).await;
+    let dir = fleet.dirs.path().join("s2");
+    let damage = |dir: &Path| {
+        let record = dir.join("acknowledged");
+        let len = std::fs::metadata(&record).unwrap().len() as usize;
+        std::fs::write(&record, vec![0u8; len]).unwrap();
+    };
+    drop(fleet.sidecars.pop());
+    clients.pop();
+    damage(&dir);
+    let damaged = files_in(&dir);
+
+    let restarted = sidecar(&fleet.cluster, &dir, "s2", &[]);
+    wait_for_line(&restarted, "moved aside");
+    let mut client = ready(&restarted).await;
+    assert_eq!(listed(&mut client).await, (revision, names.clone()));
+    // The damaged copy is whole in one folder `damaged-*` of the directory.
+    let aside: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("damaged-")
+        })
+        .collect();
+    assert_eq!(aside.len(), 1, "{aside:?}");
+    assert_eq!(files_in(&aside[0]), damaged, "moved aside, byte for byte");
+    // It takes writes, and the others see them.
+    register(&mut client, "after").await.unwrap();
+    clients.push(client);
+    converged(&mut clients).await;
+
+    // The same damage with every etcd member down: refused, nothing moved.
+    drop(restarted);
+    for i in 0..3 {
+        fleet.cluster.kill(i);
+    }
+    damage(&dir);
+    let before = files_in(&dir);
+    let endpoints = fleet.cluster.endpoints();
+    let output = common::process::serve_command(
+        &dir,
+        &[
+            "--fleet-etcd-endpoints",
+            &endpoints,
+            "--fleet-timeout-ms",
+            "500",
+        ],
+    )
+    .output()
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    let last = stderr.lines().last().unwrap();
+    assert!(
+        last.starts_with("a2a-commands: cannot open data directory"),
+        "{stderr}"
+    );
+    assert!(last.contains("the copy was kept as it is"), "{last}");
+    assert_eq!(files_in(&dir), before, "left as it was");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

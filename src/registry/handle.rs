@@ -2,6 +2,7 @@
 //! snapshot; changes go to the writer thread and return once they are durable (in fleet
 //! mode, once etcd committed them).
 
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,12 +15,12 @@ use crate::error::Error;
 use crate::registry::fleet::etcd::Etcd;
 use crate::registry::fleet::layout::Keys;
 use crate::registry::fleet::members::{self, Member};
-use crate::registry::fleet::record::Record;
+use crate::registry::fleet::record::{self, Record};
 use crate::registry::fleet::{copy, follow, FleetOptions};
 use crate::registry::snapshot::Snapshot;
 use crate::registry::state::{Change, ChangeResult};
 use crate::registry::store::{self, OpenError, Options};
-use crate::registry::writer::{Fleet, Op, Writer};
+use crate::registry::writer::{Fleet, Inbox, Op, Writer};
 use crate::telemetry::{CallerContext, Tracer};
 
 /// Changes that may wait for the writer before callers wait to enqueue.
@@ -64,7 +65,20 @@ impl Registry {
             dir: dir.clone(),
             cause,
         };
-        let (db, state, seal) = store::open_verified(&dir, options.cache_bytes).map_err(fail)?;
+        let (db, state, seal) = match store::open_verified(&dir, options.cache_bytes) {
+            Ok(opened) => opened,
+            Err(refused) => match fleet {
+                // In fleet mode the local store is a copy of what etcd holds: a damaged
+                // one is set aside and the registry read from etcd again, if etcd can
+                // give it now (else the start is refused, and nothing is moved).
+                Some(fleet) if refused.damaged => {
+                    replace_damaged_copy(&dir, fleet, &refused.cause).map_err(fail)?;
+                    store::open_verified(&dir, options.cache_bytes)
+                        .map_err(|refused| fail(refused.cause))?
+                }
+                _ => return Err(fail(refused.cause)),
+            },
+        };
         let marker = copy::read(&dir).map_err(fail)?;
         let copy_of_this_fleet = match (fleet, &marker) {
             (Some(fleet), Some(prefix)) => Keys::new(&fleet.prefix).prefix() == prefix,
@@ -117,10 +131,11 @@ impl Registry {
             options: options.clone(),
             stopped: None,
             fleet,
+            inbox: Inbox::new(rx),
         };
         std::thread::Builder::new()
             .name("registry-writer".into())
-            .spawn(move || writer.run(rx))
+            .spawn(move || writer.run())
             .map_err(|e| fail(format!("cannot start the writer thread: {e}")))?;
         Ok(Self {
             current,
@@ -197,6 +212,42 @@ impl Registry {
             let _ = rx.await;
         }
     }
+}
+
+/// Sets the damaged local copy in `dir` aside (see `store::set_aside`) once one whole
+/// read shows that etcd holds the fleet's registry; the start then serves only what it
+/// reads from etcd. `cause` is why the copy was refused.
+fn replace_damaged_copy(dir: &Path, fleet: &FleetOptions, cause: &str) -> Result<(), String> {
+    let options = fleet.clone();
+    // Its own thread and runtime: opening is synchronous, and may run on the service's.
+    let readable = std::thread::spawn(move || -> Result<(), String> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| e.to_string())?;
+        runtime.block_on(async {
+            let etcd = Etcd::new(&options)?;
+            record::read_all(&etcd, &Keys::new(&options.prefix))
+                .await
+                .map(drop)
+                .map_err(|e| e.to_string())
+        })
+    })
+    .join()
+    .unwrap_or_else(|_| Err("the read of the fleet store failed".into()));
+    if let Err(unreadable) = readable {
+        return Err(format!(
+            "{cause}; the fleet store cannot give the registry instead ({unreadable}), so \
+             the copy was kept as it is"
+        ));
+    }
+    let aside = store::set_aside(dir)?;
+    tracing::warn!(
+        cause,
+        moved_to = %aside.display(),
+        "the local copy of the fleet's registry failed its check; it was moved aside (nothing deleted) and the registry is read from the fleet store"
+    );
+    Ok(())
 }
 
 /// Starts fleet mode's follower and member key, and builds the writer's side of it.

@@ -136,23 +136,23 @@ impl Sealed {
 }
 
 /// Reads the record in `dir`: `None` when there is none; an error when it is damaged.
-pub fn read(dir: &Path) -> Result<Option<Sealed>, String> {
+pub fn read(dir: &Path) -> Result<Option<Sealed>, Unreadable> {
     let path = dir.join(FILE_NAME);
     let file = match File::open(&path) {
         Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("cannot read {FILE_NAME}: {e}")),
+        Err(e) => return Err(Unreadable::Io(format!("cannot read {FILE_NAME}: {e}"))),
     };
     let mut bytes = Vec::with_capacity(2 * SLOT);
     file.take(2 * SLOT as u64 + 1)
         .read_to_end(&mut bytes)
-        .map_err(|e| format!("cannot read {FILE_NAME}: {e}"))?;
+        .map_err(|e| Unreadable::Io(format!("cannot read {FILE_NAME}: {e}")))?;
     if bytes.len() != 2 * SLOT {
-        return Err(format!(
+        return Err(Unreadable::Damaged(format!(
             "the acknowledged-state record {FILE_NAME} is damaged ({} bytes, expected {})",
             bytes.len(),
             2 * SLOT
-        ));
+        )));
     }
     let newest = [&bytes[..SLOT], &bytes[SLOT..]]
         .into_iter()
@@ -160,10 +160,21 @@ pub fn read(dir: &Path) -> Result<Option<Sealed>, String> {
         .max_by_key(|s| s.counter);
     match newest {
         Some(sealed) => Ok(Some(sealed)),
-        None => Err(format!(
+        None => Err(Unreadable::Damaged(format!(
             "the acknowledged-state record {FILE_NAME} is damaged (no slot passes its checksum)"
-        )),
+        ))),
     }
+}
+
+/// Why the record could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum Unreadable {
+    /// The file could not be read at all.
+    #[error("{0}")]
+    Io(String),
+    /// It was read, and is not a record.
+    #[error("{0}")]
+    Damaged(String),
 }
 
 /// Creates the record for an empty store, durably (written aside, synced, renamed, and
@@ -272,8 +283,10 @@ mod tests {
         // Both torn: damaged.
         bytes[SLOT + 20] ^= 0x40;
         std::fs::write(&path, &bytes).unwrap();
-        assert!(read(dir.path()).unwrap_err().contains("damaged"));
+        let damaged = |err| matches!(&err, Unreadable::Damaged(why) if why.contains("damaged"));
+        assert!(damaged(read(dir.path()).unwrap_err()));
         std::fs::write(&path, &bytes[..100]).unwrap();
-        assert!(read(dir.path()).unwrap_err().contains("100 bytes"));
+        let err = read(dir.path()).unwrap_err();
+        assert!(err.to_string().contains("100 bytes") && damaged(err));
     }
 }

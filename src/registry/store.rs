@@ -21,6 +21,9 @@ use crate::rules::spec::CommandName;
 /// The copy a start opens first; ours alone, so a leftover from a killed start is removed.
 const CHECK_DIR: &str = ".open-check";
 
+/// Where fleet mode sets a damaged copy aside, inside the data directory (`set_aside`).
+const ASIDE_PREFIX: &str = "damaged-";
+
 const COMMAND_PREFIX: &[u8] = b"c:";
 const REVISION_KEY: &[u8] = b"m:revision";
 const NEXT_SEQ_KEY: &[u8] = b"m:next_seq";
@@ -97,11 +100,43 @@ pub(super) enum Failed {
     Sync(Error),
 }
 
+/// Why a data directory was not opened for serving: one line for the operator.
+#[derive(Debug)]
+pub(super) struct Refused {
+    /// What is wrong.
+    pub(super) cause: String,
+    /// Whether it is the content that failed its check (damaged, or not what was
+    /// acknowledged), rather than a directory that cannot be used (in use, unreadable,
+    /// full). Only such a store can be replaced from a copy kept elsewhere.
+    pub(super) damaged: bool,
+}
+
+impl From<String> for Refused {
+    fn from(cause: String) -> Self {
+        Self {
+            cause,
+            damaged: false,
+        }
+    }
+}
+
+impl Refused {
+    fn damaged(cause: String) -> Self {
+        Self {
+            cause,
+            damaged: true,
+        }
+    }
+}
+
 /// Opens the store in `dir` for serving: the directory is created if missing (and its
 /// entry synced); a store whose content is not what the record says was acknowledged
 /// (or with no record, or that sled cannot read) is refused with one line, and left
 /// byte for byte as it was.
-pub(super) fn open_verified(dir: &Path, cache_bytes: u64) -> Result<(Served, State, Seal), String> {
+pub(super) fn open_verified(
+    dir: &Path,
+    cache_bytes: u64,
+) -> Result<(Served, State, Seal), Refused> {
     durable::create_dir_all(dir).map_err(|e| match e.kind() {
         std::io::ErrorKind::AlreadyExists | std::io::ErrorKind::NotADirectory => {
             format!("{e}: the path exists and is not a directory; give --data-dir a directory")
@@ -112,31 +147,34 @@ pub(super) fn open_verified(dir: &Path, cache_bytes: u64) -> Result<(Served, Sta
     remove_if_present(&check_dir)?;
     refuse_if_locked(dir)?;
     let has_store = !sled_files(dir)?.is_empty();
-    let sealed = match seal::read(dir)? {
-        Some(sealed) => sealed,
-        None if !has_store => seal::create(dir)?,
-        None => {
-            return Err(format!(
+    let sealed = match seal::read(dir) {
+        Ok(Some(sealed)) => sealed,
+        Ok(None) if !has_store => seal::create(dir)?,
+        Ok(None) => {
+            return Err(Refused::damaged(format!(
                 "it holds a store but no acknowledged-state record ({}), so what it holds \
                  cannot be verified; it was left untouched (see README, \"Recovering a data \
                  directory\")",
                 seal::FILE_NAME
-            ))
+            )))
         }
+        Err(seal::Unreadable::Io(cause)) => return Err(cause.into()),
+        Err(seal::Unreadable::Damaged(cause)) => return Err(Refused::damaged(cause)),
     };
     if !has_store && sealed.after != Fingerprint::of(&State::default()) {
         // sled would create an empty store here, which is not what was acknowledged.
-        return Err(format!(
+        return Err(Refused::damaged(format!(
             "it holds no store, but its record ({}) says {} was acknowledged; it was left \
              untouched (see README, \"Recovering a data directory\")",
             seal::FILE_NAME,
             sealed.after
-        ));
+        )));
     }
     if has_store {
         // sled's recovery may rewrite what it opens: open a copy first, and the original
         // only once the copy holds what was acknowledged.
-        let checked = copy_store(dir, &check_dir).and_then(|()| {
+        let copied = copy_store(dir, &check_dir);
+        let checked = copied.as_ref().map_err(Clone::clone).and_then(|()| {
             let db = open(&check_dir, cache_bytes)?;
             let state = load(&db);
             close(db);
@@ -144,15 +182,58 @@ pub(super) fn open_verified(dir: &Path, cache_bytes: u64) -> Result<(Served, Sta
         });
         // Whatever happened, the copy goes: the directory is left as it was found.
         let removed = remove_if_present(&check_dir);
-        checked.map_err(|cause| format!("{cause}; it was left untouched"))?;
+        if let Err(cause) = checked {
+            let cause = format!("{cause}; it was left untouched");
+            // A copy that could not be made says nothing of the store.
+            return Err(match copied {
+                Ok(()) => Refused::damaged(cause),
+                Err(_) => cause.into(),
+            });
+        }
         removed?;
     }
     remove_stale_snapshots(dir)?;
     let served = Served::open(dir, cache_bytes)?;
-    let state = served.load()?;
-    sealed.check(Fingerprint::of(&state))?;
+    let state = served.load().map_err(Refused::damaged)?;
+    sealed
+        .check(Fingerprint::of(&state))
+        .map_err(Refused::damaged)?;
     let seal = Seal::open(dir, sealed)?;
     Ok((served, state, seal))
+}
+
+/// Moves the store out of the way (sled's files, the record and the fleet marker) into
+/// a new folder `damaged-<unix seconds>` inside `dir`, never deleting anything; returns
+/// that folder. For fleet mode, whose local store is a copy of what etcd holds.
+pub(super) fn set_aside(dir: &Path) -> Result<PathBuf, String> {
+    let seconds = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let aside = (0..)
+        .map(|n| match n {
+            0 => dir.join(format!("{ASIDE_PREFIX}{seconds}")),
+            n => dir.join(format!("{ASIDE_PREFIX}{seconds}-{n}")),
+        })
+        .find(|path| !path.exists())
+        .expect("a free name");
+    durable::create_dir_all(&aside).map_err(|e| format!("cannot make {}: {e}", aside.display()))?;
+    let mut moving = sled_files(dir)?;
+    for ours in [seal::FILE_NAME, fleet::copy::FILE_NAME] {
+        if dir.join(ours).exists() {
+            moving.push(dir.join(ours));
+        }
+    }
+    for path in moving {
+        let name = path.file_name().expect("a file name");
+        std::fs::rename(&path, aside.join(name))
+            .map_err(|e| format!("cannot move {} aside: {e}", path.display()))?;
+    }
+    std::fs::File::open(&aside)
+        .and_then(|d| d.sync_all())
+        .and_then(|()| std::fs::File::open(dir))
+        .and_then(|d| d.sync_all())
+        .map_err(|e| format!("cannot sync {}: {e}", aside.display()))?;
+    Ok(aside)
 }
 
 /// sled's files in `dir` (what is there besides the record and our copy).
@@ -170,7 +251,10 @@ fn sled_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
             fleet::copy::FILE_NAME,
             &marker,
         ];
-        if !ours.contains(&name.as_ref()) && !is_stale_snapshot(&name) {
+        if !ours.contains(&name.as_ref())
+            && !is_stale_snapshot(&name)
+            && !name.starts_with(ASIDE_PREFIX)
+        {
             out.push(entry.path());
         }
     }

@@ -61,6 +61,91 @@ pub(super) struct Writer {
     pub(super) stopped: Option<Error>,
     /// Fleet mode's record and what was applied from it; `None` in sled mode.
     pub(super) fleet: Option<Fleet>,
+    /// What the writer is asked to do, in order.
+    pub(super) inbox: Inbox,
+}
+
+/// The writer's queue, and what arrived while an etcd call was in flight (held, in
+/// order, for after it).
+pub(super) struct Inbox {
+    rx: mpsc::Receiver<Op>,
+    held: std::collections::VecDeque<Op>,
+}
+
+impl Inbox {
+    /// The queue `rx` feeds.
+    pub(super) fn new(rx: mpsc::Receiver<Op>) -> Self {
+        Self {
+            rx,
+            held: std::collections::VecDeque::new(),
+        }
+    }
+
+    /// The next op, waiting for one; `None` once every sender is gone.
+    fn next(&mut self) -> Option<Op> {
+        self.held.pop_front().or_else(|| self.rx.blocking_recv())
+    }
+
+    /// The next op if one is waiting.
+    fn try_next(&mut self) -> Option<Op> {
+        self.held.pop_front().or_else(|| self.rx.try_recv().ok())
+    }
+
+    /// Refuses new ops and gives what is still queued.
+    fn close(&mut self) -> Vec<Op> {
+        self.rx.close();
+        let mut rest: Vec<Op> = self.held.drain(..).collect();
+        while let Ok(op) = self.rx.try_recv() {
+            rest.push(op);
+        }
+        rest
+    }
+
+    /// Runs `call` (an etcd call of the writer's) to its end on `runtime`. Ops that
+    /// arrive meanwhile are held for after it, in order, except changes while etcd is
+    /// known to be unreachable (`reachable` false): those are answered UNAVAILABLE at
+    /// once, nothing written, instead of waiting behind a call that may go on for
+    /// several fleet timeouts (reading back a lost answer). Held changes are answered
+    /// so too as soon as etcd is found unreachable. The changes that are made keep the
+    /// queue's order: only refused ones leave it.
+    fn during<T>(
+        &mut self,
+        runtime: &tokio::runtime::Handle,
+        mut reachable: watch::Receiver<bool>,
+        call: impl std::future::Future<Output = T>,
+    ) -> T {
+        let refuse = |reply: oneshot::Sender<ChangeResult>| {
+            let _ = reply.send(Err(Error::FleetUnavailable(
+                "the fleet store (etcd) is unreachable; the change was not made".into(),
+            )));
+        };
+        runtime.block_on(async {
+            tokio::pin!(call);
+            let mut open = true;
+            loop {
+                tokio::select! {
+                    biased;
+                    out = &mut call => return out,
+                    op = self.rx.recv(), if open => match op {
+                        Some(Op::Change(_, reply, _)) if !*reachable.borrow() => refuse(reply),
+                        Some(op) => self.held.push_back(op),
+                        None => open = false,
+                    },
+                    Ok(()) = reachable.changed() => {
+                        if !*reachable.borrow_and_update() {
+                            let held = std::mem::take(&mut self.held);
+                            for op in held {
+                                match op {
+                                    Op::Change(_, reply, _) => refuse(reply),
+                                    other => self.held.push_back(other),
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        })
+    }
 }
 
 /// The writer's side of fleet mode.
@@ -89,15 +174,15 @@ pub(super) struct Fleet {
 
 impl Writer {
     /// Runs until stopped; call it on a thread of its own.
-    pub(super) fn run(mut self, mut rx: mpsc::Receiver<Op>) {
+    pub(super) fn run(mut self) {
         let mut group = Vec::with_capacity(MAX_GROUP);
         let mut stopping = Vec::new();
-        while let Some(first) = rx.blocking_recv() {
+        while let Some(first) = self.inbox.next() {
             group.push(first);
             while group.len() < MAX_GROUP {
-                match rx.try_recv() {
-                    Ok(op) => group.push(op),
-                    Err(_) => break,
+                match self.inbox.try_next() {
+                    Some(op) => group.push(op),
+                    None => break,
                 }
             }
             let mut changes = Vec::with_capacity(group.len());
@@ -136,8 +221,7 @@ impl Writer {
             }
         }
         // Anyone still queued learns that the service is stopping.
-        rx.close();
-        while let Ok(op) = rx.try_recv() {
+        for op in self.inbox.close() {
             match op {
                 Op::Change(_, reply, _) => {
                     let _ = reply.send(Err(Error::ShuttingDown));
@@ -355,11 +439,13 @@ impl Writer {
                 })
                 .collect();
             let fleet = self.fleet.as_mut().expect("fleet mode");
+            let reachable = fleet.record.etcd().reachable();
             let started = std::time::Instant::now();
             let committed = if next.revision == self.state.revision {
                 // Nothing to write (unchanged, or refused): answered only once etcd
                 // confirms the registry these answers were judged on is current.
-                match fleet.runtime.block_on(fleet.record.confirm(meta_mod)) {
+                let confirmed = fleet.record.confirm(meta_mod);
+                match self.inbox.during(&fleet.runtime, reachable, confirmed) {
                     Ok(true) => return answer(changes, results),
                     Ok(false) => Ok(Outcome::Conflict),
                     Err(err) => Err(err),
@@ -370,9 +456,8 @@ impl Writer {
                     meta_mod,
                     cluster: 0,
                 };
-                fleet
-                    .runtime
-                    .block_on(fleet.record.commit(&before, &next, &writes))
+                let commit = fleet.record.commit(&before, &next, &writes);
+                self.inbox.during(&fleet.runtime, reachable, commit)
             };
             match committed {
                 Ok(Outcome::Committed(at)) => {
@@ -398,8 +483,10 @@ impl Writer {
                         if conflicts > 1 {
                             std::thread::sleep(backoff(conflicts));
                         }
-                        let fleet = self.fleet();
-                        fleet.runtime.block_on(fleet.record.read_all())
+                        let fleet = self.fleet.as_mut().expect("fleet mode");
+                        let reachable = fleet.record.etcd().reachable();
+                        let read = fleet.record.read_all();
+                        self.inbox.during(&fleet.runtime, reachable, read)
                     };
                     match reread {
                         Ok((whole, _)) => {

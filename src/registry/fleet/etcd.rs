@@ -68,6 +68,9 @@ pub struct Etcd {
     token: Mutex<Option<AsciiMetadataValue>>,
     /// Whether etcd answered last time, and when it last did.
     contact: Mutex<Contact>,
+    /// False from a call that no member answered until the next answer: etcd is known
+    /// to be unreachable (unknown at first counts as reachable).
+    reachable: tokio::sync::watch::Sender<bool>,
     /// Where each call's client span goes (traces on only).
     tracer: Option<Tracer>,
 }
@@ -132,6 +135,7 @@ impl Etcd {
                 up: None,
                 last: Instant::now(),
             }),
+            reachable: tokio::sync::watch::Sender::new(true),
             tracer: None,
         })
     }
@@ -191,6 +195,7 @@ impl Etcd {
         contact.last = Instant::now();
         if contact.up != Some(true) {
             contact.up = Some(true);
+            self.reachable.send_replace(true);
             metrics().fleet.connected.set(1);
             tracing::info!(endpoints = %self.endpoints(), "fleet store (etcd) connected");
         }
@@ -201,9 +206,16 @@ impl Etcd {
         let mut contact = self.contact.lock().expect("contact lock");
         if contact.up != Some(false) {
             contact.up = Some(false);
+            self.reachable.send_replace(false);
             metrics().fleet.connected.set(0);
             tracing::warn!(endpoints = %self.endpoints(), error = %why, "fleet store (etcd) unreachable; reads go on from the last registry applied, changes are refused");
         }
+    }
+
+    /// Whether etcd is reachable as far as the last call knew, as a receiver that sees
+    /// each change (false: no member answered the last call, and none has since).
+    pub fn reachable(&self) -> tokio::sync::watch::Receiver<bool> {
+        self.reachable.subscribe()
     }
 
     /// Time since etcd last answered.
