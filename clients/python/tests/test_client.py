@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import ipaddress
+import time
 import pathlib
 import socket
 
@@ -171,6 +173,69 @@ async def test_complete_asks_the_handler_and_mcp_bindings_register(sidecar: Side
         finally:
             await client.unregister("cl-deploy")
             await server.stop(None)
+
+
+class Slow(pb.CommandHandlerServicer):
+    """A command handler that answers after ``delay`` seconds, and counts its calls."""
+
+    def __init__(self, delay: float) -> None:
+        self.delay = delay
+        self.calls = 0
+
+    async def Handle(self, request: pb.Invocation, context: grpc.aio.ServicerContext) -> pb.HandlerResult:
+        self.calls += 1
+        await asyncio.sleep(self.delay)
+        return pb.HandlerResult(reply=pb.HandlerReply(reply="late"))
+
+
+async def _serve(servicer: pb.CommandHandlerServicer) -> tuple[grpc.aio.Server, str]:
+    server = grpc.aio.server()
+    pb.add_CommandHandlerServicer_to_server(servicer, server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    return server, f"http://127.0.0.1:{port}"
+
+
+async def test_execute_shortens_a_slow_handler_to_the_callers_deadline(sidecar: Sidecar) -> None:
+    # A handler taking 5 s within its 10 s timeout, and a caller that waits 0.4 s: the
+    # handler is called with what is left, and Execute answers the failure reply in time
+    # rather than DEADLINE_EXCEEDED.
+    slow = Slow(5)
+    server, url = await _serve(slow)
+    async with CommandsClient(sidecar.addr) as client:
+        await client.register(Command("cl-slow", "Slow"), handler=Handler(url, timeout=10))
+        try:
+            started = time.monotonic()
+            executed = await client.execute(_message("/cl-slow now"), WORKING, ASSIGNEE, timeout=0.4)
+            elapsed = time.monotonic() - started
+            assert executed.command.outcome == pb.OUTCOME_FAILED, executed
+            reply = executed.command.reply
+            assert reply.startswith("/cl-slow failed: timed out after") and "caller's deadline" in reply, reply
+            assert elapsed < 3, elapsed  # loose: well before the handler's 5 s
+            assert slow.calls == 1
+        finally:
+            await client.unregister("cl-slow")
+            await server.stop(None)
+
+
+async def test_execute_with_less_than_the_minimum_left_does_not_call_the_handler(tmp_path: pathlib.Path) -> None:
+    slow = Slow(0)
+    server, url = await _serve(slow)
+    sidecar = Sidecar(tmp_path / "data", "--handler-min-time-left-ms", "200").start()
+    try:
+        async with CommandsClient(sidecar.addr) as client:
+            await client.register(Command("cl-slow", "Slow"), handler=Handler(url, timeout=10))
+            executed = await client.execute(_message("/cl-slow now"), WORKING, ASSIGNEE, timeout=0.15)
+            assert executed.command.outcome == pb.OUTCOME_FAILED, executed
+            reply = executed.command.reply
+            assert reply.startswith("/cl-slow failed: not called:") and "the minimum is 200 ms" in reply, reply
+            assert slow.calls == 0, "never called"
+            # With enough time left the same command runs.
+            executed = await client.execute(_message("/cl-slow now"), WORKING, ASSIGNEE, timeout=5)
+            assert (executed.command.reply, slow.calls) == ("late", 1)
+    finally:
+        sidecar.stop()
+        await server.stop(None)
 
 
 async def test_unreachable_service_is_unavailable() -> None:
