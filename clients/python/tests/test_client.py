@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 import datetime
 import ipaddress
-import time
 import pathlib
 import socket
+import time
 
 import grpc
 import grpc.aio
