@@ -6,7 +6,8 @@
 //!    [`codes`] (gRPC code names) and [`metrics`]: shared by all.
 //! 2. [`rules`]: the extension's rules, pure, no I/O.
 //! 3. [`registry`] (the ordered, durable state) and [`bodies`] (handler clients).
-//! 4. [`config`]: flags, environment and files resolved into settings.
+//! 4. [`run`]: running commands (Execute's work) for every transport, over the registry
+//!    and the handlers; [`config`]: flags, environment and files resolved into settings.
 //! 5. [`transport`]: the gRPC service, routes, auth, TLS and server wiring.
 //! 6. [`ctl`]: the admin CLI (a client of the API), beside the server binary.
 //!
@@ -21,6 +22,7 @@ pub mod error;
 pub mod metrics;
 pub mod registry;
 pub mod rules;
+pub mod run;
 pub mod telemetry;
 pub mod transport;
 pub mod wire;

@@ -23,8 +23,35 @@ const ALLOWED: &[(&str, &[&str])] = &[
         &["rules", "pb", "codes", "metrics", "telemetry", "error"],
     ),
     (
+        "run",
+        &[
+            "registry",
+            "bodies",
+            "rules",
+            "pb",
+            "metrics",
+            "telemetry",
+            "error",
+        ],
+    ),
+    (
+        "front",
+        &[
+            "run",
+            "registry",
+            "bodies",
+            "rules",
+            "pb",
+            "codes",
+            "metrics",
+            "telemetry",
+            "error",
+        ],
+    ),
+    (
         "config",
         &[
+            "front",
             "registry",
             "bodies",
             "rules",
@@ -37,6 +64,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
     (
         "transport",
         &[
+            "front",
+            "run",
             "config",
             "registry",
             "bodies",
@@ -53,6 +82,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "ctl",
         &[
             "transport",
+            "front",
+            "run",
             "config",
             "registry",
             "bodies",

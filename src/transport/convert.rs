@@ -2,8 +2,6 @@
 //! time a reply is made, and JSON values as protobuf `Struct`s. (Classify's, Execute's
 //! and Complete's answers are written straight to bytes by `answers`.)
 
-use std::time::SystemTime;
-
 use prost_types::{value::Kind, ListValue, Struct, Value};
 
 use crate::pb;
@@ -11,13 +9,6 @@ use crate::registry::{Snapshot, Source};
 use crate::rules::body::Body;
 use crate::rules::card::{EXTENSION_DESCRIPTION, EXTENSION_URI};
 use crate::rules::spec::CommandSpec;
-
-/// Now, to the millisecond (A2A timestamps carry milliseconds).
-pub(crate) fn now() -> prost_types::Timestamp {
-    let mut ts = prost_types::Timestamp::from(SystemTime::now());
-    ts.nanos -= ts.nanos % 1_000_000;
-    ts
-}
 
 fn spec_to_proto(spec: &CommandSpec) -> pb::CommandSpec {
     pb::CommandSpec {

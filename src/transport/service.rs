@@ -13,22 +13,21 @@ use tonic::{Request, Response, Status};
 use crate::bodies::{Handlers, Trace};
 use crate::error::Error;
 use crate::pb::command_service_server::CommandService;
-use crate::pb::{self, Outcome, ParticipantRole};
+use crate::pb::{self, ParticipantRole};
 use crate::registry::{Applied, Change, Registry};
-use crate::rules::body::{Body, HandlerAnswer};
+use crate::rules::body::Body;
 use crate::rules::builtins::Catalogue;
 use crate::rules::complete::{self, Plan};
 use crate::rules::event::Forms;
-use crate::rules::execute::{
-    execute, handler_reply, prompt_result, reply_event, without_prompts, Execution, Prompted,
-};
+use crate::rules::execute::reply_event;
 use crate::rules::parse::{classify, Classification};
 use crate::rules::policy::Access;
 use crate::rules::spec::{CommandName, CommandSpec};
 use crate::rules::task::Task;
+use crate::run::{now, Asked, Ran, Runner};
 use crate::transport::answers::{self, Executed};
 use crate::transport::auth::AdminAuth;
-use crate::transport::convert::{list_specs, now};
+use crate::transport::convert::list_specs;
 use crate::transport::layers::observe::note;
 use crate::transport::trace::{deadline_of, trace_of};
 use crate::transport::watch_specs::{watch_specs, WatchStream};
@@ -38,6 +37,8 @@ pub struct Api {
     registry: Arc<Registry>,
     catalogue: Arc<Catalogue>,
     handlers: Arc<Handlers>,
+    /// Runs Execute, as it runs the front's commands.
+    runner: Arc<Runner>,
     auth: AdminAuth,
     /// Cancelled when the server starts draining: WatchSpecs streams end then, so they
     /// do not hold the drain open until its timeout.
@@ -55,13 +56,26 @@ impl Api {
         auth: AdminAuth,
         draining: CancellationToken,
     ) -> Self {
+        let catalogue = Arc::new(catalogue);
+        let handlers = Arc::new(handlers);
+        let runner = Arc::new(Runner::new(
+            Arc::clone(&registry),
+            Arc::clone(&catalogue),
+            Arc::clone(&handlers),
+        ));
         Self {
             registry,
-            catalogue: Arc::new(catalogue),
-            handlers: Arc::new(handlers),
+            catalogue,
+            handlers,
+            runner,
             auth,
             draining,
         }
+    }
+
+    /// What runs commands for this API (and for the front beside it).
+    pub fn runner(&self) -> &Arc<Runner> {
+        &self.runner
     }
 
     /// The registry served.
@@ -245,79 +259,39 @@ impl Api {
         #[allow(deprecated)]
         let forms = Forms::from_request(&request.event_forms, request.event_json_format)?;
 
-        let snapshot = self.registry.read()?;
-        let revision = snapshot.revision();
-        let execution = execute(message, &task, role, &snapshot, &self.catalogue)?;
-        // A caller that cannot take a prompt result never gets one (its kit predates them).
-        let execution = if request.accepts_prompt {
-            execution
-        } else {
-            without_prompts(execution)
+        let asked = Asked {
+            message,
+            task: &task,
+            task_snapshot: required("task", &request.task)?,
+            sender: request.sender.as_ref(),
+            role,
+            attempt: request.attempt,
+            accepts_prompt: request.accepts_prompt,
+            trace,
+            deadline,
         };
-        let (name, arguments, reply) = match execution {
-            Execution::Ordinary { reason, name } => {
+        let (name, arguments, reply, revision) = match self.runner.execute(&asked).await? {
+            Ran::Ordinary {
+                reason,
+                name,
+                revision,
+            } => {
                 return Ok(Executed::Ordinary(answers::executed_ordinary(
                     reason, name, revision,
                 )));
             }
-            Execution::Command {
-                name,
-                arguments,
-                reply,
-            } => (name, arguments, reply),
-            Execution::Prompt {
+            Ran::Prompt {
                 name,
                 arguments,
                 text,
+                revision,
             } => return Ok(Executed::prompt(name, arguments, &text, revision)),
-            Execution::AskPrompt {
+            Ran::Command {
                 name,
                 arguments,
-                server,
-                prompt,
-            } => {
-                drop(snapshot);
-                let answer = self
-                    .handlers
-                    .prompt(&server, &prompt, name, arguments, trace, deadline)
-                    .await;
-                match prompt_result(name, answer) {
-                    Prompted::Text(text) => {
-                        return Ok(Executed::prompt(name, arguments, &text, revision))
-                    }
-                    Prompted::Reply(reply) => (name, arguments, reply),
-                }
-            }
-            Execution::Delegate {
-                name,
-                arguments,
-                handler,
-            } => {
-                // Do not hold the snapshot across the call: a slow handler must not
-                // keep old registry states alive.
-                drop(snapshot);
-                let invocation = pb::Invocation {
-                    task_id: task.id.to_owned(),
-                    correlation_id: message.message_id.clone(),
-                    attempt: request.attempt.max(1),
-                    command: name.to_owned(),
-                    arguments: arguments.to_owned(),
-                    sender: request.sender.clone(),
-                    task: request.task.clone(),
-                    message: Some(message.clone()),
-                };
-                let answer = self
-                    .handlers
-                    .invoke(&handler, &invocation, trace, deadline)
-                    .await;
-                // A failed call was logged with its detail where it failed.
-                let call_failed = matches!(answer, HandlerAnswer::Failed(_));
-                let reply = handler_reply(name, answer, &task, role, &self.catalogue);
-                if reply.outcome == Outcome::Failed && !call_failed {
-                    tracing::warn!(command = name, handler = %handler.url, reason = %reply.text, "handler answer rejected");
-                }
-                (name, arguments, reply)
-            }
+                reply,
+                revision,
+            } => (name, arguments, reply, revision),
         };
         let event = reply_event(
             &task,
