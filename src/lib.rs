@@ -8,7 +8,8 @@
 //! 3. [`registry`] (the ordered, durable state) and [`bodies`] (handler clients).
 //! 4. [`run`]: running commands (Execute's work) for every transport, over the registry
 //!    and the handlers; [`config`]: flags, environment and files resolved into settings.
-//! 5. [`transport`]: the gRPC service, routes, auth, TLS and server wiring.
+//! 5. [`front`]: the A2A proxy in front of an agent (commands answered with `run`);
+//!    [`transport`]: the gRPC service, routes, auth, TLS and server wiring.
 //! 6. [`ctl`]: the admin CLI (a client of the API), beside the server binary.
 //!
 //! See `ARCHITECTURE.md` for the map and the invariants.
@@ -19,6 +20,7 @@ pub mod codes;
 pub mod config;
 pub mod ctl;
 pub mod error;
+pub mod front;
 pub mod metrics;
 pub mod registry;
 pub mod rules;

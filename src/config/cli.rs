@@ -406,8 +406,12 @@ pub struct ServeArgs {
     #[command(flatten)]
     pub traces: TraceArgs,
 
+    /// The front: this sidecar as an A2A proxy in front of an agent.
+    #[command(flatten)]
+    pub front: FrontArgs,
+
     /// JSON config file: {"default_model", "models", "default_effort", "builtins",
-    /// "fleet"}.
+    /// "fleet", "front"}.
     #[arg(long, env = "A2A_COMMANDS_CONFIG")]
     pub config: Option<PathBuf>,
 
@@ -588,4 +592,52 @@ pub struct TraceArgs {
     /// OTEL_RESOURCE_ATTRIBUTES) [default: a2a-commands].
     #[arg(long)]
     pub service_name: Option<String>,
+}
+
+/// The front's flags: an upstream agent URL turns it on.
+#[derive(Args, Clone, Debug, Default)]
+pub struct FrontArgs {
+    /// The A2A agent the front stands in front of (its base URL: the card is at
+    /// `<url>/.well-known/agent-card.json`); setting it turns the front on [default: none].
+    #[arg(long, env = "A2A_COMMANDS_FRONT_UPSTREAM")]
+    pub front_upstream: Option<String>,
+
+    /// Where the front listens for A2A clients (never the gRPC API) [default: 0.0.0.0:8080].
+    #[arg(long, env = "A2A_COMMANDS_FRONT_LISTEN")]
+    pub front_listen: Option<std::net::SocketAddr>,
+
+    /// The URL clients reach the front at, written into the card's interfaces; nothing
+    /// is taken from a request's Host [default: http://<front-listen>].
+    #[arg(long, env = "A2A_COMMANDS_FRONT_PUBLIC_URL")]
+    pub front_public_url: Option<String>,
+
+    /// How long a call to the agent may take before the client gets an error (a
+    /// stream: until it starts), in milliseconds [default: 30000].
+    #[arg(long, env = "A2A_COMMANDS_FRONT_TIMEOUT_MS")]
+    pub front_timeout_ms: Option<u64>,
+
+    /// Largest request body the front reads; larger ones are refused, nothing
+    /// forwarded [default: 4194304].
+    #[arg(long, env = "A2A_COMMANDS_FRONT_MAX_BODY_BYTES")]
+    pub front_max_body_bytes: Option<usize>,
+
+    /// How long the agent's card is kept when its answer sets no Cache-Control, in
+    /// seconds [default: 30].
+    #[arg(long, env = "A2A_COMMANDS_FRONT_CARD_REFRESH_SECONDS")]
+    pub front_card_refresh_seconds: Option<u64>,
+
+    /// The sender's role for the role rules when no header says otherwise (assignee,
+    /// reporter, watcher, admin, none) [default: watcher].
+    #[arg(long, env = "A2A_COMMANDS_FRONT_DEFAULT_ROLE")]
+    pub front_default_role: Option<String>,
+
+    /// A request header naming the sender's role, set by the authenticating proxy in
+    /// front; read only when given [default: none].
+    #[arg(long, env = "A2A_COMMANDS_FRONT_ROLE_HEADER")]
+    pub front_role_header: Option<String>,
+
+    /// A request header naming the sender, set by the authenticating proxy in front;
+    /// read only when given [default: none].
+    #[arg(long, env = "A2A_COMMANDS_FRONT_SENDER_HEADER")]
+    pub front_sender_header: Option<String>,
 }

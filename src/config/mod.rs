@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::front::FrontOptions;
 use crate::registry;
 use crate::rules::body::HandlerPolicy;
 use crate::rules::builtins::{Builtin, Catalogue};
@@ -43,6 +44,23 @@ struct ConfigFile {
     default_effort: Option<String>,
     builtins: Option<Vec<String>>,
     fleet: Option<FleetFile>,
+    front: Option<FrontFile>,
+}
+
+/// The config file's `front` object: the front flags' names without `front-`, in
+/// snake case.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FrontFile {
+    upstream: Option<String>,
+    listen: Option<SocketAddr>,
+    public_url: Option<String>,
+    timeout_ms: Option<u64>,
+    max_body_bytes: Option<usize>,
+    card_refresh_seconds: Option<u64>,
+    default_role: Option<String>,
+    role_header: Option<String>,
+    sender_header: Option<String>,
 }
 
 /// The config file's `fleet` object: the fleet flags' names without `fleet-`, in
@@ -100,6 +118,8 @@ pub struct Settings {
     pub handlers: HandlerPolicy,
     /// Traces (off unless an OTLP endpoint is configured).
     pub traces: TraceSettings,
+    /// The front, when an upstream agent is configured.
+    pub front: Option<FrontOptions>,
 }
 
 /// Limits on connections and requests (see SECURITY.md, "Resource limits").
@@ -172,6 +192,7 @@ impl Settings {
             call_log_sample: defaults::CALL_LOG_SAMPLE,
             handlers: defaults::handlers(),
             traces: TraceSettings::default(),
+            front: None,
         }
     }
 
@@ -220,6 +241,7 @@ impl Settings {
             "handler_secrets_dir": path(&self.handlers.secrets_dir),
             "handler_ca_file": path(&self.handlers.ca_file),
             "fleet": self.fleet.as_ref().map(describe_fleet),
+            "front": self.front.as_ref().map(describe_front),
             "traces": self.traces.describe(),
         })
     }
@@ -231,6 +253,7 @@ impl Settings {
             None => ConfigFile::default(),
         };
         let fleet = fleet_options(&args.fleet, file.fleet.take(), &args.listen.to_string())?;
+        let front = front_options(&args.front, file.front.take())?;
         let defaults = default_catalogue();
         let models = args
             .models
@@ -316,8 +339,118 @@ impl Settings {
             call_log_sample: args.call_log_sample,
             handlers,
             traces,
+            front,
         })
     }
+}
+
+/// The front's settings from `args` over the config file's `front` object; `None`
+/// without an upstream (the front off). `ctl check` judges them as `serve` does.
+fn front_options(
+    args: &cli::FrontArgs,
+    file: Option<FrontFile>,
+) -> Result<Option<FrontOptions>, ConfigError> {
+    use crate::front::options::{defaults, parse_role};
+    let file = file.unwrap_or_default();
+    let Some(upstream) = args.front_upstream.clone().or(file.upstream) else {
+        return Ok(None);
+    };
+    let http_url = |flag: &str, text: &str| -> Result<url::Url, ConfigError> {
+        let url = url::Url::parse(text)
+            .map_err(|e| ConfigError(format!("{flag}: {text:?} is not a URL ({e})")))?;
+        if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
+            return Err(ConfigError(format!(
+                "{flag}: {text:?} must be an http:// or https:// URL with a host"
+            )));
+        }
+        if url.query().is_some() || url.fragment().is_some() || !url.username().is_empty() {
+            return Err(ConfigError(format!(
+                "{flag}: {text:?} may have a path, but no query, fragment or user"
+            )));
+        }
+        Ok(url)
+    };
+    let upstream = http_url("front-upstream", &upstream)?;
+    if upstream.scheme() == "https" {
+        return Err(ConfigError(
+            "front-upstream: the front reaches its agent over http:// (the agent beside it \
+             in the pod); https:// upstreams are not supported yet"
+                .into(),
+        ));
+    }
+    let public_url = args
+        .front_public_url
+        .clone()
+        .or(file.public_url)
+        .map(|u| http_url("front-public-url", &u))
+        .transpose()?;
+    let role_word = args
+        .front_default_role
+        .clone()
+        .or(file.default_role)
+        .unwrap_or_else(|| "watcher".into());
+    let default_role = parse_role(&role_word).ok_or_else(|| {
+        ConfigError(format!(
+            "front-default-role: {role_word:?} is not a role (assignee, reporter, watcher, admin, none)"
+        ))
+    })?;
+    let header = |flag: &str, value: Option<String>| -> Result<Option<String>, ConfigError> {
+        value
+            .map(|name| {
+                let name = name.trim().to_ascii_lowercase();
+                tonic::codegen::http::HeaderName::from_bytes(name.as_bytes())
+                    .map(|_| name.clone())
+                    .map_err(|_| ConfigError(format!("{flag}: {name:?} is not a header name")))
+            })
+            .transpose()
+    };
+    let timeout_ms = args.front_timeout_ms.or(file.timeout_ms);
+    let options = FrontOptions {
+        listen: args
+            .front_listen
+            .or(file.listen)
+            .unwrap_or_else(|| defaults::LISTEN.parse().expect("a socket address")),
+        upstream,
+        public_url,
+        timeout: timeout_ms.map_or(defaults::TIMEOUT, Duration::from_millis),
+        max_body_bytes: args
+            .front_max_body_bytes
+            .or(file.max_body_bytes)
+            .unwrap_or(defaults::MAX_BODY_BYTES),
+        card_refresh: args
+            .front_card_refresh_seconds
+            .or(file.card_refresh_seconds)
+            .map_or(defaults::CARD_REFRESH, Duration::from_secs),
+        default_role,
+        role_header: header(
+            "front-role-header",
+            args.front_role_header.clone().or(file.role_header),
+        )?,
+        sender_header: header(
+            "front-sender-header",
+            args.front_sender_header.clone().or(file.sender_header),
+        )?,
+    };
+    if options.timeout.is_zero() || options.max_body_bytes == 0 {
+        return Err(ConfigError(
+            "front-timeout-ms and front-max-body-bytes: must be at least 1".into(),
+        ));
+    }
+    Ok(Some(options))
+}
+
+fn describe_front(front: &FrontOptions) -> serde_json::Value {
+    serde_json::json!({
+        "upstream": front.upstream.as_str(),
+        "listen": front.listen.to_string(),
+        "public_url": front.public_url.as_ref().map(url::Url::as_str),
+        "timeout_ms": front.timeout.as_millis() as u64,
+        "max_body_bytes": front.max_body_bytes,
+        "card_refresh_seconds": front.card_refresh.as_secs(),
+        "default_role": crate::front::options::role_word(front.default_role),
+        "role_header": front.role_header,
+        "sender_header": front.sender_header,
+    })
 }
 
 /// Trace settings from the trace flags over OpenTelemetry's variables (`env`).

@@ -19,6 +19,7 @@ use tonic_health::ServingStatus;
 use crate::bodies::Handlers;
 use crate::config::{Limits, Settings};
 use crate::error::Error;
+use crate::front::Front;
 use crate::pb::{self, command_service_server::CommandServiceServer};
 use crate::registry::commands_file::{self, FileError};
 use crate::registry::{Change, OpenError, Registry};
@@ -81,6 +82,8 @@ pub struct RunningServer {
     health_task: Option<ServeTask>,
     metrics_addr: Option<SocketAddr>,
     metrics_task: Option<JoinHandle<()>>,
+    front_addr: Option<SocketAddr>,
+    front_task: Option<JoinHandle<()>>,
     watcher: Option<JoinHandle<()>>,
     registry: Arc<Registry>,
     drain_timeout: Duration,
@@ -92,6 +95,11 @@ impl RunningServer {
     /// The address the API listens on (useful with port 0).
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// The front's address, if the front is on.
+    pub fn front_addr(&self) -> Option<SocketAddr> {
+        self.front_addr
     }
 
     /// The metrics listener's address, if there is one.
@@ -153,6 +161,17 @@ impl RunningServer {
         }
         if let Some(task) = self.metrics_task.take() {
             task.abort();
+        }
+        // The front stopped taking connections when the drain began; its calls in
+        // flight had the API's drain to finish.
+        if let Some(mut task) = self.front_task.take() {
+            if tokio::time::timeout(Duration::from_secs(1), &mut task)
+                .await
+                .is_err()
+            {
+                tracing::debug!("the front's listener did not stop within 1 s");
+                task.abort();
+            }
         }
         self.registry.close().await;
         // The last spans (the drain's calls among them) go out before the process ends.
@@ -364,6 +383,27 @@ pub async fn start(settings: Settings) -> Result<RunningServer, StartError> {
             }
         });
     }
+    // The front, beside the API on a listener of its own, running commands with the
+    // API's runner (never through the API itself).
+    let (front_addr, front_task) = match &settings.front {
+        Some(options) => {
+            let (listener, front_addr) = bind("front-listen", options.listen).await?;
+            let front = Arc::new(Front::new(
+                options.clone(),
+                Arc::clone(api.runner()),
+                front_addr,
+            ));
+            let draining = draining.clone();
+            let task = tokio::spawn(async move {
+                let stop = async move { draining.cancelled().await };
+                if let Err(e) = front.serve(listener, stop).await {
+                    tracing::error!(error = %e, "the front's listener stopped");
+                }
+            });
+            (Some(front_addr), Some(task))
+        }
+        None => (None, None),
+    };
     let max_elements = settings.limits.max_request_elements;
     let calls = CallLog::new(settings.call_log_sample, settings.metrics_listen.is_some())
         .traced(tracer.clone());
@@ -453,6 +493,8 @@ pub async fn start(settings: Settings) -> Result<RunningServer, StartError> {
         addr = %addr,
         health_addr = %health_addr.map_or_else(|| "off".to_owned(), |a| a.to_string()),
         metrics_addr = %metrics_addr.map_or_else(|| "off".to_owned(), |a| a.to_string()),
+        front_addr = %front_addr.map_or_else(|| "off".to_owned(), |a| a.to_string()),
+        front_upstream = %settings.front.as_ref().map_or_else(|| "off".to_owned(), |f| f.upstream.to_string()),
         tls = settings.tls.is_some(),
         data_dir = %settings.registry.data_dir.display(),
         builtins = %settings.builtins.iter().map(|b| b.name()).collect::<Vec<_>>().join(","),
@@ -477,6 +519,8 @@ pub async fn start(settings: Settings) -> Result<RunningServer, StartError> {
         health_task,
         metrics_addr,
         metrics_task,
+        front_addr,
+        front_task,
         watcher,
         registry,
         drain_timeout: settings.drain_timeout,

@@ -1,0 +1,389 @@
+//! A2A 1.0 as the front reads and writes it, in JSON: the pre-check on a request's
+//! bytes, the message and task read into our protobuf types for the rules, and the
+//! answers a command gets (the reply event, the task) on each binding. Everything
+//! specific to A2A's JSON is here; the rest of the front moves bytes.
+
+use prost_types::value::Kind;
+use serde_json::{json, Map, Value};
+
+use crate::pb::{self, SubState, TaskState};
+
+/// The task data's key in a task's metadata (docs/kit-contract.md, section 3).
+pub const TASK_DATA_KEY: &str = "a2a-commands";
+
+/// Whether a request body might carry a command, judged on its bytes without parsing
+/// them: the body is small, and somewhere a JSON string starts with `/` and a lower-case
+/// letter (written as is, or with `/` escaped). A body this says no to cannot hold a
+/// message whose only text starts so (the contract's pre-check, section 1), so it goes
+/// to the agent untouched and is never parsed.
+pub fn may_hold_command(body: &[u8], max: usize) -> bool {
+    if body.len() > max {
+        return false;
+    }
+    let starts = |at: usize, prefix: &[u8]| body.get(at..at + prefix.len()) == Some(prefix);
+    body.iter().enumerate().any(|(i, &b)| {
+        if b != b'"' {
+            return false;
+        }
+        let after = |n: usize| body.get(i + 1 + n).copied();
+        let letter = |at: Option<u8>| at.is_some_and(|c| c.is_ascii_lowercase());
+        (after(0) == Some(b'/') && letter(after(1)))
+            || (starts(i + 1, b"\\/") && letter(after(2)))
+            || ((starts(i + 1, b"\\u002f") || starts(i + 1, b"\\u002F")) && letter(after(6)))
+    })
+}
+
+/// The largest body the pre-check reads: a command's message is short; a larger body is
+/// a plain message by construction (its text would exceed any command's).
+pub const PRECHECK_MAX_BYTES: usize = 64 << 10;
+
+/// The message of a `SendMessage` request's params (or an HTTP+JSON body), when it is
+/// exactly one text part: what could be a command. Anything else is `None` (and goes
+/// to the agent untouched).
+pub fn command_candidate(message: &Value) -> Option<&str> {
+    let parts = message.get("parts")?.as_array()?;
+    let [part] = parts.as_slice() else {
+        return None;
+    };
+    let text = part.get("text")?.as_str()?;
+    let mut chars = text.chars();
+    (chars.next() == Some('/') && chars.next().is_some_and(|c| c.is_ascii_lowercase()))
+        .then_some(text)
+}
+
+/// The A2A message `message` (1.0 JSON) as our protobuf type, for the rules and the
+/// handlers: ids, role, parts (text, url and data parts; raw bytes only as a part
+/// without content), metadata, extensions and reference task ids.
+pub fn message_from_json(message: &Value) -> pb::Message {
+    let text = |key: &str| {
+        message
+            .get(key)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let strings = |key: &str| -> Vec<String> {
+        message
+            .get(key)
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let role = match message.get("role").and_then(Value::as_str) {
+        Some("ROLE_AGENT" | "agent") => pb::Role::Agent,
+        Some("ROLE_USER" | "user") => pb::Role::User,
+        _ => pb::Role::Unspecified,
+    };
+    let parts = message
+        .get("parts")
+        .and_then(Value::as_array)
+        .map(|parts| parts.iter().map(part_from_json).collect())
+        .unwrap_or_default();
+    pb::Message {
+        message_id: text("messageId"),
+        context_id: text("contextId"),
+        task_id: text("taskId"),
+        role: role.into(),
+        parts,
+        metadata: message.get("metadata").and_then(to_struct),
+        extensions: strings("extensions"),
+        reference_task_ids: strings("referenceTaskIds"),
+    }
+}
+
+fn part_from_json(part: &Value) -> pb::Part {
+    use pb::part::Content;
+    let content = if let Some(text) = part.get("text").and_then(Value::as_str) {
+        Some(Content::Text(text.to_owned()))
+    } else if let Some(url) = part.get("url").and_then(Value::as_str) {
+        Some(Content::Url(url.to_owned()))
+    } else {
+        part.get("data").map(|data| Content::Data(to_value(data)))
+    };
+    pb::Part {
+        content,
+        metadata: part.get("metadata").and_then(to_struct),
+        filename: part
+            .get("filename")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned(),
+        media_type: part
+            .get("mediaType")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned(),
+    }
+}
+
+fn to_struct(value: &Value) -> Option<prost_types::Struct> {
+    let object = value.as_object()?;
+    Some(prost_types::Struct {
+        fields: object
+            .iter()
+            .map(|(k, v)| (k.clone(), to_value(v)))
+            .collect(),
+    })
+}
+
+fn to_value(value: &Value) -> prost_types::Value {
+    let kind = match value {
+        Value::Null => Kind::NullValue(0),
+        Value::Bool(b) => Kind::BoolValue(*b),
+        Value::Number(n) => Kind::NumberValue(n.as_f64().unwrap_or_default()),
+        Value::String(s) => Kind::StringValue(s.clone()),
+        Value::Array(a) => Kind::ListValue(prost_types::ListValue {
+            values: a.iter().map(to_value).collect(),
+        }),
+        Value::Object(_) => Kind::StructValue(to_struct(value).expect("an object")),
+    };
+    prost_types::Value { kind: Some(kind) }
+}
+
+/// A task's state from its JSON name (1.0's `TASK_STATE_*`, or 0.3's lower-case words).
+pub fn state_from_json(state: Option<&str>) -> TaskState {
+    let Some(state) = state else {
+        return TaskState::Submitted;
+    };
+    TaskState::from_str_name(state)
+        .or_else(|| {
+            TaskState::from_str_name(&format!(
+                "TASK_STATE_{}",
+                state.to_ascii_uppercase().replace('-', "_")
+            ))
+        })
+        .filter(|s| *s != TaskState::Unspecified)
+        .unwrap_or(TaskState::Submitted)
+}
+
+/// The task snapshot Execute is given for the A2A task `task` (1.0 JSON): its ids and
+/// state, and its task data read as the kit contract reads it (section 3). Sub-tasks'
+/// states are not looked up: each counts as submitted.
+pub fn snapshot_from_task(task: &Value) -> pb::TaskSnapshot {
+    let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_owned);
+    let state = state_from_json(task.pointer("/status/state").and_then(Value::as_str));
+    let data = task
+        .pointer(&format!("/metadata/{TASK_DATA_KEY}"))
+        .cloned()
+        .unwrap_or(Value::Null);
+    let read = |camel: &str, snake: &str| data.get(camel).or_else(|| data.get(snake));
+    let sub_state = match read("subState", "sub_state").and_then(Value::as_str) {
+        Some("awaiting-next-message") if state == TaskState::InputRequired => {
+            SubState::AwaitingNextMessage
+        }
+        Some("awaiting-answer") if state == TaskState::InputRequired => SubState::AwaitingAnswer,
+        _ => SubState::Unspecified,
+    };
+    let count = |v: Option<&Value>| {
+        v.and_then(Value::as_f64)
+            .map_or(0, |n| n.clamp(0.0, f64::from(u32::MAX)) as u32)
+    };
+    let plan = data
+        .get("plan")
+        .filter(|p| p.is_object())
+        .map(|plan| pb::PlanProgress {
+            steps_done: count(plan.get("stepsDone").or_else(|| plan.get("steps_done"))),
+            steps_total: count(plan.get("stepsTotal").or_else(|| plan.get("steps_total"))),
+        });
+    let sub_tasks = read("subTasks", "sub_tasks")
+        .and_then(Value::as_array)
+        .map(|ids| {
+            ids.iter()
+                .filter_map(Value::as_str)
+                .map(|id| pb::SubTaskSnapshot {
+                    id: id.to_owned(),
+                    state: TaskState::Submitted.into(),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    pb::TaskSnapshot {
+        id: text(task.get("id")).unwrap_or_default(),
+        context_id: text(task.get("contextId")).unwrap_or_default(),
+        name: text(data.get("name")).unwrap_or_default(),
+        state: state.into(),
+        sub_state: sub_state.into(),
+        settings: Some(pb::TaskSettings {
+            model: text(data.pointer("/settings/model")),
+            effort: text(data.pointer("/settings/effort")),
+        }),
+        plan,
+        sub_tasks,
+    }
+}
+
+/// The task data after a command's changes (settings replaced, a sub-task's id
+/// appended), keys the front does not know kept; `None` when nothing changes.
+pub fn data_with_changes(data: &Value, changes: &crate::rules::reply::Changes) -> Option<Value> {
+    if changes.model.is_none() && changes.effort.is_none() && changes.sub_task.is_none() {
+        return None;
+    }
+    let mut data = data.as_object().cloned().unwrap_or_default();
+    if changes.model.is_some() || changes.effort.is_some() {
+        let mut settings = data
+            .get("settings")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        if let Some(model) = &changes.model {
+            settings.insert("model".into(), Value::String(model.clone()));
+        }
+        if let Some(effort) = &changes.effort {
+            settings.insert("effort".into(), Value::String(effort.clone()));
+        }
+        data.insert("settings".into(), Value::Object(settings));
+    }
+    if let Some(sub_task) = &changes.sub_task {
+        let mut ids = data
+            .get("subTasks")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        ids.push(Value::String(sub_task.id.clone()));
+        data.insert("subTasks".into(), Value::Array(ids));
+    }
+    Some(Value::Object(data))
+}
+
+/// A new task the front makes for a command sent as a task's first message (the kit
+/// contract's lifecycle, section 4): `state`, the message in its history, its data.
+pub fn new_task(
+    id: &str,
+    context_id: &str,
+    message: &Value,
+    state: &str,
+    status_message: Option<&Value>,
+    data: &Value,
+) -> Value {
+    let mut sent = message.clone();
+    if let Some(m) = sent.as_object_mut() {
+        m.insert("taskId".into(), Value::String(id.to_owned()));
+        m.insert("contextId".into(), Value::String(context_id.to_owned()));
+    }
+    let mut status = Map::new();
+    status.insert("state".into(), Value::String(state.to_owned()));
+    if let Some(reply) = status_message {
+        status.insert("message".into(), reply.clone());
+    }
+    json!({
+        "id": id,
+        "contextId": context_id,
+        "status": status,
+        "history": [sent],
+        "metadata": {TASK_DATA_KEY: data},
+    })
+}
+
+/// A JSON-RPC success answer.
+pub fn rpc_result(id: &Value, result: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "result": result})
+}
+
+/// A JSON-RPC error answer.
+pub fn rpc_error(id: &Value, code: i64, message: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+}
+
+/// JSON-RPC's parse error (the body is not JSON).
+pub const PARSE_ERROR: i64 = -32700;
+/// JSON-RPC's invalid request (JSON, but not a request).
+pub const INVALID_REQUEST: i64 = -32600;
+/// JSON-RPC's internal error: here, the upstream could not be reached.
+pub const INTERNAL_ERROR: i64 = -32603;
+/// A2A's `TaskNotFoundError`.
+pub const TASK_NOT_FOUND: i64 = -32001;
+
+/// One server-sent event carrying `data`.
+pub fn sse_event(data: &Value) -> String {
+    format!("data: {data}\n\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_byte_precheck_finds_every_way_json_can_write_a_command() {
+        let max = PRECHECK_MAX_BYTES;
+        assert!(may_hold_command(br#"{"parts":[{"text":"/status"}]}"#, max));
+        assert!(may_hold_command(br#"{"parts":[{"text":"\/status"}]}"#, max));
+        assert!(may_hold_command(
+            br#"{"parts":[{"text":"\u002fstatus"}]}"#,
+            max
+        ));
+        assert!(!may_hold_command(
+            br#"{"parts":[{"text":"hello /status"}]}"#,
+            max
+        ));
+        assert!(!may_hold_command(br#"{"parts":[{"text":"/Status"}]}"#, max));
+        assert!(!may_hold_command(br#"{"parts":[{"text":"/ x"}]}"#, max));
+        let big = format!(r#"{{"parts":[{{"text":"/status {}"}}]}}"#, "x".repeat(max));
+        assert!(!may_hold_command(big.as_bytes(), max));
+    }
+
+    #[test]
+    fn only_one_text_part_starting_with_a_slash_and_a_letter_is_a_candidate() {
+        let one = json!({"parts": [{"text": "/model gpt"}]});
+        assert_eq!(command_candidate(&one), Some("/model gpt"));
+        let two = json!({"parts": [{"text": "/model"}, {"text": "x"}]});
+        assert_eq!(command_candidate(&two), None);
+        let data = json!({"parts": [{"data": {"text": "/model"}}]});
+        assert_eq!(command_candidate(&data), None);
+        assert_eq!(command_candidate(&json!({"parts": [{"text": "/9"}]})), None);
+    }
+
+    #[test]
+    fn a_task_s_data_is_read_as_the_kit_contract_says() {
+        let task = json!({
+            "id": "t-1", "contextId": "c-1",
+            "status": {"state": "TASK_STATE_INPUT_REQUIRED"},
+            "metadata": {"a2a-commands": {
+                "name": "Docs", "settings": {"model": "gpt-x"}, "sub_state": "awaiting-answer",
+                "plan": {"stepsDone": 1.7, "stepsTotal": -3}, "subTasks": ["t-1.1", 7]
+            }}
+        });
+        let snapshot = snapshot_from_task(&task);
+        assert_eq!(snapshot.name, "Docs");
+        assert_eq!(snapshot.state(), TaskState::InputRequired);
+        assert_eq!(snapshot.sub_state(), SubState::AwaitingAnswer);
+        assert_eq!(snapshot.settings.unwrap().model.as_deref(), Some("gpt-x"));
+        assert_eq!(
+            snapshot.plan,
+            Some(pb::PlanProgress {
+                steps_done: 1,
+                steps_total: 0
+            })
+        );
+        assert_eq!(snapshot.sub_tasks.len(), 1);
+        let working = json!({"id": "t", "status": {"state": "working"},
+            "metadata": {"a2a-commands": {"subState": "awaiting-next-message"}}});
+        let snapshot = snapshot_from_task(&working);
+        assert_eq!(snapshot.state(), TaskState::Working);
+        assert_eq!(
+            snapshot.sub_state(),
+            SubState::Unspecified,
+            "only while input-required"
+        );
+    }
+
+    #[test]
+    fn changes_are_written_over_the_data_keeping_the_rest() {
+        use crate::rules::reply::Changes;
+        let data = json!({"name": "Docs", "settings": {"effort": "low"}, "mine": 1});
+        let changes = Changes {
+            model: Some("gpt-y".into()),
+            ..Changes::default()
+        };
+        let written = data_with_changes(&data, &changes).unwrap();
+        assert_eq!(
+            written,
+            json!({"name": "Docs", "settings": {"effort": "low", "model": "gpt-y"}, "mine": 1})
+        );
+        assert_eq!(data_with_changes(&data, &Changes::default()), None);
+    }
+}

@@ -1,0 +1,250 @@
+//! The agent card the front serves: the upstream's, with this extension's entry (the
+//! registry's card params) in `capabilities.extensions` and every interface URL pointed
+//! at the front. The merge is a pure function; [`CardCache`] keeps the upstream's card.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value};
+
+use crate::rules::card::EXTENSION_URI;
+
+/// The upstream's card as the front merges it: `card` with the extension entry
+/// `extension` (replacing one with the same URI), every interface URL on `upstream`
+/// moved to `public` (its path kept relative to the upstream's), and any `signatures`
+/// dropped (they signed another card). Returns whether signatures were dropped.
+pub fn merge(card: &mut Value, extension: &Value, upstream: &url::Url, public: &url::Url) -> bool {
+    let Some(object) = card.as_object_mut() else {
+        return false;
+    };
+    let capabilities = object
+        .entry("capabilities")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !capabilities.is_object() {
+        *capabilities = Value::Object(Map::new());
+    }
+    let capabilities = capabilities.as_object_mut().expect("an object");
+    let extensions = capabilities
+        .entry("extensions")
+        .or_insert_with(|| Value::Array(Vec::new()));
+    if !extensions.is_array() {
+        *extensions = Value::Array(Vec::new());
+    }
+    let extensions = extensions.as_array_mut().expect("an array");
+    extensions.retain(|e| e.get("uri").and_then(Value::as_str) != Some(EXTENSION_URI));
+    extensions.push(extension.clone());
+
+    if let Some(interfaces) = object
+        .get_mut("supportedInterfaces")
+        .and_then(Value::as_array_mut)
+    {
+        for interface in interfaces {
+            let grpc = interface.get("protocolBinding").and_then(Value::as_str) == Some("GRPC");
+            if let Some(url) = interface.get_mut("url") {
+                if let Some(moved) = url.as_str().and_then(|u| rebase(u, grpc, upstream, public)) {
+                    *url = Value::String(moved);
+                }
+            }
+        }
+    }
+    // A 0.3 card: its top-level URL and additional interfaces.
+    if let Some(url) = object.get_mut("url") {
+        if let Some(moved) = url
+            .as_str()
+            .and_then(|u| rebase(u, false, upstream, public))
+        {
+            *url = Value::String(moved);
+        }
+    }
+    if let Some(interfaces) = object
+        .get_mut("additionalInterfaces")
+        .and_then(Value::as_array_mut)
+    {
+        for interface in interfaces {
+            let grpc = interface.get("transport").and_then(Value::as_str) == Some("GRPC");
+            if let Some(url) = interface.get_mut("url") {
+                if let Some(moved) = url.as_str().and_then(|u| rebase(u, grpc, upstream, public)) {
+                    *url = Value::String(moved);
+                }
+            }
+        }
+    }
+    object.remove("signatures").is_some()
+}
+
+/// `url` (an interface of the upstream) moved to `public`, its path relative to the
+/// upstream's base kept; `None` for an interface elsewhere (another host, or a gRPC
+/// `host:port`, which this front does not serve yet) or that does not parse.
+fn rebase(url: &str, grpc: bool, upstream: &url::Url, public: &url::Url) -> Option<String> {
+    if grpc {
+        return None;
+    }
+    let parsed = url::Url::parse(url).ok()?;
+    let same_origin = parsed.scheme() == upstream.scheme()
+        && parsed.host_str() == upstream.host_str()
+        && parsed.port_or_known_default() == upstream.port_or_known_default();
+    // An upstream that names itself by another host (its public name) is still the
+    // upstream when the path is under its base: only the origin differs.
+    let base = upstream.path().trim_end_matches('/');
+    let path = parsed.path();
+    let relative = path
+        .strip_prefix(base)
+        .filter(|rest| rest.is_empty() || rest.starts_with('/'));
+    let relative = match relative {
+        Some(rest) => rest,
+        None if same_origin => path,
+        None => return None,
+    };
+    let mut moved = public.clone();
+    let public_base = moved.path().trim_end_matches('/').to_owned();
+    let joined = format!("{public_base}{relative}");
+    moved.set_path(if joined.is_empty() { "/" } else { &joined });
+    moved.set_query(parsed.query());
+    let text = moved.to_string();
+    // Keep the upstream's own spelling: no trailing `/` where it wrote none.
+    Some(if !url.ends_with('/') && text.ends_with('/') {
+        text.trim_end_matches('/').to_owned()
+    } else {
+        text
+    })
+}
+
+/// The upstream's card, kept between fetches.
+#[derive(Debug, Default)]
+pub struct CardCache {
+    /// The last good card and when it stops being fresh.
+    pub card: Option<(Value, Instant)>,
+    /// Its ETag, for a conditional fetch.
+    pub etag: Option<String>,
+}
+
+impl CardCache {
+    /// The card while it is fresh.
+    pub fn fresh(&self) -> Option<&Value> {
+        self.card
+            .as_ref()
+            .filter(|(_, until)| Instant::now() < *until)
+            .map(|(card, _)| card)
+    }
+
+    /// The last good card, fresh or not.
+    pub fn last(&self) -> Option<&Value> {
+        self.card.as_ref().map(|(card, _)| card)
+    }
+}
+
+/// How long an answer may be kept, from its `Cache-Control` (`max-age`, `no-cache`,
+/// `no-store`), else `default`.
+pub fn freshness(cache_control: Option<&str>, default: Duration) -> Duration {
+    let Some(value) = cache_control else {
+        return default;
+    };
+    let mut found = default;
+    for directive in value.split(',').map(str::trim) {
+        let lower = directive.to_ascii_lowercase();
+        if lower == "no-cache" || lower == "no-store" {
+            return Duration::ZERO;
+        }
+        if let Some(age) = lower.strip_prefix("max-age=") {
+            if let Ok(seconds) = age.trim_matches('"').parse::<u64>() {
+                found = Duration::from_secs(seconds);
+            }
+        }
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn url(text: &str) -> url::Url {
+        url::Url::parse(text).unwrap()
+    }
+
+    #[test]
+    fn the_entry_replaces_the_upstream_s_own_and_urls_move_to_the_front() {
+        let mut card = json!({
+            "name": "echo",
+            "capabilities": {"streaming": true, "extensions": [
+                {"uri": EXTENSION_URI, "params": {"commands": [{"name": "stale"}]}},
+                {"uri": "https://example.com/other"}
+            ]},
+            "supportedInterfaces": [
+                {"url": "http://127.0.0.1:9000/a2a", "protocolBinding": "JSONRPC"},
+                {"url": "http://127.0.0.1:9000/a2a/rest", "protocolBinding": "HTTP+JSON"},
+                {"url": "127.0.0.1:9001", "protocolBinding": "GRPC"},
+                {"url": "https://elsewhere.example/x", "protocolBinding": "JSONRPC"}
+            ],
+            "signatures": [{"protected": "x", "signature": "y"}]
+        });
+        let entry = json!({"uri": EXTENSION_URI, "required": false, "params": {"commands": []}});
+        let dropped = merge(
+            &mut card,
+            &entry,
+            &url("http://127.0.0.1:9000/a2a"),
+            &url("https://agent.example.com/"),
+        );
+        assert!(dropped);
+        assert!(card.get("signatures").is_none());
+        let extensions = card["capabilities"]["extensions"].as_array().unwrap();
+        assert_eq!(extensions.len(), 2);
+        assert_eq!(extensions[0]["uri"], "https://example.com/other");
+        assert_eq!(extensions[1], entry);
+        let urls: Vec<&str> = card["supportedInterfaces"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["url"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            urls,
+            [
+                "https://agent.example.com",
+                "https://agent.example.com/rest",
+                "127.0.0.1:9001",
+                "https://elsewhere.example/x"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_card_with_nothing_to_merge_into_gets_the_entry() {
+        let mut card = json!({"name": "bare", "capabilities": "nonsense"});
+        let entry = json!({"uri": EXTENSION_URI});
+        assert!(!merge(
+            &mut card,
+            &entry,
+            &url("http://a:1/"),
+            &url("http://b:2/")
+        ));
+        assert_eq!(card["capabilities"]["extensions"], json!([entry]));
+    }
+
+    #[test]
+    fn a_0_3_card_s_url_moves_too() {
+        let mut card = json!({"url": "http://127.0.0.1:9000/", "additionalInterfaces": [
+            {"url": "http://127.0.0.1:9000/", "transport": "JSONRPC"}
+        ]});
+        merge(
+            &mut card,
+            &json!({}),
+            &url("http://127.0.0.1:9000/"),
+            &url("http://front:8080/"),
+        );
+        assert_eq!(card["url"], "http://front:8080/");
+        assert_eq!(card["additionalInterfaces"][0]["url"], "http://front:8080/");
+    }
+
+    #[test]
+    fn freshness_follows_cache_control() {
+        let default = Duration::from_secs(30);
+        assert_eq!(freshness(None, default), default);
+        assert_eq!(
+            freshness(Some("public, max-age=600"), default),
+            Duration::from_secs(600)
+        );
+        assert_eq!(freshness(Some("no-cache"), default), Duration::ZERO);
+        assert_eq!(freshness(Some("private"), default), default);
+    }
+}

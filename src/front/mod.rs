@@ -1,0 +1,15 @@
+//! The front: this sidecar in front of an A2A agent, as its proxy. Commands are
+//! answered here, with the same rules Execute has (`run`); everything else goes to the
+//! agent as it came. A2A's JSON is `a2a`'s; the card merge is `card`'s; the agent is
+//! reached through `upstream`; what the front keeps is `records`'; `server` is the
+//! listener that puts them together.
+
+pub mod a2a;
+pub mod card;
+pub mod options;
+pub mod records;
+pub mod server;
+pub mod upstream;
+
+pub use options::FrontOptions;
+pub use server::Front;

@@ -1,0 +1,92 @@
+//! How the front is set up: its listener, the agent behind it, and who is asking.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use crate::pb::ParticipantRole;
+
+/// The front's settings (flags, `A2A_COMMANDS_FRONT_*` variables, the config file's
+/// `front` object).
+#[derive(Clone, Debug)]
+pub struct FrontOptions {
+    /// Where A2A clients connect.
+    pub listen: SocketAddr,
+    /// The agent's base URL: its card is at `<upstream>/.well-known/agent-card.json`,
+    /// and every request goes there, to the same path.
+    pub upstream: url::Url,
+    /// Where clients reach the front (what the card's interfaces say); `None`: the
+    /// listener's address.
+    pub public_url: Option<url::Url>,
+    /// How long an upstream call may take before the client is answered with an error
+    /// (for a stream: until its answer starts).
+    pub timeout: Duration,
+    /// Largest request body read, in bytes; larger ones are refused, nothing forwarded.
+    pub max_body_bytes: usize,
+    /// How long the upstream's card is kept when its answer says nothing of caching.
+    pub card_refresh: Duration,
+    /// The sender's role when nothing configured says otherwise.
+    pub default_role: ParticipantRole,
+    /// A request header, set by an authenticating proxy in front, that names the
+    /// sender's role (`assignee`, `reporter`, `watcher`, `admin`, `none`); read only
+    /// when configured.
+    pub role_header: Option<String>,
+    /// A request header, set by an authenticating proxy, that names the sender.
+    pub sender_header: Option<String>,
+}
+
+/// The defaults of what has one.
+pub mod defaults {
+    use std::time::Duration;
+
+    /// The front's listener.
+    pub const LISTEN: &str = "0.0.0.0:8080";
+    /// An upstream call's timeout.
+    pub const TIMEOUT: Duration = Duration::from_secs(30);
+    /// The largest request body.
+    pub const MAX_BODY_BYTES: usize = 4 << 20;
+    /// How long a card without caching headers is kept.
+    pub const CARD_REFRESH: Duration = Duration::from_secs(30);
+}
+
+/// A role as the settings and the role header name it.
+pub fn parse_role(word: &str) -> Option<ParticipantRole> {
+    Some(match word.trim().to_ascii_lowercase().as_str() {
+        "assignee" => ParticipantRole::Assignee,
+        "reporter" => ParticipantRole::Reporter,
+        "watcher" => ParticipantRole::Watcher,
+        "admin" => ParticipantRole::Admin,
+        "none" => ParticipantRole::None,
+        _ => return None,
+    })
+}
+
+/// The word for `role` (the inverse of [`parse_role`]).
+pub fn role_word(role: ParticipantRole) -> &'static str {
+    match role {
+        ParticipantRole::Assignee => "assignee",
+        ParticipantRole::Reporter => "reporter",
+        ParticipantRole::Watcher => "watcher",
+        ParticipantRole::Admin => "admin",
+        ParticipantRole::None | ParticipantRole::Unspecified => "none",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roles_read_back_as_written() {
+        for role in [
+            ParticipantRole::Assignee,
+            ParticipantRole::Reporter,
+            ParticipantRole::Watcher,
+            ParticipantRole::Admin,
+            ParticipantRole::None,
+        ] {
+            assert_eq!(parse_role(role_word(role)), Some(role));
+        }
+        assert_eq!(parse_role(" Admin "), Some(ParticipantRole::Admin));
+        assert_eq!(parse_role("root"), None);
+    }
+}

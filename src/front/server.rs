@@ -1,0 +1,808 @@
+//! The front's listener: A2A clients' requests, answered by the front when they are
+//! commands (or ask for the card, or for a task the front made), passed to the agent
+//! as they came otherwise.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::body::Body;
+use bytes::Bytes;
+use http_body_util::BodyExt as _;
+use hyper::header::{self, HeaderMap, HeaderValue};
+use hyper::{Method, Request, Response, StatusCode};
+use serde_json::{json, Value};
+use tokio::net::TcpListener;
+use tokio::sync::Mutex;
+
+use crate::bodies::Trace;
+use crate::error::Error;
+use crate::front::a2a::{self, TASK_DATA_KEY};
+use crate::front::card::{self, CardCache};
+use crate::front::options::{parse_role, FrontOptions};
+use crate::front::records::Records;
+use crate::front::upstream::{Upstream, UpstreamError};
+use crate::pb::{self, ParticipantRole, SubState, TaskState};
+use crate::rules::card::EXTENSION_URI;
+use crate::rules::event::JsonForm;
+use crate::rules::execute::reply_event;
+use crate::rules::task::Task;
+use crate::run::{now, Asked, Ran, Runner};
+
+/// The front: its settings, the agent behind it, and what it keeps.
+pub struct Front {
+    options: FrontOptions,
+    runner: Arc<Runner>,
+    upstream: Upstream,
+    /// Where clients reach the front.
+    public: url::Url,
+    card: Mutex<CardCache>,
+    records: Records,
+    /// Logged once: a signed upstream card is served unsigned.
+    signature_logged: AtomicBool,
+    /// Ids of the tasks the front makes.
+    next_id: AtomicU64,
+    id_base: String,
+}
+
+/// Which A2A binding a request came on, for the shape of its answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Binding {
+    /// JSON-RPC 2.0; the request's id.
+    JsonRpc,
+    /// HTTP+JSON (REST).
+    HttpJson,
+}
+
+/// A request the front answers itself, or hands on.
+enum Handled {
+    /// The answer.
+    Answer(Response<Body>),
+    /// Forward the request with this body (the same bytes, or a prompt command's
+    /// expansion).
+    Forward(Bytes),
+}
+
+impl Front {
+    /// A front for `options`, running commands with `runner`.
+    pub fn new(options: FrontOptions, runner: Arc<Runner>, bound: SocketAddr) -> Self {
+        let public = options.public_url.clone().unwrap_or_else(|| {
+            let host = if bound.ip().is_unspecified() {
+                "127.0.0.1".to_owned()
+            } else {
+                bound.ip().to_string()
+            };
+            url::Url::parse(&format!("http://{host}:{}/", bound.port())).expect("a URL")
+        });
+        let upstream = Upstream::new(options.upstream.clone(), options.timeout);
+        let mut seed = [0u8; 6];
+        let _ = ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut seed);
+        let id_base = seed.iter().map(|b| format!("{b:02x}")).collect();
+        Self {
+            options,
+            runner,
+            upstream,
+            public,
+            card: Mutex::new(CardCache::default()),
+            records: Records::default(),
+            signature_logged: AtomicBool::new(false),
+            next_id: AtomicU64::new(0),
+            id_base,
+        }
+    }
+
+    /// Where clients reach the front.
+    pub fn public_url(&self) -> &url::Url {
+        &self.public
+    }
+
+    /// Whether the front has a card to serve (for readiness).
+    pub async fn has_card(&self) -> bool {
+        self.card.lock().await.last().is_some()
+    }
+
+    /// Serves `listener` until `stop` resolves.
+    pub async fn serve(
+        self: Arc<Self>,
+        listener: TcpListener,
+        stop: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        let app = axum::Router::new().fallback(move |request: Request<Body>| {
+            let front = Arc::clone(&self);
+            async move { front.handle(request).await }
+        });
+        axum::serve(listener, app)
+            .with_graceful_shutdown(stop)
+            .await
+    }
+
+    /// One request.
+    async fn handle(&self, request: Request<Body>) -> Response<Body> {
+        let path = request.uri().path().to_owned();
+        let method = request.method().clone();
+        let activated = activates_us(request.headers());
+        let mut answer = if method == Method::GET
+            && (path.ends_with("/.well-known/agent-card.json")
+                || path.ends_with("/.well-known/agent.json"))
+        {
+            self.card_answer(request.headers()).await
+        } else if method == Method::GET && path.contains("/tasks/") {
+            match self.own_task_answer(&path) {
+                Some(answer) => answer,
+                None => self.forward(request, None).await,
+            }
+        } else if method == Method::POST {
+            self.post(request).await
+        } else {
+            self.forward(request, None).await
+        };
+        if activated {
+            echo_activation(answer.headers_mut());
+        }
+        answer
+    }
+
+    /// A POST: read (within the limit), looked at only if it may be a command or a
+    /// call about a task the front made, and otherwise forwarded as it came.
+    async fn post(&self, request: Request<Body>) -> Response<Body> {
+        let (parts, body) = request.into_parts();
+        let path = parts.uri.path().to_owned();
+        let binding = if path.ends_with("/message:send") || path.ends_with("/message:stream") {
+            Binding::HttpJson
+        } else {
+            Binding::JsonRpc
+        };
+        let limited = http_body_util::Limited::new(body, self.options.max_body_bytes);
+        let bytes = match limited.collect().await {
+            Ok(collected) => collected.to_bytes(),
+            Err(_) => return error_answer(
+                binding,
+                &Value::Null,
+                StatusCode::PAYLOAD_TOO_LARGE,
+                a2a::INVALID_REQUEST,
+                &format!(
+                    "the request body is over the front's limit of {} bytes; nothing was forwarded",
+                    self.options.max_body_bytes
+                ),
+            ),
+        };
+        let look = a2a::may_hold_command(&bytes, a2a::PRECHECK_MAX_BYTES)
+            || (binding == Binding::JsonRpc
+                && !self.records.is_empty()
+                && bytes.len() <= a2a::PRECHECK_MAX_BYTES);
+        let handled = if look {
+            self.inspect(binding, &path, &parts.headers, &bytes).await
+        } else {
+            Handled::Forward(bytes)
+        };
+        match handled {
+            Handled::Answer(answer) => answer,
+            Handled::Forward(body) => {
+                let mut parts = parts;
+                // The body was read whole (and may have been rewritten): its length is
+                // set again from what is sent.
+                parts.headers.remove(header::CONTENT_LENGTH);
+                let request = Request::from_parts(parts, Body::from(body));
+                self.forward(request, Some(binding)).await
+            }
+        }
+    }
+
+    /// A body that may be a command (or a call about a task the front made): parsed,
+    /// and answered if it is one.
+    async fn inspect(
+        &self,
+        binding: Binding,
+        path: &str,
+        headers: &HeaderMap,
+        bytes: &Bytes,
+    ) -> Handled {
+        let Ok(body) = serde_json::from_slice::<Value>(bytes) else {
+            // The agent answers what it cannot parse, as it would without the front.
+            return Handled::Forward(bytes.clone());
+        };
+        let (id, method, params) = match binding {
+            Binding::JsonRpc => (
+                body.get("id").cloned().unwrap_or(Value::Null),
+                body.get("method")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default(),
+                body.get("params").cloned().unwrap_or(Value::Null),
+            ),
+            Binding::HttpJson => {
+                let method = if path.ends_with("/message:stream") {
+                    "SendStreamingMessage"
+                } else {
+                    "SendMessage"
+                };
+                (Value::Null, method, body.clone())
+            }
+        };
+        match method {
+            "SendMessage" | "SendStreamingMessage" => {
+                let stream = method == "SendStreamingMessage";
+                let Some(message) = params.get("message") else {
+                    return Handled::Forward(bytes.clone());
+                };
+                if a2a::command_candidate(message).is_none() {
+                    return Handled::Forward(bytes.clone());
+                }
+                self.command(binding, path, &id, stream, headers, &body, message, bytes)
+                    .await
+            }
+            "GetTask" => {
+                let task_id = params.get("id").and_then(Value::as_str).unwrap_or_default();
+                match self.records.task(task_id) {
+                    Some(task) => {
+                        Handled::Answer(json_answer(StatusCode::OK, &a2a::rpc_result(&id, task)))
+                    }
+                    None => Handled::Forward(bytes.clone()),
+                }
+            }
+            _ => Handled::Forward(bytes.clone()),
+        }
+    }
+
+    /// `GET .../tasks/{id}` for a task the front made.
+    fn own_task_answer(&self, path: &str) -> Option<Response<Body>> {
+        let id = path.rsplit_once("/tasks/")?.1;
+        let task = self.records.task(id)?;
+        Some(json_answer(StatusCode::OK, &task))
+    }
+
+    /// A message whose one text part may be a command: run, and answered if it is one.
+    #[allow(clippy::too_many_arguments)]
+    async fn command(
+        &self,
+        binding: Binding,
+        path: &str,
+        id: &Value,
+        stream: bool,
+        headers: &HeaderMap,
+        body: &Value,
+        message_json: &Value,
+        bytes: &Bytes,
+    ) -> Handled {
+        let message = a2a::message_from_json(message_json);
+        // The task: the front's own, the agent's (asked with the caller's credentials),
+        // or none yet (the front makes one if this is a command).
+        let (task_json, snapshot) = if message.task_id.is_empty() {
+            (None, None)
+        } else if let Some(task) = self.records.task(&message.task_id) {
+            let snapshot = a2a::snapshot_from_task(&task);
+            (Some(task), Some(snapshot))
+        } else {
+            match self
+                .upstream_task(binding, path, headers, &message.task_id)
+                .await
+            {
+                Ok(mut task) => {
+                    // What the front keeps for the agent's task (settings a command
+                    // chose) is part of its data.
+                    if let Some(data) = self.records.data(&message.task_id) {
+                        set_data(&mut task, data);
+                    }
+                    let snapshot = a2a::snapshot_from_task(&task);
+                    (Some(task), Some(snapshot))
+                }
+                // The agent answers for its own tasks (not found, not allowed).
+                Err(Some(answer)) => return Handled::Answer(answer),
+                Err(None) => return Handled::Forward(bytes.clone()),
+            }
+        };
+        let new_task = snapshot.is_none();
+        let new_id = self.new_id();
+        let context_id = if message.context_id.is_empty() {
+            format!("ctx-{new_id}")
+        } else {
+            message.context_id.clone()
+        };
+        let snapshot = snapshot.unwrap_or_else(|| pb::TaskSnapshot {
+            id: new_id.clone(),
+            context_id: context_id.clone(),
+            // The contract's lifecycle: a command as a task's first message parks it,
+            // waiting for the next message.
+            state: TaskState::InputRequired.into(),
+            sub_state: SubState::AwaitingNextMessage.into(),
+            settings: Some(pb::TaskSettings::default()),
+            ..Default::default()
+        });
+        let Ok(task) = Task::from_proto(&snapshot) else {
+            return Handled::Forward(bytes.clone());
+        };
+        let (sender, role) = self.sender(headers);
+        let trace = Trace::from_headers(
+            headers.get("traceparent").and_then(|v| v.to_str().ok()),
+            headers.get("tracestate").and_then(|v| v.to_str().ok()),
+        );
+        let asked = Asked {
+            message: &message,
+            task: &task,
+            task_snapshot: &snapshot,
+            sender: Some(&sender),
+            role,
+            attempt: 1,
+            accepts_prompt: true,
+            trace: &trace,
+            deadline: None,
+        };
+        let ran = match self.runner.execute(&asked).await {
+            Ok(ran) => ran,
+            Err(error) => return Handled::Answer(self.run_failed(binding, id, &error)),
+        };
+        match ran {
+            Ran::Ordinary { .. } => Handled::Forward(bytes.clone()),
+            Ran::Prompt { name, text, .. } => {
+                Handled::Forward(prompt_body(binding, body, name, &text))
+            }
+            Ran::Command { name, reply, .. } => {
+                let event = reply_event(
+                    &task,
+                    &message.context_id,
+                    &message.message_id,
+                    name,
+                    &reply,
+                    now(),
+                    false,
+                );
+                let event: Value =
+                    serde_json::from_str(&event.to_json(JsonForm::A2a10)).expect("our JSON");
+                let reply_message = event
+                    .pointer("/status/message")
+                    .cloned()
+                    .unwrap_or_default();
+                let data = task_json
+                    .as_ref()
+                    .and_then(|t| t.pointer(&format!("/metadata/{TASK_DATA_KEY}")))
+                    .cloned()
+                    .unwrap_or_else(|| json!({"subState": "awaiting-next-message"}));
+                let data = a2a::data_with_changes(&data, &reply.changes).unwrap_or(data);
+                if let Some(sub_task) = &reply.changes.sub_task {
+                    self.records.put_task(a2a::new_task(
+                        &sub_task.id,
+                        &task_context(&task_json, &context_id),
+                        &json!({"messageId": format!("{}:goal", sub_task.id), "role": "ROLE_USER",
+                                "parts": [{"text": sub_task.goal}],
+                                "referenceTaskIds": [snapshot.id]}),
+                        "TASK_STATE_SUBMITTED",
+                        None,
+                        &json!({"name": sub_task.name, "goal": sub_task.goal, "parentId": snapshot.id}),
+                    ));
+                }
+                let (submitted, answered) = if new_task {
+                    let made = |state: &str, status: Option<&Value>| {
+                        a2a::new_task(&new_id, &context_id, message_json, state, status, &data)
+                    };
+                    let answered = made("TASK_STATE_INPUT_REQUIRED", Some(&reply_message));
+                    self.records.put_task(answered.clone());
+                    (made("TASK_STATE_SUBMITTED", None), answered)
+                } else {
+                    let mut task = task_json.unwrap_or_default();
+                    set_data(&mut task, data.clone());
+                    if self.records.task(&snapshot.id).is_some() {
+                        self.records.put_task(task.clone());
+                    } else {
+                        self.records.put_data(&snapshot.id, data);
+                    }
+                    let mut answered = task.clone();
+                    if let Some(status) = answered.get_mut("status").and_then(Value::as_object_mut)
+                    {
+                        status.insert("message".into(), reply_message.clone());
+                    }
+                    (task, answered)
+                };
+                let mut event = event;
+                if new_task {
+                    // The reply moves the new task to input-required.
+                    event["taskId"] = json!(new_id);
+                    event["contextId"] = json!(context_id);
+                    event["status"]["message"]["taskId"] = json!(new_id);
+                    event["status"]["message"]["contextId"] = json!(context_id);
+                }
+                Handled::Answer(if stream {
+                    stream_answer(
+                        binding,
+                        id,
+                        &[json!({"task": submitted}), json!({"statusUpdate": event})],
+                    )
+                } else {
+                    let result = json!({"task": answered});
+                    match binding {
+                        Binding::JsonRpc => {
+                            json_answer(StatusCode::OK, &a2a::rpc_result(id, result))
+                        }
+                        Binding::HttpJson => json_answer(StatusCode::OK, &result),
+                    }
+                })
+            }
+        }
+    }
+
+    /// The agent's task `task_id`, asked on `binding` with the caller's credentials:
+    /// the task's JSON, or the agent's own answer when it gave no task (`None`: an
+    /// answer the front cannot read, so the message goes to the agent as it came).
+    async fn upstream_task(
+        &self,
+        binding: Binding,
+        path: &str,
+        headers: &HeaderMap,
+        task_id: &str,
+    ) -> Result<Value, Option<Response<Body>>> {
+        // Asked where the client's message went: the same JSON-RPC endpoint, or the
+        // HTTP+JSON interface's base.
+        let front_base = self.public.path();
+        let mut asked = HeaderMap::new();
+        for name in [
+            "authorization",
+            "a2a-version",
+            "a2a-extensions",
+            "traceparent",
+            "tracestate",
+        ] {
+            if let Some(value) = headers.get(name) {
+                asked.insert(name, value.clone());
+            }
+        }
+        asked.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        asked.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
+        let max = self.options.max_body_bytes;
+        let answer = match binding {
+            Binding::JsonRpc => {
+                let call = json!({"jsonrpc": "2.0", "id": "a2a-commands-front",
+                                  "method": "GetTask", "params": {"id": task_id}});
+                let uri = self.upstream.uri_for(path, front_base);
+                self.upstream
+                    .call(Method::POST, uri, asked, Bytes::from(call.to_string()), max)
+                    .await
+            }
+            Binding::HttpJson => {
+                let base = path
+                    .strip_suffix("/message:send")
+                    .or_else(|| path.strip_suffix("/message:stream"))
+                    .unwrap_or_default();
+                let tasks = format!("{base}/tasks/{}", urlencode(task_id));
+                let uri = self.upstream.uri_for(&tasks, front_base);
+                self.upstream
+                    .call(Method::GET, uri, asked, Bytes::new(), max)
+                    .await
+            }
+        };
+        let (status, _, bytes) =
+            answer.map_err(|e| Some(upstream_failed(binding, &Value::Null, &e)))?;
+        let parsed: Value = serde_json::from_slice(&bytes).map_err(|_| None)?;
+        let task = match binding {
+            Binding::JsonRpc => match parsed.get("result") {
+                Some(task) => task.clone(),
+                None => {
+                    let error = parsed.get("error").cloned().unwrap_or(Value::Null);
+                    return Err(Some(json_answer(
+                        StatusCode::OK,
+                        &json!({"jsonrpc": "2.0", "id": Value::Null, "error": error}),
+                    )));
+                }
+            },
+            Binding::HttpJson if status.is_success() => parsed,
+            Binding::HttpJson => return Err(Some(json_answer(status, &parsed))),
+        };
+        if task.get("id").and_then(Value::as_str).is_some() {
+            Ok(task)
+        } else {
+            Err(None)
+        }
+    }
+
+    /// The sender and role for the role rules: a configured header's, else the default.
+    fn sender(&self, headers: &HeaderMap) -> (pb::Sender, ParticipantRole) {
+        let header = |name: &Option<String>| {
+            name.as_ref()
+                .and_then(|n| headers.get(n.as_str()))
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        };
+        let role = header(&self.options.role_header)
+            .and_then(|r| parse_role(&r))
+            .unwrap_or(self.options.default_role);
+        let id = header(&self.options.sender_header).unwrap_or_default();
+        (
+            pb::Sender {
+                id,
+                role: role.into(),
+            },
+            role,
+        )
+    }
+
+    fn new_id(&self) -> String {
+        let n = self.next_id.fetch_add(1, Ordering::Relaxed) + 1;
+        format!("front-{}-{n}", self.id_base)
+    }
+
+    /// The answer when the command could not be run at all (no registry yet).
+    fn run_failed(&self, binding: Binding, id: &Value, error: &Error) -> Response<Body> {
+        error_answer(
+            binding,
+            id,
+            StatusCode::SERVICE_UNAVAILABLE,
+            a2a::INTERNAL_ERROR,
+            &format!("commands are unavailable right now: {error}"),
+        )
+    }
+
+    /// The merged card, or 503 naming the upstream when there has never been one.
+    async fn card_answer(&self, headers: &HeaderMap) -> Response<Body> {
+        let mut cache = self.card.lock().await;
+        if cache.fresh().is_none() {
+            self.refresh_card(&mut cache, headers).await;
+        }
+        let Some(card) = cache.last().cloned() else {
+            return json_answer(
+                StatusCode::SERVICE_UNAVAILABLE,
+                &json!({"error": format!(
+                    "no agent card yet: the agent at {} has not served one",
+                    self.upstream.base()
+                )}),
+            );
+        };
+        drop(cache);
+        self.merged_card(card)
+    }
+
+    /// The card with this registry's entry, at the next request after any change.
+    fn merged_card(&self, mut card: Value) -> Response<Body> {
+        let extension = match self.runner.registry().read() {
+            Ok(snapshot) => {
+                serde_json::from_str::<Value>(&snapshot.card().extension_json).expect("our JSON")
+            }
+            Err(_) => {
+                return json_answer(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    &json!({"error": "the command registry is not ready yet"}),
+                )
+            }
+        };
+        let dropped = card::merge(&mut card, &extension, self.upstream.base(), &self.public);
+        if dropped && !self.signature_logged.swap(true, Ordering::Relaxed) {
+            tracing::warn!(upstream = %self.upstream.base(), "the agent's card is signed; the front serves it merged without the signatures, which no longer match (configure a signing key to sign the merged card)");
+        }
+        json_answer(StatusCode::OK, &card)
+    }
+
+    /// Fetches the upstream's card into `cache` (conditionally, with its ETag); keeps
+    /// the last good one when the upstream fails or answers something that is not a
+    /// card.
+    async fn refresh_card(&self, cache: &mut CardCache, headers: &HeaderMap) {
+        let mut asked = HeaderMap::new();
+        asked.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
+        // Only identity: a compressed card would need decoding the front does not do.
+        asked.insert(
+            header::ACCEPT_ENCODING,
+            HeaderValue::from_static("identity"),
+        );
+        if let Some(version) = headers.get("a2a-version") {
+            asked.insert("a2a-version", version.clone());
+        }
+        if let (Some(etag), Some(_)) = (&cache.etag, cache.last()) {
+            if let Ok(value) = HeaderValue::from_str(etag) {
+                asked.insert(header::IF_NONE_MATCH, value);
+            }
+        }
+        let started = Instant::now();
+        let answer = self
+            .upstream
+            .call(
+                Method::GET,
+                self.upstream.uri_for("/.well-known/agent-card.json", ""),
+                asked,
+                Bytes::new(),
+                self.options.max_body_bytes,
+            )
+            .await;
+        let refresh = self.options.card_refresh;
+        match answer {
+            Ok((StatusCode::NOT_MODIFIED, headers, _)) if cache.last().is_some() => {
+                let fresh = card::freshness(cache_control(&headers), refresh);
+                if let Some((_, until)) = cache.card.as_mut() {
+                    *until = started + fresh;
+                }
+            }
+            Ok((status, headers, bytes)) => {
+                let encoded = headers
+                    .get(header::CONTENT_ENCODING)
+                    .and_then(|v| v.to_str().ok())
+                    .is_some_and(|e| !e.eq_ignore_ascii_case("identity"));
+                let card = serde_json::from_slice::<Value>(&bytes)
+                    .ok()
+                    .filter(|c| c.is_object() && status == StatusCode::OK && !encoded);
+                match card {
+                    Some(card) => {
+                        let fresh = card::freshness(cache_control(&headers), refresh);
+                        cache.etag = headers
+                            .get(header::ETAG)
+                            .and_then(|v| v.to_str().ok())
+                            .map(str::to_owned);
+                        cache.card = Some((card, started + fresh));
+                    }
+                    None => {
+                        tracing::warn!(upstream = %self.upstream.base(), status = status.as_u16(), "the agent's card answer is not a card (not 200, compressed, or not a JSON object); the last good card is served");
+                        backoff(cache, refresh);
+                    }
+                }
+            }
+            Err(error) => {
+                tracing::warn!(error = %error, "cannot fetch the agent's card; the last good card is served");
+                backoff(cache, refresh);
+            }
+        }
+    }
+
+    /// Hands `request` to the agent and streams its answer back.
+    async fn forward(&self, request: Request<Body>, binding: Option<Binding>) -> Response<Body> {
+        let (mut parts, body) = request.into_parts();
+        let path_and_query = parts
+            .uri
+            .path_and_query()
+            .map_or("/", |p| p.as_str())
+            .to_owned();
+        parts.uri = self.upstream.uri_for(&path_and_query, self.public.path());
+        match self.upstream.send(Request::from_parts(parts, body)).await {
+            Ok(answer) => answer,
+            Err(error) => {
+                upstream_failed(binding.unwrap_or(Binding::HttpJson), &Value::Null, &error)
+            }
+        }
+    }
+}
+
+/// Sets `task`'s task data to `data`.
+fn set_data(task: &mut Value, data: Value) {
+    if !task.is_object() {
+        return;
+    }
+    if !task.get("metadata").is_some_and(Value::is_object) {
+        task["metadata"] = json!({});
+    }
+    task["metadata"][TASK_DATA_KEY] = data;
+}
+
+fn task_context(task: &Option<Value>, fallback: &str) -> String {
+    task.as_ref()
+        .and_then(|t| t.get("contextId"))
+        .and_then(Value::as_str)
+        .unwrap_or(fallback)
+        .to_owned()
+}
+
+/// The request body with a prompt command's expansion as the message: one text part,
+/// and the metadata the kits add (`command`, `originalText`).
+fn prompt_body(binding: Binding, body: &Value, name: &str, text: &str) -> Bytes {
+    let mut body = body.clone();
+    let message = match binding {
+        Binding::JsonRpc => body.pointer_mut("/params/message"),
+        Binding::HttpJson => body.pointer_mut("/message"),
+    };
+    if let Some(message) = message {
+        let typed = message
+            .pointer("/parts/0/text")
+            .cloned()
+            .unwrap_or(Value::Null);
+        message["parts"] = json!([{"text": text}]);
+        if !message.get("metadata").is_some_and(Value::is_object) {
+            message["metadata"] = json!({});
+        }
+        message["metadata"]["command"] = json!(name);
+        message["metadata"]["originalText"] = typed;
+    }
+    Bytes::from(body.to_string())
+}
+
+/// Whether the request activates this extension (`A2A-Extensions`, or 0.3's
+/// `X-A2A-Extensions`).
+fn activates_us(headers: &HeaderMap) -> bool {
+    ["a2a-extensions", "x-a2a-extensions"].iter().any(|name| {
+        headers
+            .get_all(*name)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(','))
+            .any(|uri| uri.trim() == EXTENSION_URI)
+    })
+}
+
+/// Adds this extension to the answer's `A2A-Extensions` (beside any the agent named).
+fn echo_activation(headers: &mut HeaderMap) {
+    let listed = headers
+        .get_all("a2a-extensions")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|uri| uri.trim() == EXTENSION_URI);
+    if !listed {
+        headers.append("a2a-extensions", HeaderValue::from_static(EXTENSION_URI));
+    }
+}
+
+fn cache_control(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get(header::CACHE_CONTROL)
+        .and_then(|v| v.to_str().ok())
+}
+
+/// After a failed refresh the last card is kept a while before the next try.
+fn backoff(cache: &mut CardCache, refresh: std::time::Duration) {
+    let wait = refresh.min(std::time::Duration::from_secs(5));
+    if let Some((_, until)) = cache.card.as_mut() {
+        *until = Instant::now() + wait;
+    }
+}
+
+fn urlencode(segment: &str) -> String {
+    url::form_urlencoded::byte_serialize(segment.as_bytes()).collect()
+}
+
+/// A JSON answer.
+fn json_answer(status: StatusCode, body: &Value) -> Response<Body> {
+    Response::builder()
+        .status(status)
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from(body.to_string()))
+        .expect("a valid answer")
+}
+
+/// A stream of `events` as server-sent events, each JSON-RPC-wrapped on that binding.
+fn stream_answer(binding: Binding, id: &Value, events: &[Value]) -> Response<Body> {
+    let mut text = String::new();
+    for event in events {
+        let data = match binding {
+            Binding::JsonRpc => a2a::rpc_result(id, event.clone()),
+            Binding::HttpJson => event.clone(),
+        };
+        text.push_str(&a2a::sse_event(&data));
+    }
+    Response::builder()
+        .status(StatusCode::OK)
+        .header(header::CONTENT_TYPE, "text/event-stream")
+        .header(header::CACHE_CONTROL, "no-cache")
+        .body(Body::from(text))
+        .expect("a valid answer")
+}
+
+/// The binding's error: JSON-RPC's error object (HTTP 200), or an HTTP status with an
+/// AIP-193 error body.
+fn error_answer(
+    binding: Binding,
+    id: &Value,
+    status: StatusCode,
+    code: i64,
+    message: &str,
+) -> Response<Body> {
+    match binding {
+        Binding::JsonRpc => json_answer(StatusCode::OK, &a2a::rpc_error(id, code, message)),
+        Binding::HttpJson => json_answer(
+            status,
+            &json!({"error": {"code": status.as_u16(), "status": status.canonical_reason(),
+                              "message": message}}),
+        ),
+    }
+}
+
+/// The answer when the agent could not be reached in time: 504 for a timeout, 502
+/// otherwise (JSON-RPC: an error naming the agent).
+fn upstream_failed(binding: Binding, id: &Value, error: &UpstreamError) -> Response<Body> {
+    let status = match error {
+        UpstreamError::Timeout(..) => StatusCode::GATEWAY_TIMEOUT,
+        UpstreamError::Unreachable(..) => StatusCode::BAD_GATEWAY,
+    };
+    match binding {
+        Binding::JsonRpc => {
+            let mut answer =
+                error_answer(binding, id, status, a2a::INTERNAL_ERROR, &error.to_string());
+            *answer.status_mut() = status;
+            answer
+        }
+        Binding::HttpJson => error_answer(binding, id, status, 0, &error.to_string()),
+    }
+}

@@ -1,0 +1,197 @@
+//! The front's client of its one upstream: requests forwarded as they came (hop-by-hop
+//! headers dropped, the path mapped under the upstream's base), answers streamed back
+//! frame by frame, and the few calls the front makes itself (the card, a task).
+
+use std::time::Duration;
+
+use axum::body::Body;
+use bytes::Bytes;
+use http_body_util::BodyExt as _;
+use hyper::header::{self, HeaderMap, HeaderName, HeaderValue};
+use hyper::{Method, Request, Response, StatusCode, Uri};
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+
+/// Headers that belong to one connection, never forwarded (RFC 9110, section 7.6.1).
+const HOP_BY_HOP: [&str; 8] = [
+    "connection",
+    "keep-alive",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+];
+
+/// Why an upstream call gave no answer.
+#[derive(Debug, thiserror::Error)]
+pub enum UpstreamError {
+    /// No answer started within the timeout.
+    #[error("the agent at {0} did not answer within {1} ms")]
+    Timeout(String, u128),
+    /// It could not be reached, or the exchange broke.
+    #[error("the agent at {0} could not be reached: {1}")]
+    Unreachable(String, String),
+}
+
+/// The upstream agent and the client that reaches it.
+#[derive(Clone, Debug)]
+pub struct Upstream {
+    base: url::Url,
+    client: Client<HttpConnector, Body>,
+    timeout: Duration,
+}
+
+impl Upstream {
+    /// The agent at `base`, each call's answer awaited at most `timeout`.
+    pub fn new(base: url::Url, timeout: Duration) -> Self {
+        let mut connector = HttpConnector::new();
+        connector.set_nodelay(true);
+        connector.set_connect_timeout(Some(timeout));
+        Self {
+            base,
+            client: Client::builder(TokioExecutor::new()).build(connector),
+            timeout,
+        }
+    }
+
+    /// The agent's base URL.
+    pub fn base(&self) -> &url::Url {
+        &self.base
+    }
+
+    /// The upstream's URI for a path under the front's base `front_base` (the public
+    /// URL's path): that base replaced by the upstream's. Never another host: a request
+    /// names a path, and the front only ever adds it to its one upstream.
+    pub fn uri_for(&self, path_and_query: &str, front_base: &str) -> Uri {
+        let front_base = front_base.trim_end_matches('/');
+        let rest = path_and_query
+            .strip_prefix(front_base)
+            .filter(|r| r.is_empty() || r.starts_with('/') || r.starts_with('?'))
+            .unwrap_or(path_and_query);
+        let base = self.base.path().trim_end_matches('/');
+        let rest = if rest.is_empty() { "/" } else { rest };
+        let origin = self.base.origin().ascii_serialization();
+        format!("{origin}{base}{rest}")
+            .parse()
+            .unwrap_or_else(|_| Uri::from_static("/"))
+    }
+
+    /// Sends `request` (its URI already the upstream's) and waits for the answer's
+    /// head; its body streams after that.
+    pub async fn send(&self, mut request: Request<Body>) -> Result<Response<Body>, UpstreamError> {
+        strip_hop_by_hop(request.headers_mut());
+        if let Some(authority) = request.uri().authority() {
+            if let Ok(host) = HeaderValue::from_str(authority.as_str()) {
+                request.headers_mut().insert(header::HOST, host);
+            }
+        }
+        let where_ = self.base.to_string();
+        let answer = tokio::time::timeout(self.timeout, self.client.request(request))
+            .await
+            .map_err(|_| UpstreamError::Timeout(where_.clone(), self.timeout.as_millis()))?
+            .map_err(|e| UpstreamError::Unreachable(where_, error_chain(&e)))?;
+        let (mut parts, body) = answer.into_parts();
+        strip_hop_by_hop(&mut parts.headers);
+        Ok(Response::from_parts(parts, Body::new(body)))
+    }
+
+    /// A whole answer to a call the front makes itself: `method` on `uri` (one of
+    /// [`Upstream::uri_for`]) with `headers` and `body`, read to its end (at most `max`
+    /// bytes).
+    pub async fn call(
+        &self,
+        method: Method,
+        uri: Uri,
+        headers: HeaderMap,
+        body: Bytes,
+        max: usize,
+    ) -> Result<(StatusCode, HeaderMap, Bytes), UpstreamError> {
+        let mut request = Request::builder()
+            .method(method)
+            .uri(uri)
+            .body(Body::from(body))
+            .expect("a valid request");
+        *request.headers_mut() = headers;
+        let answer = self.send(request).await?;
+        let (parts, body) = answer.into_parts();
+        let where_ = self.base.to_string();
+        let limited = http_body_util::Limited::new(body, max);
+        let bytes = tokio::time::timeout(self.timeout, limited.collect())
+            .await
+            .map_err(|_| UpstreamError::Timeout(where_.clone(), self.timeout.as_millis()))?
+            .map_err(|e| UpstreamError::Unreachable(where_, e.to_string()))?
+            .to_bytes();
+        Ok((parts.status, parts.headers, bytes))
+    }
+}
+
+/// Removes hop-by-hop headers, and those the `Connection` header names.
+pub fn strip_hop_by_hop(headers: &mut HeaderMap) {
+    let named: Vec<HeaderName> = headers
+        .get_all(header::CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .filter_map(|name| HeaderName::from_bytes(name.trim().as_bytes()).ok())
+        .collect();
+    for name in named {
+        headers.remove(name);
+    }
+    for name in HOP_BY_HOP {
+        headers.remove(name);
+    }
+}
+
+/// An error and its causes, in one line.
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_map_under_the_upstream_s_base_and_never_elsewhere() {
+        let upstream = Upstream::new(
+            url::Url::parse("http://127.0.0.1:9000/agent/").unwrap(),
+            Duration::from_secs(1),
+        );
+        assert_eq!(
+            upstream.uri_for("/message:send", "/"),
+            "http://127.0.0.1:9000/agent/message:send"
+        );
+        assert_eq!(
+            upstream.uri_for("/front/tasks/t-1?historyLength=2", "/front"),
+            "http://127.0.0.1:9000/agent/tasks/t-1?historyLength=2"
+        );
+        assert_eq!(upstream.uri_for("/", "/"), "http://127.0.0.1:9000/agent/");
+        // A request naming another host is still a path here.
+        assert_eq!(
+            upstream.uri_for("//evil.example/x", "/"),
+            "http://127.0.0.1:9000/agent//evil.example/x"
+        );
+    }
+
+    #[test]
+    fn hop_by_hop_headers_and_those_connection_names_are_dropped() {
+        let mut headers = HeaderMap::new();
+        headers.insert("connection", HeaderValue::from_static("close, x-private"));
+        headers.insert("x-private", HeaderValue::from_static("1"));
+        headers.insert("transfer-encoding", HeaderValue::from_static("chunked"));
+        headers.insert("authorization", HeaderValue::from_static("Bearer t"));
+        strip_hop_by_hop(&mut headers);
+        assert_eq!(headers.len(), 1);
+        assert!(headers.contains_key("authorization"));
+    }
+}

@@ -1,0 +1,97 @@
+"""A plain a2a-sdk 1.3 echo agent with no kit: the agent the front stands in front of.
+
+It answers ``echo: <text>`` (and the metadata it was sent, for the prompt-command test)
+and leaves its task waiting for the next message. It serves the JSON-RPC binding at
+``/`` and the HTTP+JSON binding under ``/rest``, both on its card, and runs in a thread
+of its own so that synchronous tests can use it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import threading
+
+import uvicorn
+from a2a.helpers import new_task_from_user_message, new_text_status_update_event
+from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.events import EventQueue
+from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes, create_rest_routes
+from a2a.server.tasks import InMemoryTaskStore
+from a2a.types.a2a_pb2 import (
+    TASK_STATE_INPUT_REQUIRED,
+    AgentCapabilities,
+    AgentCard,
+    AgentInterface,
+    AgentSkill,
+)
+from google.protobuf import json_format
+from starlette.applications import Starlette
+
+
+class Echo(AgentExecutor):
+    """Echoes the text it gets; records what reached it."""
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+        self.metadata: list[dict] = []
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        assert context.message is not None and context.task_id and context.context_id
+        text = context.get_user_input()
+        self.seen.append(text)
+        self.metadata.append(json_format.MessageToDict(context.message.metadata))
+        if context.current_task is None:
+            await event_queue.enqueue_event(new_task_from_user_message(context.message))
+        await event_queue.enqueue_event(new_text_status_update_event(
+            context.task_id, context.context_id, TASK_STATE_INPUT_REQUIRED,
+            f"echo: {text} {json.dumps(self.metadata[-1], sort_keys=True)}",
+        ))
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        raise NotImplementedError
+
+
+class Agent:
+    """The echo agent on 127.0.0.1 (a free port), in a thread."""
+
+    def __init__(self) -> None:
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        self.url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+        self.echo = Echo()
+        card = AgentCard(
+            name="echo", description="Echoes what it is sent", version="1.0",
+            supported_interfaces=[
+                AgentInterface(url=self.url, protocol_binding="JSONRPC", protocol_version="1.0"),
+                AgentInterface(url=f"{self.url}/rest", protocol_binding="HTTP+JSON", protocol_version="1.0"),
+            ],
+            capabilities=AgentCapabilities(streaming=True),
+            default_input_modes=["text/plain"], default_output_modes=["text/plain"],
+            skills=[AgentSkill(id="echo", name="Echo", description="Echoes the text", tags=["echo"])],
+        )
+        handler = DefaultRequestHandler(agent_executor=self.echo, task_store=InMemoryTaskStore(), agent_card=card)
+        app = Starlette(routes=[
+            *create_agent_card_routes(card),
+            *create_jsonrpc_routes(handler, "/"),
+            *create_rest_routes(handler, path_prefix="/rest"),
+        ])
+        self.server = uvicorn.Server(uvicorn.Config(app, lifespan="off", log_level="warning"))
+        self.loop = asyncio.new_event_loop()
+        started = threading.Event()
+
+        def run() -> None:
+            asyncio.set_event_loop(self.loop)
+            self.loop.call_soon(started.set)
+            self.loop.run_until_complete(self.server.serve(sockets=[sock]))
+
+        self.thread = threading.Thread(target=run, daemon=True)
+        self.thread.start()
+        started.wait(30)
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(30)
