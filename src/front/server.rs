@@ -156,16 +156,7 @@ impl Front {
         let limited = http_body_util::Limited::new(body, self.options.max_body_bytes);
         let bytes = match limited.collect().await {
             Ok(collected) => collected.to_bytes(),
-            Err(_) => return error_answer(
-                binding,
-                &Value::Null,
-                StatusCode::PAYLOAD_TOO_LARGE,
-                a2a::INVALID_REQUEST,
-                &format!(
-                    "the request body is over the front's limit of {} bytes; nothing was forwarded",
-                    self.options.max_body_bytes
-                ),
-            ),
+            Err(_) => return self.too_large(binding),
         };
         let look = a2a::may_hold_command(&bytes, a2a::PRECHECK_MAX_BYTES)
             || (binding == Binding::JsonRpc
@@ -519,6 +510,21 @@ impl Front {
     fn new_id(&self) -> String {
         let n = self.next_id.fetch_add(1, Ordering::Relaxed) + 1;
         format!("front-{}-{n}", self.id_base)
+    }
+
+    /// The answer to a body over the limit: nothing was forwarded.
+    fn too_large(&self, binding: Binding) -> Response<Body> {
+        let limit = self.options.max_body_bytes;
+        let message = format!(
+            "the request body is over the front's limit of {limit} bytes; nothing was forwarded"
+        );
+        error_answer(
+            binding,
+            &Value::Null,
+            StatusCode::PAYLOAD_TOO_LARGE,
+            a2a::INVALID_REQUEST,
+            &message,
+        )
     }
 
     /// The answer when the command could not be run at all (no registry yet).
