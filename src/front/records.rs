@@ -15,10 +15,11 @@ pub const CAP: usize = 10_000;
 /// How long an entry is kept after its last use.
 pub const EXPIRY: Duration = Duration::from_secs(24 * 3600);
 
-/// An entry: a whole task the front made, or the data of an agent's task.
+/// An entry: a whole task the front made (and the agent's id for it, once a message
+/// on it reached the agent), or the data of an agent's task.
 #[derive(Clone, Debug)]
 enum Entry {
-    Task(Value),
+    Task(Value, Option<String>),
     Data(Value),
 }
 
@@ -34,10 +35,10 @@ impl Records {
         self.entries.lock().expect("records lock").is_empty()
     }
 
-    /// The task the front made with id `id`.
-    pub fn task(&self, id: &str) -> Option<Value> {
+    /// The task the front made with id `id`, and the agent's id it is joined to.
+    pub fn task(&self, id: &str) -> Option<(Value, Option<String>)> {
         match self.touch(id)? {
-            Entry::Task(task) => Some(task),
+            Entry::Task(task, upstream) => Some((task, upstream)),
             Entry::Data(_) => None,
         }
     }
@@ -46,14 +47,15 @@ impl Records {
     pub fn data(&self, id: &str) -> Option<Value> {
         match self.touch(id)? {
             Entry::Data(data) => Some(data),
-            Entry::Task(_) => None,
+            Entry::Task(..) => None,
         }
     }
 
-    /// Keeps `task` (made by the front) under its id.
-    pub fn put_task(&self, task: Value) {
+    /// Keeps `task` (made by the front) under its id, joined to the agent's task
+    /// `upstream` once there is one.
+    pub fn put_task(&self, task: Value, upstream: Option<String>) {
         if let Some(id) = task.get("id").and_then(Value::as_str).map(str::to_owned) {
-            self.put(id, Entry::Task(task));
+            self.put(id, Entry::Task(task, upstream));
         }
     }
 
@@ -104,9 +106,13 @@ mod tests {
     fn tasks_and_data_are_kept_apart() {
         let records = Records::default();
         assert!(records.is_empty());
-        records.put_task(json!({"id": "t-1", "status": {}}));
+        records.put_task(json!({"id": "t-1", "status": {}}), None);
         records.put_data("t-2", json!({"name": "x"}));
-        assert!(records.task("t-1").is_some());
+        assert!(records
+            .task("t-1")
+            .is_some_and(|(_, joined)| joined.is_none()));
+        records.put_task(json!({"id": "t-1"}), Some("u-1".into()));
+        assert_eq!(records.task("t-1").unwrap().1.as_deref(), Some("u-1"));
         assert!(records.data("t-1").is_none());
         assert_eq!(records.data("t-2"), Some(json!({"name": "x"})));
         assert!(records.task("t-2").is_none());

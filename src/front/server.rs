@@ -38,7 +38,7 @@ pub struct Front {
     /// Where clients reach the front.
     public: url::Url,
     card: Mutex<CardCache>,
-    records: Records,
+    records: Arc<Records>,
     /// Logged once: a signed upstream card is served unsigned.
     signature_logged: AtomicBool,
     /// Ids of the tasks the front makes.
@@ -62,6 +62,14 @@ enum Handled {
     /// Forward the request with this body (the same bytes, or a prompt command's
     /// expansion).
     Forward(Bytes),
+    /// Forward this body, about the front's task `front`: the agent's id for it
+    /// (`upstream`, or the one its answer gives) is written back as `front` in the
+    /// answer, so the client goes on seeing one task.
+    ForwardJoined {
+        body: Bytes,
+        front: String,
+        upstream: Option<String>,
+    },
 }
 
 impl Front {
@@ -85,7 +93,7 @@ impl Front {
             upstream,
             public,
             card: Mutex::new(CardCache::default()),
-            records: Records::default(),
+            records: Arc::default(),
             signature_logged: AtomicBool::new(false),
             next_id: AtomicU64::new(0),
             id_base,
@@ -128,10 +136,7 @@ impl Front {
         {
             self.card_answer(request.headers()).await
         } else if method == Method::GET && path.contains("/tasks/") {
-            match self.own_task_answer(&path) {
-                Some(answer) => answer,
-                None => self.forward(request, None).await,
-            }
+            self.get_task(request).await
         } else if method == Method::POST {
             self.post(request).await
         } else {
@@ -158,26 +163,115 @@ impl Front {
             Ok(collected) => collected.to_bytes(),
             Err(_) => return self.too_large(binding),
         };
+        // Looked at: what may be a command, and what names a task the front made (its
+        // ids share a prefix no agent's id has).
         let look = a2a::may_hold_command(&bytes, a2a::PRECHECK_MAX_BYTES)
-            || (binding == Binding::JsonRpc
+            || (bytes.len() <= a2a::PRECHECK_MAX_BYTES
                 && !self.records.is_empty()
-                && bytes.len() <= a2a::PRECHECK_MAX_BYTES);
+                && contains(&bytes, self.id_base.as_bytes()));
         let handled = if look {
             self.inspect(binding, &path, &parts.headers, &bytes).await
         } else {
             Handled::Forward(bytes)
         };
+        let mut parts = parts;
+        // The body was read whole (and may be rewritten): its length is set again from
+        // what is sent.
+        parts.headers.remove(header::CONTENT_LENGTH);
         match handled {
             Handled::Answer(answer) => answer,
             Handled::Forward(body) => {
-                let mut parts = parts;
-                // The body was read whole (and may have been rewritten): its length is
-                // set again from what is sent.
-                parts.headers.remove(header::CONTENT_LENGTH);
                 let request = Request::from_parts(parts, Body::from(body));
                 self.forward(request, Some(binding)).await
             }
+            Handled::ForwardJoined {
+                body,
+                front,
+                upstream,
+            } => {
+                let request = Request::from_parts(parts, Body::from(body));
+                let answer = self.forward(request, Some(binding)).await;
+                self.translate(answer, front, upstream).await
+            }
         }
+    }
+
+    /// The agent's answer about the front's task `front` with the agent's id for it
+    /// written as `front` (learning that id from the answer when it is not known yet),
+    /// and the task data the front keeps in the task. A stream is rewritten event by
+    /// event, each passed on as it arrives.
+    async fn translate(
+        &self,
+        answer: Response<Body>,
+        front: String,
+        upstream: Option<String>,
+    ) -> Response<Body> {
+        let (mut parts, body) = answer.into_parts();
+        let streaming = parts
+            .headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/event-stream"));
+        parts.headers.remove(header::CONTENT_LENGTH);
+        let joiner = Joiner {
+            front,
+            upstream: std::sync::Mutex::new(upstream),
+            records: Arc::clone(&self.records),
+        };
+        if !streaming {
+            let limited = http_body_util::Limited::new(body, self.options.max_body_bytes);
+            let Ok(collected) = limited.collect().await else {
+                return upstream_failed(
+                    Binding::HttpJson,
+                    &Value::Null,
+                    &UpstreamError::Unreachable(
+                        self.upstream.base().to_string(),
+                        "its answer broke off or was over the body limit".into(),
+                    ),
+                );
+            };
+            let bytes = collected.to_bytes();
+            let body = match serde_json::from_slice::<Value>(&bytes) {
+                Ok(mut value) => {
+                    joiner.rewrite(&mut value);
+                    Bytes::from(value.to_string())
+                }
+                Err(_) => bytes,
+            };
+            return Response::from_parts(parts, Body::from(body));
+        }
+        let (events, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(16);
+        tokio::spawn(async move {
+            let mut body = body;
+            let mut pending: Vec<u8> = Vec::new();
+            while let Some(frame) = body.frame().await {
+                let data = match frame {
+                    Ok(frame) => match frame.into_data() {
+                        Ok(data) => data,
+                        Err(_) => continue,
+                    },
+                    Err(e) => {
+                        let _ = events.send(Err(std::io::Error::other(e.to_string()))).await;
+                        return;
+                    }
+                };
+                pending.extend_from_slice(&data);
+                while let Some(end) = event_end(&pending) {
+                    let event: Vec<u8> = pending.drain(..end).collect();
+                    let rewritten = joiner.rewrite_event(&event);
+                    if events.send(Ok(rewritten)).await.is_err() {
+                        return;
+                    }
+                }
+            }
+            if !pending.is_empty() {
+                let _ = events.send(Ok(Bytes::from(pending))).await;
+            }
+        });
+        Response::from_parts(
+            parts,
+            Body::from_stream(tokio_stream::wrappers::ReceiverStream::new(rx)),
+        )
     }
 
     /// A body that may be a command (or a call about a task the front made): parsed,
@@ -217,7 +311,7 @@ impl Front {
                     return Handled::Forward(bytes.clone());
                 };
                 if a2a::command_candidate(message).is_none() {
-                    return Handled::Forward(bytes.clone());
+                    return self.plain(binding, &body, message, bytes);
                 }
                 self.command(binding, path, &id, stream, headers, &body, message, bytes)
                     .await
@@ -225,8 +319,18 @@ impl Front {
             "GetTask" => {
                 let task_id = params.get("id").and_then(Value::as_str).unwrap_or_default();
                 match self.records.task(task_id) {
-                    Some(task) => {
+                    Some((task, None)) => {
                         Handled::Answer(json_answer(StatusCode::OK, &a2a::rpc_result(&id, task)))
+                    }
+                    // Joined: the agent has the task now, under its own id.
+                    Some((_, Some(upstream))) => {
+                        let mut body = body.clone();
+                        body["params"]["id"] = json!(upstream);
+                        Handled::ForwardJoined {
+                            body: Bytes::from(body.to_string()),
+                            front: task_id.to_owned(),
+                            upstream: Some(upstream),
+                        }
                     }
                     None => Handled::Forward(bytes.clone()),
                 }
@@ -235,11 +339,57 @@ impl Front {
         }
     }
 
-    /// `GET .../tasks/{id}` for a task the front made.
-    fn own_task_answer(&self, path: &str) -> Option<Response<Body>> {
-        let id = path.rsplit_once("/tasks/")?.1;
-        let task = self.records.task(id)?;
-        Some(json_answer(StatusCode::OK, &task))
+    /// A message that is not a command: as it came, unless it is on a task the front
+    /// made, which the agent knows by its own id (or not yet: then the message starts
+    /// the agent's task). That message is the one the task waited for: the wait ends.
+    fn plain(&self, binding: Binding, body: &Value, message: &Value, bytes: &Bytes) -> Handled {
+        let task_id = message
+            .get("taskId")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let Some((mut task, upstream)) = self.records.task(task_id) else {
+            return Handled::Forward(bytes.clone());
+        };
+        let data = data_of(&task);
+        if let Some(mut ended) = data.as_object().cloned() {
+            if ended.remove("subState").is_some() {
+                set_data(&mut task, Value::Object(ended));
+                self.records.put_task(task, upstream.clone());
+            }
+        }
+        Handled::ForwardJoined {
+            body: follow_up_body(binding, body, upstream.as_deref(), &data),
+            front: task_id.to_owned(),
+            upstream,
+        }
+    }
+
+    /// `GET .../tasks/{id}`: a task the front made is answered here, or, once the
+    /// agent holds it, asked of the agent under its id and answered under the front's;
+    /// any other goes to the agent as it came.
+    async fn get_task(&self, request: Request<Body>) -> Response<Body> {
+        let path = request.uri().path().to_owned();
+        let Some((base, id)) = path.rsplit_once("/tasks/") else {
+            return self.forward(request, None).await;
+        };
+        match self.records.task(id) {
+            None => self.forward(request, None).await,
+            Some((task, None)) => json_answer(StatusCode::OK, &task),
+            Some((_, Some(upstream))) => {
+                let (mut parts, body) = request.into_parts();
+                let query = parts
+                    .uri
+                    .query()
+                    .map(|q| format!("?{q}"))
+                    .unwrap_or_default();
+                let asked = format!("{base}/tasks/{}{query}", urlencode(&upstream));
+                parts.uri = asked.parse().unwrap_or(parts.uri);
+                let answer = self
+                    .forward(Request::from_parts(parts, body), Some(Binding::HttpJson))
+                    .await;
+                self.translate(answer, id.to_owned(), Some(upstream)).await
+            }
+        }
     }
 
     /// A message whose one text part may be a command: run, and answered if it is one.
@@ -258,9 +408,24 @@ impl Front {
         let message = a2a::message_from_json(message_json);
         // The task: the front's own, the agent's (asked with the caller's credentials),
         // or none yet (the front makes one if this is a command).
+        let own = self.records.task(&message.task_id);
+        let joined = own.as_ref().and_then(|(_, upstream)| upstream.clone());
         let (task_json, snapshot) = if message.task_id.is_empty() {
             (None, None)
-        } else if let Some(task) = self.records.task(&message.task_id) {
+        } else if let Some((task, upstream)) = own.clone() {
+            // A task the front made; once joined, the agent holds its state.
+            let task = match upstream {
+                None => task,
+                Some(upstream) => match self.upstream_task(binding, path, headers, &upstream).await
+                {
+                    Ok(mut fresh) => {
+                        rename(&mut fresh, &upstream, &message.task_id);
+                        set_data(&mut fresh, data_of(&task));
+                        fresh
+                    }
+                    Err(_) => task,
+                },
+            };
             let snapshot = a2a::snapshot_from_task(&task);
             (Some(task), Some(snapshot))
         } else {
@@ -323,9 +488,20 @@ impl Front {
             Err(error) => return Handled::Answer(self.run_failed(binding, id, &error)),
         };
         match ran {
+            Ran::Ordinary { .. } if own.is_some() => self.plain(binding, body, message_json, bytes),
             Ran::Ordinary { .. } => Handled::Forward(bytes.clone()),
             Ran::Prompt { name, text, .. } => {
-                Handled::Forward(prompt_body(binding, body, name, &text))
+                let expanded = prompt_body(binding, body, name, &text);
+                if own.is_none() {
+                    return Handled::Forward(expanded);
+                }
+                let expanded: Value = serde_json::from_slice(&expanded).expect("our JSON");
+                let message = match binding {
+                    Binding::JsonRpc => expanded.pointer("/params/message"),
+                    Binding::HttpJson => expanded.pointer("/message"),
+                };
+                let message = message.cloned().unwrap_or_default();
+                self.plain(binding, &expanded, &message, bytes)
             }
             Ran::Command { name, reply, .. } => {
                 let event = reply_event(
@@ -350,7 +526,7 @@ impl Front {
                     .unwrap_or_else(|| json!({"subState": "awaiting-next-message"}));
                 let data = a2a::data_with_changes(&data, &reply.changes).unwrap_or(data);
                 if let Some(sub_task) = &reply.changes.sub_task {
-                    self.records.put_task(a2a::new_task(
+                    let sub = a2a::new_task(
                         &sub_task.id,
                         &task_context(&task_json, &context_id),
                         &json!({"messageId": format!("{}:goal", sub_task.id), "role": "ROLE_USER",
@@ -359,20 +535,21 @@ impl Front {
                         "TASK_STATE_SUBMITTED",
                         None,
                         &json!({"name": sub_task.name, "goal": sub_task.goal, "parentId": snapshot.id}),
-                    ));
+                    );
+                    self.records.put_task(sub, None);
                 }
                 let (submitted, answered) = if new_task {
                     let made = |state: &str, status: Option<&Value>| {
                         a2a::new_task(&new_id, &context_id, message_json, state, status, &data)
                     };
                     let answered = made("TASK_STATE_INPUT_REQUIRED", Some(&reply_message));
-                    self.records.put_task(answered.clone());
+                    self.records.put_task(answered.clone(), None);
                     (made("TASK_STATE_SUBMITTED", None), answered)
                 } else {
                     let mut task = task_json.unwrap_or_default();
                     set_data(&mut task, data.clone());
-                    if self.records.task(&snapshot.id).is_some() {
-                        self.records.put_task(task.clone());
+                    if own.is_some() {
+                        self.records.put_task(task.clone(), joined.clone());
                     } else {
                         self.records.put_data(&snapshot.id, data);
                     }
@@ -703,6 +880,174 @@ fn prompt_body(binding: Binding, body: &Value, name: &str, text: &str) -> Bytes 
         message["metadata"]["originalText"] = typed;
     }
     Bytes::from(body.to_string())
+}
+
+/// The task data in `task` (an empty object when it has none).
+fn data_of(task: &Value) -> Value {
+    task.pointer(&format!("/metadata/{TASK_DATA_KEY}"))
+        .cloned()
+        .unwrap_or_else(|| json!({}))
+}
+
+/// Every task id `from` in `value` (a task's `id`, a message's or event's `taskId`,
+/// `referenceTaskIds`) written as `to`.
+fn rename(value: &mut Value, from: &str, to: &str) {
+    match value {
+        Value::Object(object) => {
+            for (key, inner) in object.iter_mut() {
+                match (key.as_str(), &*inner) {
+                    ("id" | "taskId", Value::String(id)) if id == from => *inner = json!(to),
+                    _ => rename(inner, from, to),
+                }
+            }
+        }
+        Value::Array(items) => {
+            for item in items {
+                match item {
+                    Value::String(id) if id == from => *item = json!(to),
+                    _ => rename(item, from, to),
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The agent's task id in one of its answers (a task, a message, an event; JSON-RPC's
+/// `result` or the HTTP+JSON body).
+fn task_id_in(value: &Value) -> Option<String> {
+    let value = value.get("result").unwrap_or(value);
+    [
+        "/task/id",
+        "/message/taskId",
+        "/statusUpdate/taskId",
+        "/artifactUpdate/taskId",
+    ]
+    .iter()
+    .find_map(|at| value.pointer(at))
+    .or_else(|| value.get("status").and(value.get("id")))
+    .and_then(Value::as_str)
+    .map(str::to_owned)
+}
+
+/// The body of a plain message on the front's task, for the agent: its `taskId` the
+/// agent's (or none, so that the agent starts its task), and the task's chosen
+/// settings in its metadata under this extension's URI (one key an agent that honours
+/// `/model` reads).
+fn follow_up_body(binding: Binding, body: &Value, upstream: Option<&str>, data: &Value) -> Bytes {
+    let mut body = body.clone();
+    let message = match binding {
+        Binding::JsonRpc => body.pointer_mut("/params/message"),
+        Binding::HttpJson => body.pointer_mut("/message"),
+    };
+    if let Some(message) = message.and_then(Value::as_object_mut) {
+        match upstream {
+            Some(upstream) => {
+                message.insert("taskId".into(), json!(upstream));
+            }
+            None => {
+                message.remove("taskId");
+            }
+        }
+        if let Some(settings) = data.get("settings").filter(|s| s.is_object()) {
+            let metadata = message.entry("metadata").or_insert_with(|| json!({}));
+            if metadata.is_object() {
+                metadata[EXTENSION_URI] = json!({"settings": settings});
+            }
+        }
+    }
+    Bytes::from(body.to_string())
+}
+
+/// Where the first whole server-sent event in `pending` ends (after its blank line).
+fn event_end(pending: &[u8]) -> Option<usize> {
+    let lf = pending
+        .windows(2)
+        .position(|w| w == b"\n\n")
+        .map(|at| at + 2);
+    let crlf = pending
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .map(|at| at + 4);
+    match (lf, crlf) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    !needle.is_empty() && haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+/// Writes the agent's id of one front task back as the front's, in answers.
+struct Joiner {
+    front: String,
+    upstream: std::sync::Mutex<Option<String>>,
+    records: Arc<Records>,
+}
+
+impl Joiner {
+    /// Rewrites one answer (or one event's data) in place.
+    fn rewrite(&self, value: &mut Value) {
+        let mut upstream = self.upstream.lock().expect("joiner lock");
+        if upstream.is_none() {
+            if let Some(found) = task_id_in(value) {
+                // The agent made its task for the front's: they are one from now on.
+                if let Some((task, _)) = self.records.task(&self.front) {
+                    self.records.put_task(task, Some(found.clone()));
+                }
+                *upstream = Some(found);
+            }
+        }
+        let Some(from) = upstream.clone() else {
+            return;
+        };
+        drop(upstream);
+        rename(value, &from, &self.front);
+        // The task data the front keeps is shown in the task it passes back.
+        let Some(data) = self
+            .records
+            .task(&self.front)
+            .map(|(task, _)| data_of(&task))
+        else {
+            return;
+        };
+        for at in ["/result/task", "/task", "/result", ""] {
+            let Some(task) = value.pointer_mut(at) else {
+                continue;
+            };
+            if task.get("id").and_then(Value::as_str) == Some(self.front.as_str())
+                && task.get("status").is_some()
+            {
+                set_data(task, data);
+                break;
+            }
+        }
+    }
+
+    /// Rewrites one server-sent event (its `data:` lines as one JSON value).
+    fn rewrite_event(&self, event: &[u8]) -> Bytes {
+        let text = String::from_utf8_lossy(event);
+        let data: String = text
+            .lines()
+            .filter_map(|line| line.strip_prefix("data:"))
+            .map(str::trim_start)
+            .collect::<Vec<_>>()
+            .join("\n");
+        let Ok(mut value) = serde_json::from_str::<Value>(&data) else {
+            return Bytes::copy_from_slice(event);
+        };
+        self.rewrite(&mut value);
+        let mut out = String::new();
+        for line in text.lines() {
+            if !line.starts_with("data:") && !line.is_empty() {
+                out.push_str(line);
+                out.push('\n');
+            }
+        }
+        out.push_str(&a2a::sse_event(&value));
+        Bytes::from(out)
+    }
 }
 
 /// Whether the request activates this extension (`A2A-Extensions`, or 0.3's

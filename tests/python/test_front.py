@@ -188,3 +188,38 @@ def test_the_extension_is_echoed_when_a_client_activates_it(front):
     assert EXTENSION in answer.headers.get("a2a-extensions", "")
     plain = httpx.get(f"{url}/.well-known/agent-card.json", timeout=30)
     assert "a2a-extensions" not in plain.headers
+
+
+@pytest.mark.parametrize("binding", BINDINGS)
+@pytest.mark.parametrize("streaming", [False, True], ids=["send", "stream"])
+def test_a_task_the_front_made_goes_on_under_its_id_at_the_agent(front, agent, binding, streaming):
+    async def go():
+        async with Session(front_url(front), binding, streaming) as session:
+            events = await session.send("/model gpt-x-mini")
+            task_id, context_id, _, _, _ = last_status(events)
+            assert task_id.startswith("front-")
+            # The next plain message reaches the agent, which makes its own task; the
+            # client goes on seeing the front's id, in every answer and event.
+            events = await session.send(f"next {binding} {streaming}", task_id, context_id)
+            for kind, event in events:
+                assert (event.id if isinstance(event, Task) else event.task_id) == task_id, events
+            got_id, _, state, text, _ = last_status(events)
+            assert got_id == task_id and state == TASK_STATE_INPUT_REQUIRED
+            assert text.startswith(f"echo: next {binding} {streaming}")
+            # The agent was sent the task's chosen settings under the extension's URI.
+            assert agent.echo.metadata[-1][EXTENSION] == {"settings": {"model": "gpt-x-mini"}}
+            # And again: the same task at the agent.
+            events = await session.send("again", task_id, context_id)
+            assert last_status(events)[0] == task_id
+            task = await session.client.get_task(GetTaskRequest(id=task_id))
+            assert task.id == task_id
+            data = json_format.MessageToDict(task.metadata)["a2a-commands"]
+            assert data["settings"] == {"model": "gpt-x-mini"}
+            assert "subState" not in data, "the awaited message ended the wait"
+            history = [m.parts[0].text for m in task.history]
+            assert f"next {binding} {streaming}" in history and "again" in history
+            # A command on it now reads the agent's task, and keeps its id.
+            events = await session.send("/status", task_id, context_id)
+            got_id, _, _, text, _ = last_status(events)
+            assert got_id == task_id and "gpt-x-mini" in text, text
+    run(go())
