@@ -29,6 +29,8 @@
 #     with https://, file settings inside a mounted volume), differs from deploy/'s only
 #     by them, and, without opt-in patches, names the example etcd's members and keeps
 #     to its transaction limits; the gateway container must be deploy/'s, untouched.
+#     The rendered front overlay (front/) must send its Service to the sidecar's front
+#     port, whose upstream is a port of the agent's container on the pod's loopback.
 #     Set SKIP_KUSTOMIZE=1 to skip this step.
 #
 # The tool is installed into a virtual environment of its own (so the project's other
@@ -553,6 +555,56 @@ for i in range(0, len(variants), 3):
 
 for e in errors:
     print(f"FAIL: {e}")
+sys.exit(1 if errors else 0)
+PY
+      failed=1
+    fi
+
+    # The front overlay, as rendered: the Service sends clients to the sidecar's front
+    # port, the front's upstream is a port of the agent's container on the pod's
+    # loopback, and its settings name only front settings.
+    front="$work/rendered/deploy-front.yaml"
+    if [[ ! -f "$front" ]]; then
+      echo "FAIL: the front overlay's checks need deploy/front/ rendered"
+      failed=1
+    elif ! "$python" - "$front" <<'PY'; then
+import sys
+from urllib.parse import urlsplit
+
+import yaml
+
+with open(sys.argv[1], encoding="utf-8") as f:
+    docs = [d for d in yaml.safe_load_all(f) if d]
+errors = []
+PREFIX = "A2A_COMMANDS_FRONT_"
+KNOWN = {PREFIX + n for n in ("UPSTREAM", "LISTEN", "PUBLIC_URL", "TIMEOUT_MS", "MAX_BODY_BYTES",
+                              "CARD_REFRESH_SECONDS", "DEFAULT_ROLE", "ROLE_HEADER", "SENDER_HEADER")}
+deployment = next(d for d in docs if d.get("kind") == "Deployment")
+pod = deployment["spec"]["template"]["spec"]
+sidecar = next(c for c in pod.get("initContainers", []) if c["name"] == "a2a-commands")
+agent = next(c for c in pod["containers"] if c["name"] == "gateway")
+env = {e["name"]: e.get("value") for e in sidecar.get("env", [])}
+for name in env:
+    if name.startswith(PREFIX) and name not in KNOWN:
+        errors.append(f"deploy/front: {name} is not a front setting (a typo?)")
+upstream = urlsplit(env.get(PREFIX + "UPSTREAM") or "")
+agent_ports = {p["containerPort"] for p in agent.get("ports", [])}
+if upstream.scheme != "http" or upstream.hostname != "127.0.0.1" or upstream.port not in agent_ports:
+    errors.append(f"deploy/front: {PREFIX}UPSTREAM must be http://127.0.0.1:<a port of the agent's container {sorted(agent_ports)}>")
+listen_port = int((env.get(PREFIX + "LISTEN") or "0.0.0.0:8080").rsplit(":", 1)[1])
+front_ports = {p["name"]: p["containerPort"] for p in sidecar.get("ports", [])}
+if listen_port not in front_ports.values():
+    errors.append(f"deploy/front: the sidecar does not expose its front port {listen_port}")
+services = [d for d in docs if d.get("kind") == "Service"]
+targets = [p.get("targetPort") for s in services for p in s["spec"]["ports"]]
+if not any(front_ports.get(t) == listen_port or t == listen_port for t in targets):
+    errors.append(f"deploy/front: no Service port targets the front's port ({listen_port}): {targets}")
+if not env.get(PREFIX + "PUBLIC_URL"):
+    errors.append(f"deploy/front: {PREFIX}PUBLIC_URL is not set (the card would name the pod's address)")
+for e in errors:
+    print(f"FAIL: {e}")
+if not errors:
+    print(f"ok: deploy/front: the Service targets the front's port {listen_port}, the front's upstream is the agent's port {upstream.port}")
 sys.exit(1 if errors else 0)
 PY
       failed=1
