@@ -110,6 +110,8 @@ pub struct Metrics {
     pub fleet: FleetMetrics,
     /// Span export (traces on only).
     pub traces: TraceMetrics,
+    /// The front (`--front-upstream` only).
+    pub front: FrontMetrics,
 }
 
 /// Why spans were not exported.
@@ -127,6 +129,36 @@ pub struct TraceMetrics {
     pub exported: Counter,
     /// Spans dropped, by reason.
     pub dropped: Family<DropLabels, Counter>,
+}
+
+/// A front request's binding, method and what became of it.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct FrontLabels {
+    /// `jsonrpc`, `http_json`, or `other` (the card, anything else passed through).
+    pub binding: &'static str,
+    /// The A2A method (`SendMessage`, `GetTask`, ...), `card`, or `other`.
+    pub method: &'static str,
+    /// `answered` (by the front), `passed` (to the agent), or `upstream_error` (the
+    /// agent could not be reached in time).
+    pub result: &'static str,
+}
+
+/// What the front reports (zero while it is off).
+#[derive(Clone, Debug)]
+pub struct FrontMetrics {
+    /// Requests by binding, method and result.
+    pub requests: Family<FrontLabels, Counter>,
+    /// How long the agent took to start answering a passed request, in seconds.
+    pub upstream_seconds: Histogram,
+}
+
+impl Default for FrontMetrics {
+    fn default() -> Self {
+        Self {
+            requests: Family::default(),
+            upstream_seconds: latency_histogram(),
+        }
+    }
 }
 
 /// What the fleet store reports (fleet mode only; zero otherwise).
@@ -254,6 +286,17 @@ impl Metrics {
             "Fleet writes made again after another sidecar's change",
             fleet.write_conflicts.clone(),
         );
+        let front = FrontMetrics::default();
+        registry.register(
+            "front_requests",
+            "Front requests by binding, method and result (answered by the front, passed to the agent, upstream error)",
+            front.requests.clone(),
+        );
+        registry.register(
+            "front_upstream_duration_seconds",
+            "How long the agent took to start answering a request the front passed on",
+            front.upstream_seconds.clone(),
+        );
         let traces = TraceMetrics::default();
         registry.register(
             "trace_spans_exported",
@@ -269,6 +312,7 @@ impl Metrics {
             registry,
             fleet,
             traces,
+            front,
             calls,
             call_seconds,
             outcomes,

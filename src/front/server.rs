@@ -23,6 +23,7 @@ use crate::front::card::{self, CardCache};
 use crate::front::options::{parse_role, FrontOptions};
 use crate::front::records::Records;
 use crate::front::upstream::{Upstream, UpstreamError};
+use crate::metrics::{metrics, FrontLabels};
 use crate::pb::{self, ParticipantRole, SubState, TaskState};
 use crate::rules::card::EXTENSION_URI;
 use crate::rules::event::JsonForm;
@@ -105,9 +106,14 @@ impl Front {
         &self.public
     }
 
-    /// Whether the front has a card to serve (for readiness).
+    /// Whether the front has a card to serve (for readiness): fetches the agent's card
+    /// when there is none fresh.
     pub async fn has_card(&self) -> bool {
-        self.card.lock().await.last().is_some()
+        let mut cache = self.card.lock().await;
+        if cache.fresh().is_none() {
+            self.refresh_card(&mut cache, &HeaderMap::new()).await;
+        }
+        cache.last().is_some()
     }
 
     /// Serves `listener` until `stop` resolves.
@@ -125,12 +131,50 @@ impl Front {
             .await
     }
 
-    /// One request.
+    /// One request, counted by binding, method and result.
     async fn handle(&self, request: Request<Body>) -> Response<Body> {
         let path = request.uri().path().to_owned();
         let method = request.method().clone();
         let activated = activates_us(request.headers());
-        let mut answer = if method == Method::GET
+        let mut answer = self.route(request, &path, &method).await;
+        let binding = if is_http_json(&method, &path) {
+            "http_json"
+        } else if answer.extensions().get::<RpcMethod>().is_some() {
+            "jsonrpc"
+        } else {
+            "other"
+        };
+        let named = answer
+            .extensions()
+            .get::<RpcMethod>()
+            .map(|m| m.0)
+            .unwrap_or_else(|| http_json_method(&method, &path));
+        let result = if answer.extensions().get::<UpstreamFailed>().is_some() {
+            "upstream_error"
+        } else if answer.extensions().get::<FrontAnswered>().is_some() {
+            "answered"
+        } else {
+            "passed"
+        };
+        metrics()
+            .front
+            .requests
+            .get_or_create(&FrontLabels {
+                binding,
+                method: named,
+                result,
+            })
+            .inc();
+        if activated {
+            echo_activation(answer.headers_mut());
+        }
+        answer
+    }
+
+    async fn route(&self, request: Request<Body>, path: &str, method: &Method) -> Response<Body> {
+        let path = path.to_owned();
+        let method = method.clone();
+        let answer = if method == Method::GET
             && (path.ends_with("/.well-known/agent-card.json")
                 || path.ends_with("/.well-known/agent.json"))
         {
@@ -142,9 +186,6 @@ impl Front {
         } else {
             self.forward(request, None).await
         };
-        if activated {
-            echo_activation(answer.headers_mut());
-        }
         answer
     }
 
@@ -169,6 +210,7 @@ impl Front {
             || (bytes.len() <= a2a::PRECHECK_MAX_BYTES
                 && !self.records.is_empty()
                 && contains(&bytes, self.id_base.as_bytes()));
+        let bytes_seen = bytes.clone();
         let handled = if look {
             self.inspect(binding, &path, &parts.headers, &bytes).await
         } else {
@@ -178,7 +220,7 @@ impl Front {
         // The body was read whole (and may be rewritten): its length is set again from
         // what is sent.
         parts.headers.remove(header::CONTENT_LENGTH);
-        match handled {
+        let mut answer = match handled {
             Handled::Answer(answer) => answer,
             Handled::Forward(body) => {
                 let request = Request::from_parts(parts, Body::from(body));
@@ -193,7 +235,13 @@ impl Front {
                 let answer = self.forward(request, Some(binding)).await;
                 self.translate(answer, front, upstream).await
             }
+        };
+        if binding == Binding::JsonRpc {
+            answer
+                .extensions_mut()
+                .insert(RpcMethod(jsonrpc_method(&bytes_seen)));
         }
+        answer
     }
 
     /// The agent's answer about the front's task `front` with the agent's id for it
@@ -831,8 +879,15 @@ impl Front {
             .map_or("/", |p| p.as_str())
             .to_owned();
         parts.uri = self.upstream.uri_for(&path_and_query, self.public.path());
+        let started = Instant::now();
         match self.upstream.send(Request::from_parts(parts, body)).await {
-            Ok(answer) => answer,
+            Ok(answer) => {
+                metrics()
+                    .front
+                    .upstream_seconds
+                    .observe(started.elapsed().as_secs_f64());
+                answer
+            }
             Err(error) => {
                 upstream_failed(binding.unwrap_or(Binding::HttpJson), &Value::Null, &error)
             }
@@ -1094,13 +1149,80 @@ fn urlencode(segment: &str) -> String {
     url::form_urlencoded::byte_serialize(segment.as_bytes()).collect()
 }
 
-/// A JSON answer.
+/// Marks an answer the front made itself (for the metrics).
+#[derive(Clone, Copy)]
+struct FrontAnswered;
+
+/// Marks the answer to a request the agent could not take.
+#[derive(Clone, Copy)]
+struct UpstreamFailed;
+
+/// A JSON-RPC request's method, as the metrics name it.
+#[derive(Clone, Copy)]
+struct RpcMethod(&'static str);
+
+/// The A2A methods the metrics name (1.0's, and 0.3's); any other is `other`.
+const METHODS: [&str; 16] = [
+    "SendStreamingMessage",
+    "SendMessage",
+    "GetTaskPushNotificationConfig",
+    "GetTask",
+    "ListTaskPushNotificationConfigs",
+    "ListTasks",
+    "CancelTask",
+    "SubscribeToTask",
+    "CreateTaskPushNotificationConfig",
+    "DeleteTaskPushNotificationConfig",
+    "GetExtendedAgentCard",
+    "message/send",
+    "message/stream",
+    "tasks/get",
+    "tasks/cancel",
+    "tasks/resubscribe",
+];
+
+/// A JSON-RPC body's method, found by its quoted name (never parsed for it).
+fn jsonrpc_method(body: &[u8]) -> &'static str {
+    METHODS
+        .iter()
+        .find(|m| contains(body, format!("\"{m}\"").as_bytes()))
+        .copied()
+        .unwrap_or("other")
+}
+
+fn is_http_json(method: &Method, path: &str) -> bool {
+    http_json_method(method, path) != "other" && !path.ends_with("agent-card.json")
+}
+
+/// An HTTP+JSON request's method, by its path.
+fn http_json_method(method: &Method, path: &str) -> &'static str {
+    let last = path.rsplit('/').next().unwrap_or_default();
+    match (method, last) {
+        (_, "agent-card.json" | "agent.json") => "card",
+        (&Method::POST, "message:send") => "SendMessage",
+        (&Method::POST, "message:stream") => "SendStreamingMessage",
+        (&Method::GET, "extendedAgentCard") => "GetExtendedAgentCard",
+        (&Method::GET, "tasks") => "ListTasks",
+        (_, l) if l.ends_with(":cancel") => "CancelTask",
+        (_, l) if l.ends_with(":subscribe") => "SubscribeToTask",
+        (&Method::GET, _)
+            if path.contains("/tasks/") && !path.contains("/pushNotificationConfigs") =>
+        {
+            "GetTask"
+        }
+        _ => "other",
+    }
+}
+
+/// A JSON answer the front made.
 fn json_answer(status: StatusCode, body: &Value) -> Response<Body> {
-    Response::builder()
+    let mut answer = Response::builder()
         .status(status)
         .header(header::CONTENT_TYPE, "application/json")
         .body(Body::from(body.to_string()))
-        .expect("a valid answer")
+        .expect("a valid answer");
+    answer.extensions_mut().insert(FrontAnswered);
+    answer
 }
 
 /// A stream of `events` as server-sent events, each JSON-RPC-wrapped on that binding.
@@ -1113,12 +1235,14 @@ fn stream_answer(binding: Binding, id: &Value, events: &[Value]) -> Response<Bod
         };
         text.push_str(&a2a::sse_event(&data));
     }
-    Response::builder()
+    let mut answer = Response::builder()
         .status(StatusCode::OK)
         .header(header::CONTENT_TYPE, "text/event-stream")
         .header(header::CACHE_CONTROL, "no-cache")
         .body(Body::from(text))
-        .expect("a valid answer")
+        .expect("a valid answer");
+    answer.extensions_mut().insert(FrontAnswered);
+    answer
 }
 
 /// The binding's error: JSON-RPC's error object (HTTP 200), or an HTTP status with an
@@ -1147,7 +1271,7 @@ fn upstream_failed(binding: Binding, id: &Value, error: &UpstreamError) -> Respo
         UpstreamError::Timeout(..) => StatusCode::GATEWAY_TIMEOUT,
         UpstreamError::Unreachable(..) => StatusCode::BAD_GATEWAY,
     };
-    match binding {
+    let mut answer = match binding {
         Binding::JsonRpc => {
             let mut answer =
                 error_answer(binding, id, status, a2a::INTERNAL_ERROR, &error.to_string());
@@ -1155,5 +1279,7 @@ fn upstream_failed(binding: Binding, id: &Value, error: &UpstreamError) -> Respo
             answer
         }
         Binding::HttpJson => error_answer(binding, id, status, 0, &error.to_string()),
-    }
+    };
+    answer.extensions_mut().insert(UpstreamFailed);
+    answer
 }

@@ -257,6 +257,9 @@ type CallLayers = tower_layer::Stack<
     >,
 >;
 
+/// The health service name of the front: SERVING while it has a card to serve.
+pub const FRONT_HEALTH_SERVICE: &str = "a2a.commands.v1.Front";
+
 /// A server builder with the connection limits of `limits`, whose calls share
 /// `budget`. This is where the per-call layers are put together.
 fn server_builder(limits: &Limits, budget: &BudgetLayer) -> tonic::transport::Server<CallLayers> {
@@ -393,6 +396,37 @@ pub async fn start(settings: Settings) -> Result<RunningServer, StartError> {
                 Arc::clone(api.runner()),
                 front_addr,
             ));
+            // Readiness: the front's health service is SERVING while it has a card to
+            // serve (the agent's, fetched now and at each refresh).
+            health
+                .set_service_status(FRONT_HEALTH_SERVICE, ServingStatus::NotServing)
+                .await;
+            let ready = {
+                let (front, health, draining) =
+                    (Arc::clone(&front), health.clone(), draining.clone());
+                async move {
+                    let mut last = None;
+                    while !draining.is_cancelled() {
+                        let serving = front.has_card().await;
+                        if last != Some(serving) {
+                            let status = if serving {
+                                ServingStatus::Serving
+                            } else {
+                                ServingStatus::NotServing
+                            };
+                            health
+                                .set_service_status(FRONT_HEALTH_SERVICE, status)
+                                .await;
+                            last = Some(serving);
+                        }
+                        tokio::select! {
+                            () = tokio::time::sleep(Duration::from_secs(1)) => {}
+                            () = draining.cancelled() => {}
+                        }
+                    }
+                }
+            };
+            tokio::spawn(ready);
             let draining = draining.clone();
             let task = tokio::spawn(async move {
                 let stop = async move { draining.cancelled().await };

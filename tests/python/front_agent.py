@@ -74,6 +74,7 @@ class Agent:
             skills=[AgentSkill(id="echo", name="Echo", description="Echoes the text", tags=["echo"])],
         )
         handler = DefaultRequestHandler(agent_executor=self.echo, task_store=InMemoryTaskStore(), agent_card=card)
+        self.handler = handler
         app = Starlette(routes=[
             *create_agent_card_routes(card),
             *create_jsonrpc_routes(handler, "/"),
@@ -87,6 +88,16 @@ class Agent:
             asyncio.set_event_loop(self.loop)
             self.loop.call_soon(started.set)
             self.loop.run_until_complete(self.server.serve(sockets=[sock]))
+            # Every task of the SDK ends on this loop, before it closes: a task left
+            # pending would run its cleanup later, from the garbage collector, on no
+            # loop at all, and hang the interpreter's exit.
+            self.loop.run_until_complete(self.handler.aclose())
+            pending = asyncio.all_tasks(self.loop)
+            for task in pending:
+                task.cancel()
+            self.loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+            self.loop.run_until_complete(self.loop.shutdown_asyncgens())
+            self.loop.close()
 
         self.thread = threading.Thread(target=run, daemon=True)
         self.thread.start()

@@ -5,6 +5,7 @@ Commands are answered by the front; everything else reaches the agent untouched.
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 
 import httpx
@@ -42,6 +43,7 @@ def front(tmp_path_factory, agent):
         "--front-upstream", agent.url,
         "--front-listen", "127.0.0.1:0",
         "--front-default-role", "assignee",
+        "--metrics-listen", "127.0.0.1:0",
     )
     yield proc, serving
     proc.terminate()
@@ -223,3 +225,74 @@ def test_a_task_the_front_made_goes_on_under_its_id_at_the_agent(front, agent, b
             got_id, _, _, text, _ = last_status(events)
             assert got_id == task_id and "gpt-x-mini" in text, text
     run(go())
+
+
+def test_requests_are_counted_by_binding_method_and_result(front):
+    async def go():
+        async with Session(front_url(front), "JSONRPC", False) as session:
+            await session.send("/status")
+            await session.send("plain")
+    run(go())
+    scrape = httpx.get(f"http://{front[1]['metrics_addr']}/metrics", timeout=30).text
+
+    def count(labels):
+        for line in scrape.splitlines():
+            if line.startswith(f"a2a_commands_front_requests_total{{{labels}}}"):
+                return float(line.rsplit(" ", 1)[1])
+        return 0.0
+    assert count('binding="jsonrpc",method="SendMessage",result="answered"') >= 1, scrape
+    assert count('binding="jsonrpc",method="SendMessage",result="passed"') >= 1, scrape
+    assert count('binding="other",method="card",result="answered"') >= 1, scrape
+    assert "a2a_commands_front_upstream_duration_seconds_count" in scrape
+
+
+def health_status(addr: str, service: str) -> int:
+    """grpc.health.v1.Health/Check for `service`, as raw protobuf (field 1: the name;
+    the answer's field 1: the status, 1 SERVING, 2 NOT_SERVING)."""
+    import grpc
+    name = service.encode()
+    with grpc.insecure_channel(addr) as channel:
+        check = channel.unary_unary("/grpc.health.v1.Health/Check")
+        answer = check(b"\x0a" + bytes([len(name)]) + name, timeout=10)
+    return answer[1] if len(answer) >= 2 and answer[0] == 0x08 else 0
+
+
+def test_the_front_is_ready_on_health_once_it_has_a_card(front):
+    deadline = time.monotonic() + 30
+    while health_status(front[1]["health_addr"], "a2a.commands.v1.Front") != 1:
+        assert time.monotonic() < deadline, "the front never turned SERVING"
+        time.sleep(0.05)
+
+
+def test_with_the_agent_down_commands_still_answer_and_the_rest_fails_naming_it(tmp_path):
+    import socket
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    port = closed.getsockname()[1]
+    closed.close()  # nothing listens there now
+    proc, serving = start_server_line(
+        tmp_path, "--front-upstream", f"http://127.0.0.1:{port}", "--front-listen", "127.0.0.1:0",
+        "--front-timeout-ms", "2000",
+    )
+    try:
+        url = f"http://{serving['front_addr']}"
+        card = httpx.get(f"{url}/.well-known/agent-card.json", timeout=30)
+        assert card.status_code == 503 and f"127.0.0.1:{port}" in card.text, card.text
+        assert health_status(serving["health_addr"], "a2a.commands.v1.Front") == 2
+        rpc = {"jsonrpc": "2.0", "id": 7, "method": "SendMessage", "params": {"message": {
+            "messageId": "m-1", "role": "ROLE_USER", "parts": [{"text": "hello"}]}}}
+        plain = httpx.post(url, json=rpc, headers={"A2A-Version": "1.0"}, timeout=30)
+        assert plain.status_code == 502, plain.text
+        assert plain.json()["error"]["message"].find(f"127.0.0.1:{port}") >= 0
+        rest = httpx.post(f"{url}/message:send", json=rpc["params"], timeout=30)
+        assert rest.status_code == 502 and f"127.0.0.1:{port}" in rest.text
+        rpc["params"]["message"]["parts"] = [{"text": "/status"}]
+        command = httpx.post(url, json=rpc, headers={"A2A-Version": "1.0"}, timeout=30)
+        assert command.status_code == 200, command.text
+        task = command.json()["result"]["task"]
+        assert task["status"]["message"]["metadata"] == {"command": "status"}
+        big = httpx.post(url, content=b"x" * (5 << 20), headers={"content-type": "application/json"}, timeout=30)
+        assert big.status_code == 200 and "over the front's limit" in big.json()["error"]["message"]
+    finally:
+        proc.terminate()
+        assert proc.wait(timeout=30) == 0
