@@ -14,24 +14,6 @@ use a2a_commands::registry::{Options, Registry};
 use common::process::serve_command;
 use common::*;
 
-/// Every file under `dir`, by relative path, with its bytes.
-fn files(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![dir.to_owned()];
-    while let Some(at) = stack.pop() {
-        for entry in std::fs::read_dir(&at).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-            } else {
-                let rel = path.strip_prefix(dir).unwrap().to_owned();
-                out.insert(rel, std::fs::read(&path).unwrap());
-            }
-        }
-    }
-    out
-}
-
 fn lay(dir: &Path, files: &BTreeMap<PathBuf, Vec<u8>>) {
     for (rel, bytes) in files {
         let path = dir.join(rel);

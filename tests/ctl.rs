@@ -213,6 +213,38 @@ fn check_reports_every_problem_offline() {
     assert!(ok(&output).contains("valid"));
 }
 
+/// `ctl check` judges the front's settings as `serve` would: valid ones are said, a
+/// mistyped one is named in one line.
+#[test]
+fn check_judges_the_front_settings() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = dir.path().join("good.json");
+    std::fs::write(&good, r#"{"commands": []}"#).unwrap();
+    let check = |extra: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_a2a-commands"))
+            .args(["ctl", "check"])
+            .arg(&good)
+            .args(extra)
+            .env_remove("A2A_COMMANDS_FRONT_UPSTREAM")
+            .output()
+            .unwrap()
+    };
+    let valid = check(&["--front-upstream", "http://127.0.0.1:9999/agent"]);
+    assert!(ok(&valid).contains("front settings: valid"));
+    let wrong = check(&["--front-upstream", "ftp://agent"]);
+    assert!(!wrong.status.success());
+    let stderr = String::from_utf8_lossy(&wrong.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("front-upstream"), "{stderr}");
+    let role = check(&[
+        "--front-upstream",
+        "http://a:1",
+        "--front-default-role",
+        "root",
+    ]);
+    assert!(String::from_utf8_lossy(&role.stderr).contains("front-default-role"));
+}
+
 /// `--version` names the version and the commit the binary was built from (or says it
 /// is unknown, for a build without git and without A2A_COMMANDS_COMMIT).
 #[test]

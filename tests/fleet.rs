@@ -7,7 +7,7 @@
 
 mod common;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -643,26 +643,6 @@ async fn with_every_member_killed_under_writers_changes_fail_fast() {
     );
 }
 
-/// Every file under `dir` with its bytes (folders by their relative paths).
-fn files_in(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![dir.to_owned()];
-    while let Some(at) = stack.pop() {
-        for entry in std::fs::read_dir(&at).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-            } else {
-                out.insert(
-                    path.strip_prefix(dir).unwrap().to_owned(),
-                    std::fs::read(&path).unwrap(),
-                );
-            }
-        }
-    }
-    out
-}
-
 /// A sidecar's local copy that fails its check (its acknowledged-state record zeroed):
 /// with etcd up, the copy is moved aside whole (the log names where) and the sidecar
 /// serves the fleet's registry once read; with etcd down too, the start is refused with
@@ -685,7 +665,7 @@ async fn a_damaged_local_copy_is_set_aside_and_the_fleet_read_again() {
     drop(fleet.sidecars.pop());
     clients.pop();
     damage(&dir);
-    let damaged = files_in(&dir);
+    let damaged = common::files(&dir);
 
     let restarted = sidecar(&fleet.cluster, &dir, "s2", &[]);
     wait_for_line(&restarted, "moved aside");
@@ -703,7 +683,11 @@ async fn a_damaged_local_copy_is_set_aside_and_the_fleet_read_again() {
         })
         .collect();
     assert_eq!(aside.len(), 1, "{aside:?}");
-    assert_eq!(files_in(&aside[0]), damaged, "moved aside, byte for byte");
+    assert_eq!(
+        common::files(&aside[0]),
+        damaged,
+        "moved aside, byte for byte"
+    );
     // It takes writes, and the others see them.
     register(&mut client, "after").await.unwrap();
     clients.push(client);
@@ -715,7 +699,7 @@ async fn a_damaged_local_copy_is_set_aside_and_the_fleet_read_again() {
         fleet.cluster.kill(i);
     }
     damage(&dir);
-    let before = files_in(&dir);
+    let before = common::files(&dir);
     let endpoints = fleet.cluster.endpoints();
     let output = common::process::serve_command(
         &dir,
@@ -736,7 +720,7 @@ async fn a_damaged_local_copy_is_set_aside_and_the_fleet_read_again() {
         "{stderr}"
     );
     assert!(last.contains("the copy was kept as it is"), "{last}");
-    assert_eq!(files_in(&dir), before, "left as it was");
+    assert_eq!(common::files(&dir), before, "left as it was");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -162,7 +162,11 @@ pub enum CtlVerb {
         /// too when given (a mistyped endpoint is named in one line).
         #[command(flatten)]
         fleet: FleetArgs,
-        /// The config file, for its "fleet" settings.
+        /// The front's settings, from the same flags and variables as `serve`: checked
+        /// too when given.
+        #[command(flatten)]
+        front: Box<FrontArgs>,
+        /// The config file, for its "fleet" and "front" settings.
         #[arg(long, env = "A2A_COMMANDS_CONFIG")]
         config: Option<PathBuf>,
     },

@@ -344,8 +344,21 @@ impl Settings {
     }
 }
 
+/// The front's settings from `args` and the config file's `front` object (given by
+/// `config`, if any); `None` without an upstream. `ctl check` judges them as `serve` does.
+pub fn front_settings(
+    args: &cli::FrontArgs,
+    config: Option<&Path>,
+) -> Result<Option<FrontOptions>, ConfigError> {
+    let file = match config {
+        Some(path) => read_config_file(path)?.front,
+        None => None,
+    };
+    front_options(args, file)
+}
+
 /// The front's settings from `args` over the config file's `front` object; `None`
-/// without an upstream (the front off). `ctl check` judges them as `serve` does.
+/// without an upstream (the front off).
 fn front_options(
     args: &cli::FrontArgs,
     file: Option<FrontFile>,

@@ -20,6 +20,7 @@ pub async fn run(args: CtlArgs) -> Result<(), String> {
         file,
         handlers,
         fleet,
+        front,
         config,
     } = &args.verb
     {
@@ -29,6 +30,12 @@ pub async fn run(args: CtlArgs) -> Result<(), String> {
             .is_some()
         {
             say!("fleet settings: valid");
+        }
+        if crate::config::front_settings(front, config.as_deref())
+            .map_err(|e| e.to_string())?
+            .is_some()
+        {
+            say!("front settings: valid");
         }
         return check(file, &policy);
     }
