@@ -216,14 +216,18 @@ impl Front {
         } else {
             Handled::Forward(bytes)
         };
-        let mut parts = parts;
-        // The body was read whole (and may be rewritten): its length is set again from
-        // what is sent.
-        parts.headers.remove(header::CONTENT_LENGTH);
+        // The body was read whole (and may be rewritten): it goes with its length.
+        let with_length = |mut parts: hyper::http::request::Parts, body: Bytes| {
+            parts.headers.remove(header::TRANSFER_ENCODING);
+            parts
+                .headers
+                .insert(header::CONTENT_LENGTH, HeaderValue::from(body.len()));
+            Request::from_parts(parts, Body::from(body))
+        };
         let mut answer = match handled {
             Handled::Answer(answer) => answer,
             Handled::Forward(body) => {
-                let request = Request::from_parts(parts, Body::from(body));
+                let request = with_length(parts, body);
                 self.forward(request, Some(binding)).await
             }
             Handled::ForwardJoined {
@@ -231,7 +235,7 @@ impl Front {
                 front,
                 upstream,
             } => {
-                let request = Request::from_parts(parts, Body::from(body));
+                let request = with_length(parts, body);
                 let answer = self.forward(request, Some(binding)).await;
                 self.translate(answer, front, upstream).await
             }

@@ -296,3 +296,94 @@ def test_with_the_agent_down_commands_still_answer_and_the_rest_fails_naming_it(
     finally:
         proc.terminate()
         assert proc.wait(timeout=30) == 0
+
+
+class RawAgent:
+    """An HTTP/1.1 agent written by hand, for what an SDK agent will not do on demand:
+    a stream whose next event waits for the client to have the first (so an event the
+    front held back would stall it), and a stream cut off mid-way."""
+
+    def __init__(self, cut: bool):
+        import socket
+        import threading
+        self.cut = cut
+        self.got_first = threading.Event()
+        self.finished = threading.Event()
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen()
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        threading.Thread(target=self.serve, daemon=True).start()
+
+    def serve(self):
+        import threading
+        while True:
+            conn, _ = self.sock.accept()
+            threading.Thread(target=self.answer, args=(conn,), daemon=True).start()
+
+    def answer(self, conn):
+        request = b""
+        while b"\r\n\r\n" not in request:
+            request += conn.recv(65536)
+        head, _, body = request.partition(b"\r\n\r\n")
+        if not head.startswith(b"POST"):  # the front's card fetch: there is none
+            conn.sendall(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+            conn.close()
+            return
+        length = int(next(l.split(b":")[1] for l in head.split(b"\r\n") if l.lower().startswith(b"content-length")))
+        while len(body) < length:
+            body += conn.recv(65536)
+
+        def chunk(data: bytes) -> bytes:
+            return b"%x\r\n%s\r\n" % (len(data), data)
+        event = lambda n: f'data: {{"statusUpdate": {{"taskId": "t-1", "contextId": "c-1", "status": {{"state": "TASK_STATE_WORKING", "message": {{"messageId": "e-{n}", "role": "ROLE_AGENT", "parts": [{{"text": "event {n}"}}]}}}}}}}}\n\n'.encode()
+        conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
+        conn.sendall(chunk(event(1)))
+        if self.cut:
+            conn.close()  # mid-stream, without the last chunk
+            return
+        if self.got_first.wait(30):
+            conn.sendall(chunk(event(2)))
+        conn.sendall(b"0\r\n\r\n")
+        self.finished.set()
+        conn.close()
+
+
+def start_front(tmp_path, upstream):
+    return start_server_line(tmp_path, "--front-upstream", upstream, "--front-listen", "127.0.0.1:0")
+
+
+def test_a_stream_passes_through_event_by_event(tmp_path):
+    raw = RawAgent(cut=False)
+    proc, serving = start_front(tmp_path, raw.url)
+    try:
+        body = {"message": {"messageId": "m-1", "role": "ROLE_USER", "parts": [{"text": "go"}]}}
+        events = []
+        with httpx.stream("POST", f"http://{serving['front_addr']}/message:stream", json=body, timeout=60) as answer:
+            for line in answer.iter_lines():
+                if line.startswith("data:"):
+                    events.append(line)
+                    # The agent sends its second event only once we have the first: a
+                    # front that held events back would never get it sent.
+                    raw.got_first.set()
+        assert [e.count("event") for e in events] == [1, 1] and "event 2" in events[1], events
+        assert raw.finished.is_set()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def test_an_agent_cut_off_mid_stream_ends_the_client_s_stream_with_an_error(tmp_path):
+    raw = RawAgent(cut=True)
+    proc, serving = start_front(tmp_path, raw.url)
+    try:
+        body = {"message": {"messageId": "m-1", "role": "ROLE_USER", "parts": [{"text": "go"}]}}
+        seen = []
+        with pytest.raises(httpx.HTTPError):
+            with httpx.stream("POST", f"http://{serving['front_addr']}/message:stream", json=body, timeout=30) as answer:
+                for line in answer.iter_lines():
+                    seen.append(line)
+        assert any("event 1" in line for line in seen), seen
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
