@@ -209,7 +209,7 @@ impl Front {
         let look = a2a::may_hold_command(&bytes, a2a::PRECHECK_MAX_BYTES)
             || (bytes.len() <= a2a::PRECHECK_MAX_BYTES
                 && !self.records.is_empty()
-                && contains(&bytes, self.id_base.as_bytes()));
+                && (contains(&bytes, self.id_base.as_bytes()) || contains(&bytes, b"\"GetTask\"")));
         let bytes_seen = bytes.clone();
         let handled = if look {
             self.inspect(binding, &path, &parts.headers, &bytes).await
@@ -384,6 +384,12 @@ impl Front {
                             upstream: Some(upstream),
                         }
                     }
+                    // The agent's task, whose data a command changed: shown in it.
+                    None if self.records.data(task_id).is_some() => Handled::ForwardJoined {
+                        body: bytes.clone(),
+                        front: task_id.to_owned(),
+                        upstream: Some(task_id.to_owned()),
+                    },
                     None => Handled::Forward(bytes.clone()),
                 }
             }
@@ -425,6 +431,11 @@ impl Front {
             return self.forward(request, None).await;
         };
         match self.records.task(id) {
+            None if self.records.data(id).is_some() => {
+                let answer = self.forward(request, Some(Binding::HttpJson)).await;
+                self.translate(answer, id.to_owned(), Some(id.to_owned()))
+                    .await
+            }
             None => self.forward(request, None).await,
             Some((task, None)) => json_answer(StatusCode::OK, &task),
             Some((_, Some(upstream))) => {
@@ -571,11 +582,11 @@ impl Front {
                     .pointer("/status/message")
                     .cloned()
                     .unwrap_or_default();
-                let data = task_json
-                    .as_ref()
-                    .and_then(|t| t.pointer(&format!("/metadata/{TASK_DATA_KEY}")))
-                    .cloned()
-                    .unwrap_or_else(|| json!({"subState": "awaiting-next-message"}));
+                // A new task's data says what it waits for; an existing one's is its own.
+                let data = match &task_json {
+                    Some(task) => data_of(task),
+                    None => json!({"subState": "awaiting-next-message"}),
+                };
                 let data = a2a::data_with_changes(&data, &reply.changes).unwrap_or(data);
                 if let Some(sub_task) = &reply.changes.sub_task {
                     let sub = a2a::new_task(
@@ -1063,12 +1074,13 @@ impl Joiner {
         };
         drop(upstream);
         rename(value, &from, &self.front);
-        // The task data the front keeps is shown in the task it passes back.
-        let Some(data) = self
-            .records
-            .task(&self.front)
-            .map(|(task, _)| data_of(&task))
-        else {
+        // The task data the front keeps is shown in the task it passes back: a task it
+        // made, or the agent's, whose data a command changed.
+        let data = match self.records.task(&self.front) {
+            Some((task, _)) => Some(data_of(&task)),
+            None => self.records.data(&self.front),
+        };
+        let Some(data) = data else {
             return;
         };
         for at in ["/result/task", "/task", "/result", ""] {

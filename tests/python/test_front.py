@@ -151,6 +151,10 @@ def test_a_command_on_the_agent_s_task_keeps_its_state_and_settings_stick(front,
             events = await session.send("/status", task_id, context_id)
             _, _, _, text, _ = last_status(events)
             assert "gpt-x-mini" in text, text
+            # The agent's task, read through the front, shows the data the front keeps.
+            task = await session.client.get_task(GetTaskRequest(id=task_id))
+            data = json_format.MessageToDict(task.metadata)["a2a-commands"]
+            assert data["settings"] == {"model": "gpt-x-mini"}, data
     run(go())
 
 
