@@ -212,7 +212,9 @@ impl Front {
                 && (contains(&bytes, self.id_base.as_bytes()) || contains(&bytes, b"\"GetTask\"")));
         let bytes_seen = bytes.clone();
         let handled = if look {
-            self.inspect(binding, &path, &parts.headers, &bytes).await
+            let query = parts.uri.query().map(str::to_owned);
+            self.inspect(binding, &path, query.as_deref(), &parts.headers, &bytes)
+                .await
         } else {
             Handled::Forward(bytes)
         };
@@ -332,6 +334,7 @@ impl Front {
         &self,
         binding: Binding,
         path: &str,
+        query: Option<&str>,
         headers: &HeaderMap,
         bytes: &Bytes,
     ) -> Handled {
@@ -364,6 +367,12 @@ impl Front {
                 };
                 if a2a::command_candidate(message).is_none() {
                     return self.plain(binding, &body, message, bytes);
+                }
+                // The front answers in A2A 1.0; a request in another version (no
+                // `A2A-Version` means 0.3) goes to the agent as it came, which answers
+                // it as it would without the front.
+                if !speaks_1_0(headers, query) {
+                    return Handled::Forward(bytes.clone());
                 }
                 self.command(binding, path, &id, stream, headers, &body, message, bytes)
                     .await
@@ -1121,6 +1130,22 @@ impl Joiner {
     }
 }
 
+/// Whether a request asks for A2A 1.0: its `A2A-Version` header (or query parameter)
+/// is `1.0` or `1`; none at all means 0.3.
+fn speaks_1_0(headers: &HeaderMap, query: Option<&str>) -> bool {
+    let from_query = query.and_then(|q| {
+        url::form_urlencoded::parse(q.as_bytes())
+            .find(|(k, _)| k.eq_ignore_ascii_case("a2a-version"))
+            .map(|(_, v)| v.into_owned())
+    });
+    let version = headers
+        .get("a2a-version")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+        .or(from_query);
+    matches!(version.as_deref().map(str::trim), Some("1.0" | "1"))
+}
+
 /// Whether the request activates this extension (`A2A-Extensions`, or 0.3's
 /// `X-A2A-Extensions`).
 fn activates_us(headers: &HeaderMap) -> bool {
@@ -1298,4 +1323,20 @@ fn upstream_failed(binding: Binding, id: &Value, error: &UpstreamError) -> Respo
     };
     answer.extensions_mut().insert(UpstreamFailed);
     answer
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_request_in_1_0_is_answered_by_the_front() {
+        let mut headers = HeaderMap::new();
+        assert!(!speaks_1_0(&headers, None), "no version means 0.3");
+        assert!(speaks_1_0(&headers, Some("A2A-Version=1.0")));
+        headers.insert("a2a-version", HeaderValue::from_static("0.3"));
+        assert!(!speaks_1_0(&headers, None));
+        headers.insert("a2a-version", HeaderValue::from_static("1.0"));
+        assert!(speaks_1_0(&headers, None));
+    }
 }

@@ -291,6 +291,9 @@ def test_with_the_agent_down_commands_still_answer_and_the_rest_fails_naming_it(
         rest = httpx.post(f"{url}/message:send", json=rpc["params"], timeout=30)
         assert rest.status_code == 502 and f"127.0.0.1:{port}" in rest.text
         rpc["params"]["message"]["parts"] = [{"text": "/status"}]
+        # Without A2A-Version (0.3) the front does not answer in 1.0: the agent is asked.
+        unversioned = httpx.post(url, json=rpc, timeout=30)
+        assert unversioned.status_code == 502, unversioned.text
         command = httpx.post(url, json=rpc, headers={"A2A-Version": "1.0"}, timeout=30)
         assert command.status_code == 200, command.text
         task = command.json()["result"]["task"]
