@@ -2,13 +2,14 @@
 //! when it passes answers DEADLINE_EXCEEDED (never tonic's CANCELLED "Timeout
 //! expired"), a server stream still open then ends with that status, and Execute calls
 //! a handler with what is left of it (or not at all, with less than the minimum left).
-//! The clients here enforce no deadline of their own (tonic's `set_timeout` only sends
-//! the header), so the status seen is the server's.
+//! tonic's client enforces the deadline it sends too, so the unary case uses a raw
+//! HTTP/2 client that only sends the header: the status seen is the server's. Where the
+//! tonic client is used, an answer that came after the deadline would be its own error.
 
 mod common;
 
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use a2a_commands::pb::command_handler_server::{CommandHandler, CommandHandlerServer};
 use a2a_commands::pb::{self, handler_binding::Endpoint, Outcome, ParticipantRole as Role};
@@ -80,6 +81,14 @@ async fn with_slow_handler() -> (TestServer, Client, Slow) {
     (server, client, slow)
 }
 
+/// The command outcome of an Execute answer.
+fn outcome_of(executed: pb::ExecuteResponse) -> pb::CommandOutcome {
+    match executed.result {
+        Some(pb::execute_response::Result::Command(outcome)) => outcome,
+        other => panic!("{other:?}"),
+    }
+}
+
 fn execute_request(text: &str, timeout: Duration) -> tonic::Request<pb::ExecuteRequest> {
     let mut request = tonic::Request::new(pb::ExecuteRequest {
         message: Some(text_message("m-1", text)),
@@ -108,7 +117,6 @@ async fn a_unary_call_past_its_deadline_answers_deadline_exceeded() {
         ..Default::default()
     };
     let mut raw = http2::Http2::connect(server.addr()).await;
-    let started = Instant::now();
     let answer = raw
         .unary_with(http2::COMPLETE, &request, &[("grpc-timeout", "300m")])
         .await;
@@ -118,10 +126,6 @@ async fn a_unary_call_past_its_deadline_answers_deadline_exceeded() {
         "{answer:?}"
     );
     assert!(answer.grpc_message().contains("grpc-timeout"), "{answer:?}");
-    assert!(
-        started.elapsed() < Duration::from_secs(5),
-        "answered at the deadline"
-    );
 }
 
 #[tokio::test]
@@ -147,8 +151,7 @@ async fn calls_answered_within_their_deadline_are_unchanged() {
     request.set_timeout(Duration::from_secs(5));
     let listed = client.list_specs(request).await.unwrap().into_inner();
     assert!(!listed.commands.is_empty());
-    let mut request = execute_request("/status", Duration::from_secs(5));
-    request.set_timeout(Duration::from_secs(5));
+    let request = execute_request("/status", Duration::from_secs(5));
     let executed = client.execute(request).await.unwrap().into_inner();
     assert!(matches!(
         executed.result,
@@ -162,16 +165,13 @@ async fn calls_answered_within_their_deadline_are_unchanged() {
 #[tokio::test]
 async fn execute_shortens_a_handler_call_to_what_is_left_of_the_deadline() {
     let (_server, mut client, slow) = with_slow_handler().await;
-    let started = Instant::now();
+    // Answered after 400 ms, the tonic client would give its own error instead.
     let executed = client
         .execute(execute_request("/slow now", Duration::from_millis(400)))
         .await
-        .expect("a reply, not DEADLINE_EXCEEDED")
+        .expect("a reply, before the deadline")
         .into_inner();
-    let elapsed = started.elapsed();
-    let Some(pb::execute_response::Result::Command(outcome)) = executed.result else {
-        panic!("{executed:?}")
-    };
+    let outcome = outcome_of(executed);
     assert_eq!(outcome.outcome(), Outcome::Failed);
     assert!(
         outcome.reply.starts_with("/slow failed: timed out after")
@@ -179,7 +179,6 @@ async fn execute_shortens_a_handler_call_to_what_is_left_of_the_deadline() {
         "{}",
         outcome.reply
     );
-    assert!(elapsed < Duration::from_millis(400), "{elapsed:?}");
     assert_eq!(*slow.calls.lock().unwrap(), 1, "the handler was called");
 }
 
@@ -202,9 +201,7 @@ async fn execute_with_less_than_the_minimum_left_does_not_call_the_handler() {
         .await
         .unwrap()
         .into_inner();
-    let Some(pb::execute_response::Result::Command(outcome)) = executed.result else {
-        panic!("{executed:?}")
-    };
+    let outcome = outcome_of(executed);
     assert_eq!(outcome.outcome(), Outcome::Failed);
     assert!(
         outcome.reply.starts_with("/slow failed: not called:")
@@ -219,9 +216,7 @@ async fn execute_with_less_than_the_minimum_left_does_not_call_the_handler() {
         .await
         .unwrap()
         .into_inner();
-    let Some(pb::execute_response::Result::Command(outcome)) = executed.result else {
-        panic!("{executed:?}")
-    };
+    let outcome = outcome_of(executed);
     assert_eq!(outcome.reply, "late");
     assert_eq!(*slow.calls.lock().unwrap(), 1);
 }

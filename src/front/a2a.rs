@@ -3,10 +3,10 @@
 //! answers a command gets (the reply event, the task) on each binding. Everything
 //! specific to A2A's JSON is here; the rest of the front moves bytes.
 
-use prost_types::value::Kind;
 use serde_json::{json, Map, Value};
 
 use crate::pb::{self, SubState, TaskState};
+use crate::rules::structs::{to_struct, to_value};
 
 /// The task data's key in a task's metadata (docs/kit-contract.md, section 3).
 pub const TASK_DATA_KEY: &str = "a2a-commands";
@@ -90,7 +90,10 @@ pub fn message_from_json(message: &Value) -> pb::Message {
         task_id: text("taskId"),
         role: role.into(),
         parts,
-        metadata: message.get("metadata").and_then(to_struct),
+        metadata: message
+            .get("metadata")
+            .filter(|m| m.is_object())
+            .map(to_struct),
         extensions: strings("extensions"),
         reference_task_ids: strings("referenceTaskIds"),
     }
@@ -107,7 +110,10 @@ fn part_from_json(part: &Value) -> pb::Part {
     };
     pb::Part {
         content,
-        metadata: part.get("metadata").and_then(to_struct),
+        metadata: part
+            .get("metadata")
+            .filter(|m| m.is_object())
+            .map(to_struct),
         filename: part
             .get("filename")
             .and_then(Value::as_str)
@@ -119,30 +125,6 @@ fn part_from_json(part: &Value) -> pb::Part {
             .unwrap_or_default()
             .to_owned(),
     }
-}
-
-fn to_struct(value: &Value) -> Option<prost_types::Struct> {
-    let object = value.as_object()?;
-    Some(prost_types::Struct {
-        fields: object
-            .iter()
-            .map(|(k, v)| (k.clone(), to_value(v)))
-            .collect(),
-    })
-}
-
-fn to_value(value: &Value) -> prost_types::Value {
-    let kind = match value {
-        Value::Null => Kind::NullValue(0),
-        Value::Bool(b) => Kind::BoolValue(*b),
-        Value::Number(n) => Kind::NumberValue(n.as_f64().unwrap_or_default()),
-        Value::String(s) => Kind::StringValue(s.clone()),
-        Value::Array(a) => Kind::ListValue(prost_types::ListValue {
-            values: a.iter().map(to_value).collect(),
-        }),
-        Value::Object(_) => Kind::StructValue(to_struct(value).expect("an object")),
-    };
-    prost_types::Value { kind: Some(kind) }
 }
 
 /// A task's state from its JSON name (1.0's `TASK_STATE_*`, or 0.3's lower-case words).

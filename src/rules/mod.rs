@@ -17,5 +17,6 @@ pub mod policy;
 pub mod prompt;
 pub mod reply;
 pub mod spec;
+pub mod structs;
 pub mod task;
 pub mod text;

@@ -2,13 +2,13 @@
 //! time a reply is made, and JSON values as protobuf `Struct`s. (Classify's, Execute's
 //! and Complete's answers are written straight to bytes by `answers`.)
 
-use prost_types::{value::Kind, ListValue, Struct, Value};
 
 use crate::pb;
 use crate::registry::{Snapshot, Source};
 use crate::rules::body::Body;
 use crate::rules::card::{EXTENSION_DESCRIPTION, EXTENSION_URI};
 use crate::rules::spec::CommandSpec;
+use crate::rules::structs::to_struct;
 
 fn spec_to_proto(spec: &CommandSpec) -> pb::CommandSpec {
     pb::CommandSpec {
@@ -90,30 +90,4 @@ fn unchanged_response(revision: u64) -> pb::ListSpecsResponse {
         unchanged: true,
         ..Default::default()
     }
-}
-
-/// `value` as a protobuf `Value` (numbers become doubles, as protobuf JSON has them).
-fn to_value(value: &serde_json::Value) -> Value {
-    let kind = match value {
-        serde_json::Value::Null => Kind::NullValue(0),
-        serde_json::Value::Bool(b) => Kind::BoolValue(*b),
-        serde_json::Value::Number(n) => Kind::NumberValue(n.as_f64().unwrap_or_default()),
-        serde_json::Value::String(s) => Kind::StringValue(s.clone()),
-        serde_json::Value::Array(items) => Kind::ListValue(ListValue {
-            values: items.iter().map(to_value).collect(),
-        }),
-        serde_json::Value::Object(_) => Kind::StructValue(to_struct(value)),
-    };
-    Value { kind: Some(kind) }
-}
-
-/// `value` as a protobuf `Struct`; anything but an object gives an empty one.
-fn to_struct(value: &serde_json::Value) -> Struct {
-    let fields = match value {
-        serde_json::Value::Object(map) => {
-            map.iter().map(|(k, v)| (k.clone(), to_value(v))).collect()
-        }
-        _ => Default::default(),
-    };
-    Struct { fields }
 }

@@ -34,10 +34,8 @@ use crate::transport::watch_specs::{watch_specs, WatchStream};
 
 /// The `CommandService` implementation.
 pub struct Api {
-    registry: Arc<Registry>,
-    catalogue: Arc<Catalogue>,
-    handlers: Arc<Handlers>,
-    /// Runs Execute, as it runs the front's commands.
+    /// The registry, the catalogue and the handlers; runs Execute, as it runs the
+    /// front's commands.
     runner: Arc<Runner>,
     auth: AdminAuth,
     /// Cancelled when the server starts draining: WatchSpecs streams end then, so they
@@ -56,17 +54,12 @@ impl Api {
         auth: AdminAuth,
         draining: CancellationToken,
     ) -> Self {
-        let catalogue = Arc::new(catalogue);
-        let handlers = Arc::new(handlers);
         let runner = Arc::new(Runner::new(
-            Arc::clone(&registry),
-            Arc::clone(&catalogue),
-            Arc::clone(&handlers),
+            registry,
+            Arc::new(catalogue),
+            Arc::new(handlers),
         ));
         Self {
-            registry,
-            catalogue,
-            handlers,
             runner,
             auth,
             draining,
@@ -80,7 +73,7 @@ impl Api {
 
     /// The registry served.
     pub(crate) fn registry(&self) -> &Arc<Registry> {
-        &self.registry
+        self.runner.registry()
     }
 }
 
@@ -111,7 +104,7 @@ impl Api {
             "",
             request.handler.as_ref(),
             request.prompt.as_ref(),
-            self.handlers.policy(),
+            self.runner.handlers().policy(),
         )?;
         let access = Access::parse("allowed_roles", &request.allowed_roles, request.hidden)?;
         let change = Change::Register {
@@ -121,7 +114,7 @@ impl Api {
             replace: request.r#override,
             replace_access: request.replace_access,
         };
-        let (applied, revision) = self.registry.apply(change).await?;
+        let (applied, revision) = self.registry().apply(change).await?;
         let outcome = match applied {
             Applied::Created => pb::RegisterOutcome::Created,
             Applied::Replaced => pb::RegisterOutcome::Replaced,
@@ -139,14 +132,14 @@ impl Api {
     ) -> Result<pb::UnregisterResponse, Error> {
         self.auth.check(request.metadata())?;
         let name = CommandName::parse("name", &request.get_ref().name)?;
-        let (_, revision) = self.registry.apply(Change::Unregister { name }).await?;
+        let (_, revision) = self.registry().apply(Change::Unregister { name }).await?;
         Ok(pb::UnregisterResponse { revision })
     }
 
     /// Classify's answer, encoded (`answers`); notes the command it found.
     pub(crate) fn classify(&self, request: &pb::ClassifyRequest) -> Result<Vec<u8>, Error> {
         let message = required("message", &request.message)?;
-        let snapshot = self.registry.read()?;
+        let snapshot = self.registry().read()?;
         let classification = classify(message, &snapshot);
         if let Classification::Command { name, .. } = classification {
             note(name, "", "");
@@ -183,7 +176,7 @@ impl Api {
             .as_ref()
             .and_then(|s| ParticipantRole::try_from(s.role).ok())
             .unwrap_or(ParticipantRole::Unspecified);
-        let snapshot = self.registry.read()?;
+        let snapshot = self.registry().read()?;
         let revision = snapshot.revision();
         let listing = |prefix| {
             snapshot
@@ -195,7 +188,7 @@ impl Api {
             role,
             &*snapshot,
             listing,
-            &self.catalogue,
+            self.runner.catalogue(),
             limit,
         )?;
         let query = match plan {
@@ -211,7 +204,8 @@ impl Api {
         let sender = request.sender.clone();
         let task = request.task.clone();
         let completions = self
-            .handlers
+            .runner
+            .handlers()
             .suggest(&query, sender, task, limit, trace)
             .await;
         Ok((
@@ -347,7 +341,7 @@ impl CommandService for Api {
         &self,
         request: Request<pb::ListSpecsRequest>,
     ) -> Result<Response<pb::ListSpecsResponse>, Status> {
-        let snapshot = self.registry.read()?;
+        let snapshot = self.registry().read()?;
         Ok(Response::new(list_specs(&snapshot, request.get_ref())))
     }
 
@@ -356,7 +350,7 @@ impl CommandService for Api {
         request: Request<pb::WatchSpecsRequest>,
     ) -> Result<Response<WatchStream>, Status> {
         let with_struct = request.get_ref().include_card_extension;
-        answer(watch_specs(&self.registry, &self.draining, with_struct))
+        answer(watch_specs(self.registry(), &self.draining, with_struct))
     }
 
     /// Served by `routes::Routes` from the encoded answer as it is when the server is
