@@ -2,7 +2,6 @@
 //! time a reply is made, and JSON values as protobuf `Struct`s. (Classify's, Execute's
 //! and Complete's answers are written straight to bytes by `answers`.)
 
-
 use crate::pb;
 use crate::registry::{Snapshot, Source};
 use crate::rules::body::Body;
