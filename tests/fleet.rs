@@ -1183,3 +1183,78 @@ async fn a_register_s_etcd_transaction_is_a_span_under_it() {
         Some("deploy")
     );
 }
+
+/// One JSON-RPC call to a front; the answer's JSON.
+async fn front_call(
+    front: std::net::SocketAddr,
+    method: &str,
+    params: serde_json::Value,
+) -> serde_json::Value {
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    // reqwest is built without a TLS provider of its own; plain HTTP needs none, but
+    // its client wants one installed.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let answer = reqwest::Client::new()
+        .post(format!("http://{front}/"))
+        .header("content-type", "application/json")
+        .header("a2a-version", "1.0")
+        .body(serde_json::to_vec(&body).unwrap())
+        .send()
+        .await
+        .expect("the front answers");
+    serde_json::from_slice(&answer.bytes().await.unwrap()).expect("JSON")
+}
+
+/// In fleet mode the front's task records are in etcd: a task one sidecar's front made
+/// for a command is answered, and canceled, through another's. The agent behind them
+/// is never reached (nothing listens at its address): a command needs no agent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_task_one_sidecar_s_front_made_is_answered_by_another() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    if !etcd::available() {
+        return;
+    }
+    let cluster = EtcdCluster::start(1).await;
+    let dirs = tempfile::tempdir().unwrap();
+    let nobody = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let upstream = format!("http://{}/", nobody.local_addr().unwrap());
+    drop(nobody);
+    let front = [
+        "--front-upstream",
+        &upstream,
+        "--front-listen",
+        "127.0.0.1:0",
+    ];
+    let a = sidecar(&cluster, &dirs.path().join("a"), "a", &front);
+    let b = sidecar(&cluster, &dirs.path().join("b"), "b", &front);
+    let mut clients = vec![ready(&a).await, ready(&b).await];
+    let (_, names) = converged(&mut clients).await;
+    assert!(names.contains(&"status".to_owned()), "{names:?}");
+    let (front_a, front_b) = (a.front_addr.unwrap(), b.front_addr.unwrap());
+
+    let message = serde_json::json!({"message": {"messageId": "m-1", "role": "ROLE_USER",
+                                                   "parts": [{"text": "/status"}]}});
+    let made = front_call(front_a, "SendMessage", message).await;
+    let task = &made["result"]["task"];
+    let id = task["id"].as_str().unwrap_or_else(|| panic!("{made}"));
+    assert_eq!(
+        task["status"]["state"], "TASK_STATE_INPUT_REQUIRED",
+        "{made}"
+    );
+
+    let read = front_call(front_b, "GetTask", serde_json::json!({"id": id})).await;
+    assert_eq!(read["result"], *task, "{read}");
+
+    let canceled = front_call(front_b, "CancelTask", serde_json::json!({"id": id})).await;
+    assert_eq!(
+        canceled["result"]["status"]["state"], "TASK_STATE_CANCELED",
+        "{canceled}"
+    );
+    let read = front_call(front_a, "GetTask", serde_json::json!({"id": id})).await;
+    assert_eq!(
+        read["result"]["status"]["state"], "TASK_STATE_CANCELED",
+        "{read}"
+    );
+    let again = front_call(front_a, "CancelTask", serde_json::json!({"id": id})).await;
+    assert_eq!(again["error"]["code"], -32002, "{again}");
+}

@@ -630,6 +630,16 @@ pub struct FrontArgs {
     #[arg(long, env = "A2A_COMMANDS_FRONT_CARD_REFRESH_SECONDS")]
     pub front_card_refresh_seconds: Option<u64>,
 
+    /// Most task records the front keeps (tasks it made, task data of the agent's
+    /// tasks); past it the least recently used are forgotten [default: 10000].
+    #[arg(long, env = "A2A_COMMANDS_FRONT_RECORDS_MAX")]
+    pub front_records_max: Option<usize>,
+
+    /// How long the front keeps a task record after its last use, in seconds
+    /// [default: 86400].
+    #[arg(long, env = "A2A_COMMANDS_FRONT_RECORDS_EXPIRY_SECONDS")]
+    pub front_records_expiry_seconds: Option<u64>,
+
     /// The sender's role for the role rules when no header says otherwise (assignee,
     /// reporter, watcher, admin, none) [default: watcher].
     #[arg(long, env = "A2A_COMMANDS_FRONT_DEFAULT_ROLE")]

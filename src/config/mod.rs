@@ -58,6 +58,8 @@ struct FrontFile {
     timeout_ms: Option<u64>,
     max_body_bytes: Option<usize>,
     card_refresh_seconds: Option<u64>,
+    records_max: Option<usize>,
+    records_expiry_seconds: Option<u64>,
     default_role: Option<String>,
     role_header: Option<String>,
     sender_header: Option<String>,
@@ -434,6 +436,16 @@ fn front_options(
             .front_card_refresh_seconds
             .or(file.card_refresh_seconds)
             .map_or(defaults::CARD_REFRESH, Duration::from_secs),
+        records: registry::records::Limits {
+            cap: args
+                .front_records_max
+                .or(file.records_max)
+                .unwrap_or(defaults::RECORDS_MAX),
+            expiry: args
+                .front_records_expiry_seconds
+                .or(file.records_expiry_seconds)
+                .map_or(defaults::RECORDS_EXPIRY, Duration::from_secs),
+        },
         default_role,
         role_header: header(
             "front-role-header",
@@ -449,6 +461,11 @@ fn front_options(
             "front-timeout-ms and front-max-body-bytes: must be at least 1".into(),
         ));
     }
+    if options.records.cap == 0 || options.records.expiry.is_zero() {
+        return Err(ConfigError(
+            "front-records-max and front-records-expiry-seconds: must be at least 1".into(),
+        ));
+    }
     Ok(Some(options))
 }
 
@@ -460,6 +477,8 @@ fn describe_front(front: &FrontOptions) -> serde_json::Value {
         "timeout_ms": front.timeout.as_millis() as u64,
         "max_body_bytes": front.max_body_bytes,
         "card_refresh_seconds": front.card_refresh.as_secs(),
+        "records_max": front.records.cap,
+        "records_expiry_seconds": front.records.expiry.as_secs(),
         "default_role": crate::front::options::role_word(front.default_role),
         "role_header": front.role_header,
         "sender_header": front.sender_header,

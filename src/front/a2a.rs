@@ -279,6 +279,33 @@ pub const INVALID_REQUEST: i64 = -32600;
 pub const INTERNAL_ERROR: i64 = -32603;
 /// A2A's `TaskNotFoundError`.
 pub const TASK_NOT_FOUND: i64 = -32001;
+/// A2A's `TaskNotCancelableError`.
+pub const TASK_NOT_CANCELABLE: i64 = -32002;
+/// A2A's `UnsupportedOperationError`.
+pub const UNSUPPORTED_OPERATION: i64 = -32004;
+
+/// Whether `task` is in a terminal state (nothing more happens to it).
+pub fn is_terminal(task: &Value) -> bool {
+    matches!(
+        task.pointer("/status/state").and_then(Value::as_str),
+        Some(
+            "TASK_STATE_COMPLETED"
+                | "TASK_STATE_FAILED"
+                | "TASK_STATE_CANCELED"
+                | "TASK_STATE_REJECTED"
+        )
+    )
+}
+
+/// Cancels `task` at `timestamp` (RFC 3339): its state becomes canceled. `false`, and
+/// nothing changed, when it has already ended.
+pub fn cancel(task: &mut Value, timestamp: &str) -> bool {
+    if is_terminal(task) || !task.is_object() {
+        return false;
+    }
+    task["status"] = json!({"state": "TASK_STATE_CANCELED", "timestamp": timestamp});
+    true
+}
 
 /// One server-sent event carrying `data`.
 pub fn sse_event(data: &Value) -> String {
@@ -288,6 +315,18 @@ pub fn sse_event(data: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_task_is_canceled_once_and_an_ended_one_never() {
+        let mut task = json!({"id": "t", "status": {"state": "TASK_STATE_INPUT_REQUIRED"}});
+        assert!(!is_terminal(&task));
+        assert!(cancel(&mut task, "2026-12-05T00:00:00Z"));
+        assert_eq!(task["status"]["state"], "TASK_STATE_CANCELED");
+        assert!(is_terminal(&task));
+        let before = task.clone();
+        assert!(!cancel(&mut task, "2026-12-06T00:00:00Z"));
+        assert_eq!(task, before);
+    }
 
     #[test]
     fn the_byte_precheck_finds_every_way_json_can_write_a_command() {

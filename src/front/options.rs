@@ -4,6 +4,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use crate::pb::ParticipantRole;
+use crate::registry::records::Limits;
 
 /// The front's settings (flags, `A2A_COMMANDS_FRONT_*` variables, the config file's
 /// `front` object).
@@ -24,6 +25,8 @@ pub struct FrontOptions {
     pub max_body_bytes: usize,
     /// How long the upstream's card is kept when its answer says nothing of caching.
     pub card_refresh: Duration,
+    /// How many task records the front keeps, and for how long after their last use.
+    pub records: Limits,
     /// The sender's role when nothing configured says otherwise.
     pub default_role: ParticipantRole,
     /// A request header, set by an authenticating proxy in front, that names the
@@ -46,6 +49,10 @@ pub mod defaults {
     pub const MAX_BODY_BYTES: usize = 4 << 20;
     /// How long a card without caching headers is kept.
     pub const CARD_REFRESH: Duration = Duration::from_secs(30);
+    /// Most task records kept.
+    pub const RECORDS_MAX: usize = 10_000;
+    /// How long a task record is kept after its last use.
+    pub const RECORDS_EXPIRY: Duration = Duration::from_secs(24 * 3600);
 }
 
 /// A role as the settings and the role header name it.

@@ -1,121 +1,128 @@
 //! What the front keeps: the tasks it made (answered to `GetTask` and to later
-//! commands), and the task data of the agent's tasks that commands changed. Kept in
-//! memory for now, bounded: at most [`CAP`] entries, each forgotten [`EXPIRY`] after
-//! its last use (the oldest first when full); a forgotten task is not found, never
-//! answered wrongly.
+//! commands, and joined to the agent's id for them once a message reached the agent),
+//! and the task data of the agent's tasks that commands changed. Kept in the
+//! registry's store ([`crate::registry::records`]): durable before a command's answer
+//! is sent, shared by every replica in fleet mode, bounded by a cap and an expiry.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use serde_json::{json, Value};
 
-use serde_json::Value;
+use crate::error::Error;
+use crate::registry::records::Records as Store;
 
-/// Most entries kept.
-pub const CAP: usize = 10_000;
-/// How long an entry is kept after its last use.
-pub const EXPIRY: Duration = Duration::from_secs(24 * 3600);
-
-/// An entry: a whole task the front made (and the agent's id for it, once a message
-/// on it reached the agent), or the data of an agent's task.
-#[derive(Clone, Debug)]
-enum Entry {
+/// One id's record.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Kept {
+    /// A whole task the front made, and the agent's id for it once there is one.
     Task(Value, Option<String>),
+    /// The task data of an agent's task.
     Data(Value),
 }
 
 /// The front's records.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Records {
-    entries: Mutex<HashMap<String, (Entry, Instant)>>,
+    store: Store,
 }
 
 impl Records {
-    /// Whether nothing is kept.
-    pub fn is_empty(&self) -> bool {
-        self.entries.lock().expect("records lock").is_empty()
+    /// The front's records in `store`.
+    pub fn new(store: Store) -> Self {
+        Self { store }
+    }
+
+    /// What is kept under task id `id`.
+    pub async fn get(&self, id: &str) -> Result<Option<Kept>, Error> {
+        let Some(record) = self.store.get(id).await? else {
+            return Ok(None);
+        };
+        Ok(match (record.get("task"), record.get("data")) {
+            (Some(task), _) => Some(Kept::Task(
+                task.clone(),
+                record
+                    .get("upstream")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
+            )),
+            (None, Some(data)) => Some(Kept::Data(data.clone())),
+            // Not a record of ours: as good as none.
+            (None, None) => None,
+        })
     }
 
     /// The task the front made with id `id`, and the agent's id it is joined to.
-    pub fn task(&self, id: &str) -> Option<(Value, Option<String>)> {
-        match self.touch(id)? {
-            Entry::Task(task, upstream) => Some((task, upstream)),
-            Entry::Data(_) => None,
-        }
-    }
-
-    /// The task data the front keeps for the agent's task `id`.
-    pub fn data(&self, id: &str) -> Option<Value> {
-        match self.touch(id)? {
-            Entry::Data(data) => Some(data),
-            Entry::Task(..) => None,
-        }
+    pub async fn task(&self, id: &str) -> Result<Option<(Value, Option<String>)>, Error> {
+        Ok(match self.get(id).await? {
+            Some(Kept::Task(task, upstream)) => Some((task, upstream)),
+            _ => None,
+        })
     }
 
     /// Keeps `task` (made by the front) under its id, joined to the agent's task
     /// `upstream` once there is one.
-    pub fn put_task(&self, task: Value, upstream: Option<String>) {
-        if let Some(id) = task.get("id").and_then(Value::as_str).map(str::to_owned) {
-            self.put(id, Entry::Task(task, upstream));
-        }
+    pub async fn put_task(&self, task: &Value, upstream: Option<&str>) -> Result<(), Error> {
+        let Some(id) = task.get("id").and_then(Value::as_str) else {
+            return Ok(());
+        };
+        self.store
+            .put(id, &json!({"task": task, "upstream": upstream}))
+            .await
     }
 
     /// Keeps `data` for the agent's task `id`.
-    pub fn put_data(&self, id: &str, data: Value) {
-        self.put(id.to_owned(), Entry::Data(data));
+    pub async fn put_data(&self, id: &str, data: &Value) -> Result<(), Error> {
+        self.store.put(id, &json!({"data": data})).await
     }
 
-    fn touch(&self, id: &str) -> Option<Entry> {
-        let mut entries = self.entries.lock().expect("records lock");
-        let now = Instant::now();
-        match entries.get_mut(id) {
-            Some((_, used)) if now.duration_since(*used) > EXPIRY => {
-                entries.remove(id);
-                None
-            }
-            Some((entry, used)) => {
-                *used = now;
-                Some(entry.clone())
-            }
-            None => None,
+    /// Joins the front's task `front` to the agent's `upstream`, once the agent named
+    /// its task.
+    pub async fn join(&self, front: &str, upstream: &str) -> Result<(), Error> {
+        match self.task(front).await? {
+            Some((task, None)) => self.put_task(&task, Some(upstream)).await,
+            _ => Ok(()),
         }
-    }
-
-    fn put(&self, id: String, entry: Entry) {
-        let mut entries = self.entries.lock().expect("records lock");
-        let now = Instant::now();
-        entries.retain(|_, (_, used)| now.duration_since(*used) <= EXPIRY);
-        if entries.len() >= CAP && !entries.contains_key(&id) {
-            let oldest = entries
-                .iter()
-                .min_by_key(|(_, (_, used))| *used)
-                .map(|(id, _)| id.clone());
-            if let Some(oldest) = oldest {
-                entries.remove(&oldest);
-            }
-        }
-        entries.insert(id, (entry, now));
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use crate::registry::records::{Home, Limits};
 
-    #[test]
-    fn tasks_and_data_are_kept_apart() {
-        let records = Records::default();
-        assert!(records.is_empty());
-        records.put_task(json!({"id": "t-1", "status": {}}), None);
-        records.put_data("t-2", json!({"name": "x"}));
-        assert!(records
-            .task("t-1")
-            .is_some_and(|(_, joined)| joined.is_none()));
-        records.put_task(json!({"id": "t-1"}), Some("u-1".into()));
-        assert_eq!(records.task("t-1").unwrap().1.as_deref(), Some("u-1"));
-        assert!(records.data("t-1").is_none());
-        assert_eq!(records.data("t-2"), Some(json!({"name": "x"})));
-        assert!(records.task("t-2").is_none());
-        assert!(records.task("t-3").is_none());
+    #[tokio::test]
+    async fn tasks_and_data_are_kept_apart_and_a_task_is_joined_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(
+            &Home::Local(dir.path().to_owned()),
+            Limits {
+                cap: 100,
+                expiry: std::time::Duration::from_secs(60),
+            },
+        )
+        .unwrap();
+        let records = Records::new(store);
+        records
+            .put_task(&json!({"id": "t-1", "status": {}}), None)
+            .await
+            .unwrap();
+        records
+            .put_data("t-2", &json!({"name": "x"}))
+            .await
+            .unwrap();
+        assert_eq!(
+            records.task("t-1").await.unwrap(),
+            Some((json!({"id": "t-1", "status": {}}), None))
+        );
+        records.join("t-1", "u-1").await.unwrap();
+        records.join("t-1", "u-2").await.unwrap();
+        assert_eq!(
+            records.task("t-1").await.unwrap().unwrap().1.as_deref(),
+            Some("u-1")
+        );
+        assert_eq!(
+            records.get("t-2").await.unwrap(),
+            Some(Kept::Data(json!({"name": "x"})))
+        );
+        assert!(records.task("t-2").await.unwrap().is_none());
+        assert!(records.get("t-3").await.unwrap().is_none());
     }
 }

@@ -3,7 +3,7 @@
 //! as they came otherwise.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -21,7 +21,7 @@ use crate::error::Error;
 use crate::front::a2a::{self, TASK_DATA_KEY};
 use crate::front::card::{self, CardCache};
 use crate::front::options::{parse_role, FrontOptions};
-use crate::front::records::Records;
+use crate::front::records::{Kept, Records};
 use crate::front::upstream::{Upstream, UpstreamError};
 use crate::metrics::{metrics, FrontLabels};
 use crate::pb::{self, ParticipantRole, SubState, TaskState};
@@ -42,10 +42,13 @@ pub struct Front {
     records: Arc<Records>,
     /// Logged once: a signed upstream card is served unsigned.
     signature_logged: AtomicBool,
-    /// Ids of the tasks the front makes.
-    next_id: AtomicU64,
-    id_base: String,
+    /// Draws the ids of the tasks the front makes.
+    random: ring::rand::SystemRandom,
 }
+
+/// What every id of a task the front makes begins with, whichever replica made it:
+/// a body without it (and without `GetTask`) names no task the front knows.
+const TASK_ID_PREFIX: &str = "front-";
 
 /// Which A2A binding a request came on, for the shape of its answer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,6 +57,14 @@ enum Binding {
     JsonRpc,
     /// HTTP+JSON (REST).
     HttpJson,
+}
+
+/// A call about one task (besides a message to it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum TaskCall {
+    Get,
+    Cancel,
+    Subscribe,
 }
 
 /// A request the front answers itself, or hands on.
@@ -75,7 +86,12 @@ enum Handled {
 
 impl Front {
     /// A front for `options`, running commands with `runner`.
-    pub fn new(options: FrontOptions, runner: Arc<Runner>, bound: SocketAddr) -> Self {
+    pub fn new(
+        options: FrontOptions,
+        runner: Arc<Runner>,
+        records: Records,
+        bound: SocketAddr,
+    ) -> Self {
         let public = options.public_url.clone().unwrap_or_else(|| {
             let host = if bound.ip().is_unspecified() {
                 "127.0.0.1".to_owned()
@@ -85,19 +101,15 @@ impl Front {
             url::Url::parse(&format!("http://{host}:{}/", bound.port())).expect("a URL")
         });
         let upstream = Upstream::new(options.upstream.clone(), options.timeout);
-        let mut seed = [0u8; 6];
-        let _ = ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut seed);
-        let id_base = seed.iter().map(|b| format!("{b:02x}")).collect();
         Self {
             options,
             runner,
             upstream,
             public,
             card: Mutex::new(CardCache::default()),
-            records: Arc::default(),
+            records: Arc::new(records),
             signature_logged: AtomicBool::new(false),
-            next_id: AtomicU64::new(0),
-            id_base,
+            random: ring::rand::SystemRandom::new(),
         }
     }
 
@@ -179,8 +191,12 @@ impl Front {
                 || path.ends_with("/.well-known/agent.json"))
         {
             self.card_answer(request.headers()).await
-        } else if method == Method::GET && path.contains("/tasks/") {
-            self.get_task(request).await
+        } else if path.contains("/tasks/")
+            && (method == Method::GET
+                || (method == Method::POST
+                    && (path.ends_with(":cancel") || path.ends_with(":subscribe"))))
+        {
+            self.rest_task_call(request).await
         } else if method == Method::POST {
             self.post(request).await
         } else {
@@ -208,8 +224,8 @@ impl Front {
         // ids share a prefix no agent's id has).
         let look = a2a::may_hold_command(&bytes, a2a::PRECHECK_MAX_BYTES)
             || (bytes.len() <= a2a::PRECHECK_MAX_BYTES
-                && !self.records.is_empty()
-                && (contains(&bytes, self.id_base.as_bytes()) || contains(&bytes, b"\"GetTask\"")));
+                && (contains(&bytes, TASK_ID_PREFIX.as_bytes())
+                    || contains(&bytes, b"\"GetTask\"")));
         let bytes_seen = bytes.clone();
         let handled = if look {
             let query = parts.uri.query().map(str::to_owned);
@@ -267,11 +283,23 @@ impl Front {
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.starts_with("text/event-stream"));
         parts.headers.remove(header::CONTENT_LENGTH);
-        let joiner = Joiner {
-            front,
-            upstream: std::sync::Mutex::new(upstream),
-            records: Arc::clone(&self.records),
+        // The task data the front keeps, shown in the task it passes back: a task it
+        // made, or the agent's, whose data a command changed.
+        let data = match self.records.get(&front).await {
+            Ok(Some(Kept::Task(task, _))) => Some(data_of(&task)),
+            Ok(Some(Kept::Data(data))) => Some(data),
+            Ok(None) => None,
+            Err(error) => {
+                tracing::warn!(error = %error, task = %front, "the front's records could not be read; the answer goes without the task data");
+                None
+            }
         };
+        let mut joiner = Joiner {
+            front,
+            upstream,
+            data,
+        };
+        let records = Arc::clone(&self.records);
         if !streaming {
             let limited = http_body_util::Limited::new(body, self.options.max_body_bytes);
             let Ok(collected) = limited.collect().await else {
@@ -287,7 +315,9 @@ impl Front {
             let bytes = collected.to_bytes();
             let body = match serde_json::from_slice::<Value>(&bytes) {
                 Ok(mut value) => {
-                    joiner.rewrite(&mut value);
+                    if let Some(found) = joiner.rewrite(&mut value) {
+                        join(&records, &joiner.front, &found).await;
+                    }
                     Bytes::from(value.to_string())
                 }
                 Err(_) => bytes,
@@ -312,7 +342,10 @@ impl Front {
                 pending.extend_from_slice(&data);
                 while let Some(end) = event_end(&pending) {
                     let event: Vec<u8> = pending.drain(..end).collect();
-                    let rewritten = joiner.rewrite_event(&event);
+                    let (rewritten, found) = joiner.rewrite_event(&event);
+                    if let Some(found) = found {
+                        join(&records, &joiner.front, &found).await;
+                    }
                     if events.send(Ok(rewritten)).await.is_err() {
                         return;
                     }
@@ -366,7 +399,7 @@ impl Front {
                     return Handled::Forward(bytes.clone());
                 };
                 if a2a::command_candidate(message).is_none() {
-                    return self.plain(binding, &body, message, bytes);
+                    return self.plain(binding, &id, &body, message, bytes).await;
                 }
                 // The front answers in A2A 1.0; a request in another version (no
                 // `A2A-Version` means 0.3) goes to the agent as it came, which answers
@@ -377,14 +410,23 @@ impl Front {
                 self.command(binding, path, &id, stream, headers, &body, message, bytes)
                     .await
             }
-            "GetTask" => {
+            "GetTask" | "CancelTask" | "SubscribeToTask" => {
+                let call = match method {
+                    "GetTask" => TaskCall::Get,
+                    "CancelTask" => TaskCall::Cancel,
+                    _ => TaskCall::Subscribe,
+                };
                 let task_id = params.get("id").and_then(Value::as_str).unwrap_or_default();
-                match self.records.task(task_id) {
-                    Some((task, None)) => {
-                        Handled::Answer(json_answer(StatusCode::OK, &a2a::rpc_result(&id, task)))
+                let kept = match self.records.get(task_id).await {
+                    Ok(kept) => kept,
+                    Err(error) => return Handled::Answer(records_failed(binding, &id, &error)),
+                };
+                match kept {
+                    Some(Kept::Task(task, None)) => {
+                        Handled::Answer(self.own_task_call(binding, &id, call, task).await)
                     }
                     // Joined: the agent has the task now, under its own id.
-                    Some((_, Some(upstream))) => {
+                    Some(Kept::Task(_, Some(upstream))) => {
                         let mut body = body.clone();
                         body["params"]["id"] = json!(upstream);
                         Handled::ForwardJoined {
@@ -394,7 +436,7 @@ impl Front {
                         }
                     }
                     // The agent's task, whose data a command changed: shown in it.
-                    None if self.records.data(task_id).is_some() => Handled::ForwardJoined {
+                    Some(Kept::Data(_)) => Handled::ForwardJoined {
                         body: bytes.clone(),
                         front: task_id.to_owned(),
                         upstream: Some(task_id.to_owned()),
@@ -409,19 +451,33 @@ impl Front {
     /// A message that is not a command: as it came, unless it is on a task the front
     /// made, which the agent knows by its own id (or not yet: then the message starts
     /// the agent's task). That message is the one the task waited for: the wait ends.
-    fn plain(&self, binding: Binding, body: &Value, message: &Value, bytes: &Bytes) -> Handled {
+    async fn plain(
+        &self,
+        binding: Binding,
+        id: &Value,
+        body: &Value,
+        message: &Value,
+        bytes: &Bytes,
+    ) -> Handled {
         let task_id = message
             .get("taskId")
             .and_then(Value::as_str)
             .unwrap_or_default();
-        let Some((mut task, upstream)) = self.records.task(task_id) else {
+        if !task_id.starts_with(TASK_ID_PREFIX) {
             return Handled::Forward(bytes.clone());
+        }
+        let (mut task, upstream) = match self.records.task(task_id).await {
+            Ok(Some(kept)) => kept,
+            Ok(None) => return Handled::Forward(bytes.clone()),
+            Err(error) => return Handled::Answer(records_failed(binding, id, &error)),
         };
         let data = data_of(&task);
         if let Some(mut ended) = data.as_object().cloned() {
             if ended.remove("subState").is_some() {
                 set_data(&mut task, Value::Object(ended));
-                self.records.put_task(task, upstream.clone());
+                if let Err(error) = self.records.put_task(&task, upstream.as_deref()).await {
+                    return Handled::Answer(records_failed(binding, id, &error));
+                }
             }
         }
         Handled::ForwardJoined {
@@ -431,36 +487,98 @@ impl Front {
         }
     }
 
-    /// `GET .../tasks/{id}`: a task the front made is answered here, or, once the
-    /// agent holds it, asked of the agent under its id and answered under the front's;
-    /// any other goes to the agent as it came.
-    async fn get_task(&self, request: Request<Body>) -> Response<Body> {
+    /// `GET .../tasks/{id}`, `POST .../tasks/{id}:cancel`, `GET|POST
+    /// .../tasks/{id}:subscribe`: about a task the front made, answered here, or, once
+    /// the agent holds it, asked of the agent under its id and answered under the
+    /// front's; about any other, passed to the agent as it came.
+    async fn rest_task_call(&self, request: Request<Body>) -> Response<Body> {
         let path = request.uri().path().to_owned();
-        let Some((base, id)) = path.rsplit_once("/tasks/") else {
+        let Some((base, last)) = path.rsplit_once("/tasks/") else {
             return self.forward(request, None).await;
         };
-        match self.records.task(id) {
-            None if self.records.data(id).is_some() => {
+        let (id, call, suffix) = if let Some(id) = last.strip_suffix(":cancel") {
+            (id, TaskCall::Cancel, ":cancel")
+        } else if let Some(id) = last.strip_suffix(":subscribe") {
+            (id, TaskCall::Subscribe, ":subscribe")
+        } else {
+            (last, TaskCall::Get, "")
+        };
+        // Push-notification configs and the like go to the agent.
+        if id.is_empty() || id.contains('/') {
+            return self.forward(request, None).await;
+        }
+        let kept = match self.records.get(id).await {
+            Ok(kept) => kept,
+            Err(error) => return records_failed(Binding::HttpJson, &Value::Null, &error),
+        };
+        match kept {
+            None => self.forward(request, None).await,
+            Some(Kept::Data(_)) => {
                 let answer = self.forward(request, Some(Binding::HttpJson)).await;
                 self.translate(answer, id.to_owned(), Some(id.to_owned()))
                     .await
             }
-            None => self.forward(request, None).await,
-            Some((task, None)) => json_answer(StatusCode::OK, &task),
-            Some((_, Some(upstream))) => {
+            Some(Kept::Task(task, None)) => {
+                self.own_task_call(Binding::HttpJson, &Value::Null, call, task)
+                    .await
+            }
+            Some(Kept::Task(_, Some(upstream))) => {
                 let (mut parts, body) = request.into_parts();
                 let query = parts
                     .uri
                     .query()
                     .map(|q| format!("?{q}"))
                     .unwrap_or_default();
-                let asked = format!("{base}/tasks/{}{query}", urlencode(&upstream));
+                let asked = format!("{base}/tasks/{}{suffix}{query}", urlencode(&upstream));
                 parts.uri = asked.parse().unwrap_or(parts.uri);
                 let answer = self
                     .forward(Request::from_parts(parts, body), Some(Binding::HttpJson))
                     .await;
                 self.translate(answer, id.to_owned(), Some(upstream)).await
             }
+        }
+    }
+
+    /// A call about a task the front made that no message has taken to the agent yet:
+    /// it waits for its next message, so a subscription sees the task and ends (A2A
+    /// ends a stream at an interrupted state), and a cancel ends it here.
+    async fn own_task_call(
+        &self,
+        binding: Binding,
+        id: &Value,
+        call: TaskCall,
+        mut task: Value,
+    ) -> Response<Body> {
+        let answer = |task: Value| match binding {
+            Binding::JsonRpc => json_answer(StatusCode::OK, &a2a::rpc_result(id, task)),
+            Binding::HttpJson => json_answer(StatusCode::OK, &task),
+        };
+        match call {
+            TaskCall::Get => answer(task),
+            TaskCall::Cancel => {
+                let at = now().to_string();
+                if !a2a::cancel(&mut task, &at) {
+                    return error_answer(
+                        binding,
+                        id,
+                        StatusCode::CONFLICT,
+                        a2a::TASK_NOT_CANCELABLE,
+                        "the task has already ended and cannot be canceled",
+                    );
+                }
+                if let Err(error) = self.records.put_task(&task, None).await {
+                    return records_failed(binding, id, &error);
+                }
+                answer(task)
+            }
+            TaskCall::Subscribe if a2a::is_terminal(&task) => error_answer(
+                binding,
+                id,
+                StatusCode::BAD_REQUEST,
+                a2a::UNSUPPORTED_OPERATION,
+                "the task has ended: there is nothing to subscribe to",
+            ),
+            TaskCall::Subscribe => stream_answer(binding, id, &[json!({"task": task})]),
         }
     }
 
@@ -480,7 +598,19 @@ impl Front {
         let message = a2a::message_from_json(message_json);
         // The task: the front's own, the agent's (asked with the caller's credentials),
         // or none yet (the front makes one if this is a command).
-        let own = self.records.task(&message.task_id);
+        let kept = if message.task_id.is_empty() {
+            None
+        } else {
+            match self.records.get(&message.task_id).await {
+                Ok(kept) => kept,
+                Err(error) => return Handled::Answer(records_failed(binding, id, &error)),
+            }
+        };
+        let (own, kept_data) = match kept {
+            Some(Kept::Task(task, upstream)) => (Some((task, upstream)), None),
+            Some(Kept::Data(data)) => (None, Some(data)),
+            None => (None, None),
+        };
         let joined = own.as_ref().and_then(|(_, upstream)| upstream.clone());
         let (task_json, snapshot) = if message.task_id.is_empty() {
             (None, None)
@@ -508,7 +638,7 @@ impl Front {
                 Ok(mut task) => {
                     // What the front keeps for the agent's task (settings a command
                     // chose) is part of its data.
-                    if let Some(data) = self.records.data(&message.task_id) {
+                    if let Some(data) = kept_data {
                         set_data(&mut task, data);
                     }
                     let snapshot = a2a::snapshot_from_task(&task);
@@ -560,7 +690,9 @@ impl Front {
             Err(error) => return Handled::Answer(self.run_failed(binding, id, &error)),
         };
         match ran {
-            Ran::Ordinary { .. } if own.is_some() => self.plain(binding, body, message_json, bytes),
+            Ran::Ordinary { .. } if own.is_some() => {
+                self.plain(binding, id, body, message_json, bytes).await
+            }
             Ran::Ordinary { .. } => Handled::Forward(bytes.clone()),
             Ran::Prompt { name, text, .. } => {
                 let expanded = prompt_body(binding, body, name, &text);
@@ -573,7 +705,7 @@ impl Front {
                     Binding::HttpJson => expanded.pointer("/message"),
                 };
                 let message = message.cloned().unwrap_or_default();
-                self.plain(binding, &expanded, &message, bytes)
+                self.plain(binding, id, &expanded, &message, bytes).await
             }
             Ran::Command { name, reply, .. } => {
                 let event = reply_event(
@@ -608,22 +740,29 @@ impl Front {
                         None,
                         &json!({"name": sub_task.name, "goal": sub_task.goal, "parentId": snapshot.id}),
                     );
-                    self.records.put_task(sub, None);
+                    if let Err(error) = self.records.put_task(&sub, None).await {
+                        return Handled::Answer(records_failed(binding, id, &error));
+                    }
                 }
                 let (submitted, answered) = if new_task {
                     let made = |state: &str, status: Option<&Value>| {
                         a2a::new_task(&new_id, &context_id, message_json, state, status, &data)
                     };
                     let answered = made("TASK_STATE_INPUT_REQUIRED", Some(&reply_message));
-                    self.records.put_task(answered.clone(), None);
+                    if let Err(error) = self.records.put_task(&answered, None).await {
+                        return Handled::Answer(records_failed(binding, id, &error));
+                    }
                     (made("TASK_STATE_SUBMITTED", None), answered)
                 } else {
                     let mut task = task_json.unwrap_or_default();
                     set_data(&mut task, data.clone());
-                    if own.is_some() {
-                        self.records.put_task(task.clone(), joined.clone());
+                    let kept = if own.is_some() {
+                        self.records.put_task(&task, joined.as_deref()).await
                     } else {
-                        self.records.put_data(&snapshot.id, data);
+                        self.records.put_data(&snapshot.id, &data).await
+                    };
+                    if let Err(error) = kept {
+                        return Handled::Answer(records_failed(binding, id, &error));
                     }
                     let mut answered = task.clone();
                     if let Some(status) = answered.get_mut("status").and_then(Value::as_object_mut)
@@ -756,9 +895,13 @@ impl Front {
         )
     }
 
+    /// A new task's id: [`TASK_ID_PREFIX`] and 96 random bits, so that no client can
+    /// guess the id of another's task from its own.
     fn new_id(&self) -> String {
-        let n = self.next_id.fetch_add(1, Ordering::Relaxed) + 1;
-        format!("front-{}-{n}", self.id_base)
+        let mut bits = [0u8; 12];
+        ring::rand::SecureRandom::fill(&self.random, &mut bits).expect("the system's random");
+        let hex: String = bits.iter().map(|b| format!("{b:02x}")).collect();
+        format!("{TASK_ID_PREFIX}{hex}")
     }
 
     /// The answer to a body over the limit: nothing was forwarded.
@@ -1058,39 +1201,30 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     !needle.is_empty() && haystack.windows(needle.len()).any(|w| w == needle)
 }
 
-/// Writes the agent's id of one front task back as the front's, in answers.
+/// Writes the agent's id of one front task back as the front's, in answers, and
+/// shows the task data the front keeps in the task.
 struct Joiner {
     front: String,
-    upstream: std::sync::Mutex<Option<String>>,
-    records: Arc<Records>,
+    /// The agent's id for the task, once known.
+    upstream: Option<String>,
+    data: Option<Value>,
 }
 
 impl Joiner {
-    /// Rewrites one answer (or one event's data) in place.
-    fn rewrite(&self, value: &mut Value) {
-        let mut upstream = self.upstream.lock().expect("joiner lock");
-        if upstream.is_none() {
-            if let Some(found) = task_id_in(value) {
-                // The agent made its task for the front's: they are one from now on.
-                if let Some((task, _)) = self.records.task(&self.front) {
-                    self.records.put_task(task, Some(found.clone()));
-                }
-                *upstream = Some(found);
-            }
+    /// Rewrites one answer (or one event's data) in place; returns the agent's id when
+    /// this answer is the first to give it (the two are one task from now on).
+    fn rewrite(&mut self, value: &mut Value) -> Option<String> {
+        let mut found = None;
+        if self.upstream.is_none() {
+            found = task_id_in(value);
+            self.upstream.clone_from(&found);
         }
-        let Some(from) = upstream.clone() else {
-            return;
+        let Some(from) = &self.upstream else {
+            return None;
         };
-        drop(upstream);
-        rename(value, &from, &self.front);
-        // The task data the front keeps is shown in the task it passes back: a task it
-        // made, or the agent's, whose data a command changed.
-        let data = match self.records.task(&self.front) {
-            Some((task, _)) => Some(data_of(&task)),
-            None => self.records.data(&self.front),
-        };
-        let Some(data) = data else {
-            return;
+        rename(value, from, &self.front);
+        let Some(data) = &self.data else {
+            return found;
         };
         for at in ["/result/task", "/task", "/result", ""] {
             let Some(task) = value.pointer_mut(at) else {
@@ -1099,14 +1233,15 @@ impl Joiner {
             if task.get("id").and_then(Value::as_str) == Some(self.front.as_str())
                 && task.get("status").is_some()
             {
-                set_data(task, data);
+                set_data(task, data.clone());
                 break;
             }
         }
+        found
     }
 
     /// Rewrites one server-sent event (its `data:` lines as one JSON value).
-    fn rewrite_event(&self, event: &[u8]) -> Bytes {
+    fn rewrite_event(&mut self, event: &[u8]) -> (Bytes, Option<String>) {
         let text = String::from_utf8_lossy(event);
         let data: String = text
             .lines()
@@ -1115,9 +1250,9 @@ impl Joiner {
             .collect::<Vec<_>>()
             .join("\n");
         let Ok(mut value) = serde_json::from_str::<Value>(&data) else {
-            return Bytes::copy_from_slice(event);
+            return (Bytes::copy_from_slice(event), None);
         };
-        self.rewrite(&mut value);
+        let found = self.rewrite(&mut value);
         let mut out = String::new();
         for line in text.lines() {
             if !line.starts_with("data:") && !line.is_empty() {
@@ -1126,8 +1261,27 @@ impl Joiner {
             }
         }
         out.push_str(&a2a::sse_event(&value));
-        Bytes::from(out)
+        (Bytes::from(out), found)
     }
+}
+
+/// Joins the front's task `front` to the agent's `upstream` in the records; a failure
+/// is logged (the answer in hand is still right; a later call asks the agent again).
+async fn join(records: &Records, front: &str, upstream: &str) {
+    if let Err(error) = records.join(front, upstream).await {
+        tracing::warn!(error = %error, task = %front, upstream_task = %upstream, "the front could not record the agent's id for its task");
+    }
+}
+
+/// The answer when the front's records cannot be read or written: nothing was done.
+fn records_failed(binding: Binding, id: &Value, error: &Error) -> Response<Body> {
+    error_answer(
+        binding,
+        id,
+        StatusCode::SERVICE_UNAVAILABLE,
+        a2a::INTERNAL_ERROR,
+        &format!("the front's task records are unavailable right now: {error}"),
+    )
 }
 
 /// Whether a request asks for A2A 1.0: its `A2A-Version` header (or query parameter)

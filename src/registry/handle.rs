@@ -17,6 +17,7 @@ use crate::registry::fleet::layout::Keys;
 use crate::registry::fleet::members::{self, Member};
 use crate::registry::fleet::record::{self, Record};
 use crate::registry::fleet::{copy, follow, FleetOptions};
+use crate::registry::records::{self, Limits, Records};
 use crate::registry::snapshot::Snapshot;
 use crate::registry::state::{Change, ChangeResult};
 use crate::registry::store::{self, OpenError, Options};
@@ -38,6 +39,8 @@ pub struct Registry {
     resets: watch::Receiver<u64>,
     /// Keeps `resets` open in sled mode (fleet mode's writer holds a clone).
     _resets: watch::Sender<u64>,
+    /// Where records kept beside the registry live: the data directory, or etcd.
+    records: records::Home,
     /// Fleet mode's follower and member key: stopped at close, the member key's task
     /// awaited (it revokes its lease).
     fleet_tasks: Option<(
@@ -102,6 +105,7 @@ impl Registry {
         let (watch_tx, watch) = watch::channel(snapshot);
         let (ops, rx) = mpsc::channel(QUEUE_DEPTH);
         let (resets_tx, resets) = watch::channel(0);
+        let mut records_home = records::Home::Local(dir.clone());
         let (fleet, fleet_tasks) = match fleet {
             Some(fleet) => {
                 let started = start_fleet(
@@ -115,6 +119,10 @@ impl Registry {
                 )
                 .map_err(fail)?;
                 let (stop, member_key) = started.1;
+                records_home = records::Home::Fleet(
+                    Arc::clone(started.0.record.etcd()),
+                    started.0.record.keys().clone(),
+                );
                 (
                     Some(started.0),
                     Some((stop, std::sync::Mutex::new(Some(member_key)))),
@@ -144,8 +152,14 @@ impl Registry {
             ready,
             resets,
             _resets: resets_tx,
+            records: records_home,
             fleet_tasks,
         })
+    }
+
+    /// Opens the records kept beside this registry, in its store (see [`records`]).
+    pub fn open_records(&self, limits: Limits) -> Result<Records, String> {
+        Records::open(&self.records, limits)
     }
 
     /// The current snapshot (cheap: no lock, no copy), even before fleet mode has a

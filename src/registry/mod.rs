@@ -10,7 +10,7 @@
 //! data directory holds this sidecar's copy of it.
 //!
 //! The modules below import one another only downwards: `handle` → `writer` → `fleet`,
-//! `store` → `durable`, `seal` → `state` → `snapshot`; `commands_file` sits beside `handle` and uses it;
+//! `records` → `store` → `durable`, `seal` → `state` → `snapshot`; `commands_file` sits beside `handle` and uses it;
 //! `prompt_files` reads Claude Code's and Gemini CLI's command folders into declared
 //! commands. Nothing here imports this file's re-exports.
 
@@ -19,6 +19,7 @@ mod durable;
 pub mod fleet;
 pub mod handle;
 pub mod prompt_files;
+pub mod records;
 pub mod seal;
 pub mod snapshot;
 pub mod state;

@@ -21,6 +21,10 @@ use crate::rules::spec::CommandName;
 /// The copy a start opens first; ours alone, so a leftover from a killed start is removed.
 const CHECK_DIR: &str = ".open-check";
 
+/// The folder of the records kept beside the registry (see `records`): a database of
+/// its own, never part of the registry's files.
+pub(super) const RECORDS_DIR: &str = "records";
+
 /// Where fleet mode sets a damaged copy aside, inside the data directory (`set_aside`).
 const ASIDE_PREFIX: &str = "damaged-";
 
@@ -250,6 +254,7 @@ fn sled_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
             CHECK_DIR,
             fleet::copy::FILE_NAME,
             &marker,
+            RECORDS_DIR,
         ];
         if !ours.contains(&name.as_ref())
             && !is_stale_snapshot(&name)
@@ -495,7 +500,7 @@ fn close(db: sled::Db) {
 
 /// Runs `read` (a read of a store that may be damaged) with a panic inside it caught
 /// and kept off stderr, reported as one line.
-fn guarded<T>(read: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+pub(super) fn guarded<T>(read: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
     let result = quietly(|| std::panic::catch_unwind(std::panic::AssertUnwindSafe(read)));
     result.unwrap_or_else(|_| Err("the store could not be read (sled panicked)".into()))
 }

@@ -19,6 +19,7 @@ use tonic_health::ServingStatus;
 use crate::bodies::Handlers;
 use crate::config::{Limits, Settings};
 use crate::error::Error;
+use crate::front::records::Records;
 use crate::front::Front;
 use crate::pb::{self, command_service_server::CommandServiceServer};
 use crate::registry::commands_file::{self, FileError};
@@ -64,6 +65,9 @@ pub enum StartError {
     /// The OTLP exporter could not be set up.
     #[error("{0}")]
     Traces(String),
+    /// The front's task records could not be opened.
+    #[error("cannot open the front's task records: {0}")]
+    FrontRecords(String),
     /// Reflection could not be built from the descriptors.
     #[error("cannot build server reflection: {0}")]
     Reflection(#[from] tonic_reflection::server::Error),
@@ -391,9 +395,13 @@ pub async fn start(settings: Settings) -> Result<RunningServer, StartError> {
     let (front_addr, front_task) = match &settings.front {
         Some(options) => {
             let (listener, front_addr) = bind("front-listen", options.listen).await?;
+            let records = registry
+                .open_records(options.records)
+                .map_err(StartError::FrontRecords)?;
             let front = Arc::new(Front::new(
                 options.clone(),
                 Arc::clone(api.runner()),
+                Records::new(records),
                 front_addr,
             ));
             // Readiness: the front's health service is SERVING while it has a card to

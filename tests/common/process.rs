@@ -17,6 +17,8 @@ pub struct ServeProcess {
     pub before: Vec<String>,
     /// The health-only listener's address, when it has one.
     pub health_addr: Option<SocketAddr>,
+    /// The front's address, when the front is on.
+    pub front_addr: Option<SocketAddr>,
 }
 
 pub fn binary() -> Command {
@@ -79,12 +81,14 @@ impl ServeProcess {
                 if event["message"] == "serving" {
                     let addr = event["addr"].as_str().unwrap().parse().unwrap();
                     let health_addr = event["health_addr"].as_str().and_then(|a| a.parse().ok());
+                    let front_addr = event["front_addr"].as_str().and_then(|a| a.parse().ok());
                     return Self {
                         child,
                         addr,
                         lines,
                         before: seen,
                         health_addr,
+                        front_addr,
                     };
                 }
             }

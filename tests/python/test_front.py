@@ -13,8 +13,11 @@ import pytest
 from a2a.client import ClientConfig, create_client
 from a2a.types.a2a_pb2 import (
     ROLE_USER,
+    TASK_STATE_CANCELED,
     TASK_STATE_INPUT_REQUIRED,
+    CancelTaskRequest,
     GetTaskRequest,
+    SubscribeToTaskRequest,
     Message,
     Part,
     SendMessageRequest,
@@ -231,6 +234,78 @@ def test_a_task_the_front_made_goes_on_under_its_id_at_the_agent(front, agent, b
     run(go())
 
 
+@pytest.mark.parametrize("binding", BINDINGS)
+def test_the_front_s_tasks_outlive_a_killed_sidecar(tmp_path, agent, binding):
+    """The front's records are in the store: a task it made, and the agent's id it was
+    joined to, are acknowledged only once durable, so a sidecar killed (SIGKILL) and
+    started again on the same data directory goes on answering them."""
+    data = tmp_path / "data"
+
+    def started():
+        return start_server_line(data, "--front-upstream", agent.url, "--front-listen", "127.0.0.1:0",
+                                 "--front-default-role", "assignee")
+
+    async def in_session(serving, steps):
+        async with Session(f"http://{serving['front_addr']}", binding, False) as session:
+            return await steps(session)
+
+    proc, serving = started()
+
+    async def made(session):
+        events = await session.send("/model gpt-x-mini")
+        return last_status(events)[:2]
+    task_id, context_id = run(in_session(serving, made))
+    proc.kill()
+    proc.wait(timeout=30)
+
+    proc, serving = started()
+    try:
+        async def after_restart(session):
+            task = await session.client.get_task(GetTaskRequest(id=task_id))
+            assert task.id == task_id and task.status.state == TASK_STATE_INPUT_REQUIRED
+            data = json_format.MessageToDict(task.metadata)["a2a-commands"]
+            assert data.get("settings") == {"model": "gpt-x-mini"}, (data, task)
+            # The next message joins it to a task at the agent.
+            events = await session.send(f"after restart {binding}", task_id, context_id)
+            assert last_status(events)[0] == task_id
+        run(in_session(serving, after_restart))
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+
+    proc, serving = started()
+    try:
+        async def joined(session):
+            task = await session.client.get_task(GetTaskRequest(id=task_id))
+            assert task.id == task_id
+            assert f"after restart {binding}" in [m.parts[0].text for m in task.history]
+        run(in_session(serving, joined))
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+@pytest.mark.parametrize("binding", BINDINGS)
+def test_a_task_the_front_made_is_subscribed_to_and_canceled_there(front, binding):
+    async def go():
+        async with Session(front_url(front), binding, True) as session:
+            events = await session.send("/status")
+            task_id = last_status(events)[0]
+            # It waits for its next message: a subscription sees it, then ends.
+            seen = [r async for r in session.client.subscribe(SubscribeToTaskRequest(id=task_id))]
+            assert [r.WhichOneof("payload") for r in seen] == ["task"]
+            assert seen[0].task.id == task_id
+            assert seen[0].task.status.state == TASK_STATE_INPUT_REQUIRED
+            canceled = await session.client.cancel_task(CancelTaskRequest(id=task_id))
+            assert canceled.id == task_id and canceled.status.state == TASK_STATE_CANCELED
+            task = await session.client.get_task(GetTaskRequest(id=task_id))
+            assert task.status.state == TASK_STATE_CANCELED
+            with pytest.raises(Exception) as refused:
+                await session.client.cancel_task(CancelTaskRequest(id=task_id))
+            assert "cancel" in str(refused.value).lower()
+    run(go())
+
+
 def test_requests_are_counted_by_binding_method_and_result(front):
     async def go():
         async with Session(front_url(front), "JSONRPC", False) as session:
@@ -374,7 +449,7 @@ def test_a_stream_passes_through_event_by_event(tmp_path):
                     # front that held events back would never get it sent.
                     raw.got_first.set()
         assert [e.count("event") for e in events] == [1, 1] and "event 2" in events[1], events
-        assert raw.finished.is_set()
+        assert raw.finished.wait(30)
     finally:
         proc.terminate()
         proc.wait(timeout=30)
