@@ -579,3 +579,123 @@ async fn a_call_its_caller_cancels_still_ends_its_spans() {
         Some("cancelled")
     );
 }
+
+/// A plain A2A agent for the front: answers every JSON-RPC call with a message, and
+/// keeps the `traceparent` each POST brought (not the front's own card fetches).
+async fn start_recording_agent() -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let kept = std::sync::Arc::clone(&seen);
+    let app = axum::Router::new().fallback(
+        move |method: axum::http::Method, headers: axum::http::HeaderMap| {
+            let kept = std::sync::Arc::clone(&kept);
+            async move {
+                let parent = headers
+                    .get("traceparent")
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or_default()
+                    .to_owned();
+                if method == axum::http::Method::POST {
+                    kept.lock().unwrap().push(parent);
+                }
+                let answer = serde_json::json!({"jsonrpc": "2.0", "id": 1, "result": {"message": {
+                "messageId": "a-1", "role": "ROLE_AGENT", "parts": [{"text": "hi"}]}}});
+                (
+                    [(axum::http::header::CONTENT_TYPE, "application/json")],
+                    answer.to_string(),
+                )
+            }
+        },
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (url, seen)
+}
+
+/// A JSON-RPC `SendMessage` of `text` to the front, as a traced caller.
+async fn send_to_front(front: std::net::SocketAddr, text: &str) -> serde_json::Value {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
+        "params": {"message": {"messageId": "m-1", "role": "ROLE_USER", "parts": [{"text": text}]}}});
+    let answer = reqwest::Client::new()
+        .post(format!("http://{front}/"))
+        .header("content-type", "application/json")
+        .header("a2a-version", "1.0")
+        .header("traceparent", format!("00-{PARENT_TRACE}-{PARENT_SPAN}-01"))
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
+    serde_json::from_slice(&answer.bytes().await.unwrap()).unwrap()
+}
+
+#[tokio::test]
+async fn a_front_request_is_a_server_span_and_its_agent_call_a_client_span_the_agent_sees() {
+    let receiver = Receiver::start().await;
+    let (upstream, seen) = start_recording_agent().await;
+    let server = TestServer::start_with(|s| {
+        s.traces = traces_to(&receiver);
+        s.front = Some(a2a_commands::front::FrontOptions {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            upstream: url::Url::parse(&upstream).unwrap(),
+            public_url: None,
+            timeout: Duration::from_secs(10),
+            max_body_bytes: 1 << 20,
+            card_refresh: Duration::from_secs(30),
+            records: a2a_commands::registry::records::Limits {
+                cap: 100,
+                expiry: Duration::from_secs(3600),
+            },
+            default_role: Role::Assignee,
+            role_header: None,
+            sender_header: None,
+        });
+    })
+    .await;
+    let front = server.server.as_ref().unwrap().front_addr().unwrap();
+    let passed = send_to_front(front, "hello").await;
+    assert_eq!(
+        passed["result"]["message"]["parts"][0]["text"], "hi",
+        "{passed}"
+    );
+    let answered = send_to_front(front, "/status").await;
+    assert!(answered["result"]["task"].is_object(), "{answered}");
+
+    let spans = receiver
+        .wait_for("the front's spans", |spans| {
+            named(spans, "SendMessage").len() == 2 && !named(spans, "POST").is_empty()
+        })
+        .await;
+    let servers = named(&spans, "SendMessage");
+    for span in &servers {
+        assert_eq!(span.kind(), SpanKind::Server);
+        assert_eq!(hex(&span.trace_id), PARENT_TRACE);
+        assert_eq!(hex(&span.parent_span_id), PARENT_SPAN);
+        assert_eq!(
+            attribute(span, "a2a.front.binding").as_deref(),
+            Some("jsonrpc")
+        );
+    }
+    let by_result = |result: &str| {
+        *servers
+            .iter()
+            .find(|s| attribute(s, "a2a.front.result").as_deref() == Some(result))
+            .unwrap_or_else(|| panic!("no {result} span: {servers:?}"))
+    };
+    let (passed, _answered) = (by_result("passed"), by_result("answered"));
+    // One agent call, for the plain message; the command never reached the agent.
+    let client = one(&spans, "POST");
+    assert_eq!(client.kind(), SpanKind::Client);
+    assert_eq!(hex(&client.trace_id), PARENT_TRACE);
+    assert_eq!(hex(&client.parent_span_id), hex(&passed.span_id));
+    assert_eq!(
+        attribute(client, "http.response.status_code").as_deref(),
+        Some("200")
+    );
+    // The agent saw the client span as its parent, not the caller's span.
+    let got = seen.lock().unwrap().clone();
+    assert_eq!(
+        got,
+        [format!("00-{PARENT_TRACE}-{}-01", hex(&client.span_id))]
+    );
+}

@@ -30,6 +30,7 @@ use crate::rules::event::JsonForm;
 use crate::rules::execute::reply_event;
 use crate::rules::task::Task;
 use crate::run::{now, Asked, Ran, Runner};
+use crate::telemetry::{CallSpan, KeyValue, SpanKind, Tracer, W3c};
 
 /// The front: its settings, the agent behind it, and what it keeps.
 pub struct Front {
@@ -44,6 +45,8 @@ pub struct Front {
     signature_logged: AtomicBool,
     /// Draws the ids of the tasks the front makes.
     random: ring::rand::SystemRandom,
+    /// With traces on: a server span per request, a client span per upstream call.
+    tracer: Option<Tracer>,
 }
 
 /// What every id of a task the front makes begins with, whichever replica made it:
@@ -91,6 +94,7 @@ impl Front {
         runner: Arc<Runner>,
         records: Records,
         bound: SocketAddr,
+        tracer: Option<Tracer>,
     ) -> Self {
         let public = options.public_url.clone().unwrap_or_else(|| {
             let host = if bound.ip().is_unspecified() {
@@ -100,7 +104,8 @@ impl Front {
             };
             url::Url::parse(&format!("http://{host}:{}/", bound.port())).expect("a URL")
         });
-        let upstream = Upstream::new(options.upstream.clone(), options.timeout);
+        let upstream =
+            Upstream::new(options.upstream.clone(), options.timeout).traced(tracer.clone());
         Self {
             options,
             runner,
@@ -110,6 +115,7 @@ impl Front {
             records: Arc::new(records),
             signature_logged: AtomicBool::new(false),
             random: ring::rand::SystemRandom::new(),
+            tracer,
         }
     }
 
@@ -148,7 +154,12 @@ impl Front {
         let path = request.uri().path().to_owned();
         let method = request.method().clone();
         let activated = activates_us(request.headers());
-        let mut answer = self.route(request, &path, &method).await;
+        let span = self.server_span(&request);
+        let routed = self.route(request, &path, &method);
+        let mut answer = match &span {
+            Some(span) => span.around(routed).await,
+            None => routed.await,
+        };
         let binding = if is_http_json(&method, &path) {
             "http_json"
         } else if answer.extensions().get::<RpcMethod>().is_some() {
@@ -177,10 +188,39 @@ impl Front {
                 result,
             })
             .inc();
+        if let Some(span) = span {
+            let status = answer.status();
+            span.rename(named);
+            span.set(KeyValue::new("a2a.front.binding", binding));
+            span.set(KeyValue::new("a2a.front.result", result));
+            span.set(KeyValue::new(
+                "http.response.status_code",
+                i64::from(status.as_u16()),
+            ));
+            let failed = result == "upstream_error" || status.is_server_error();
+            span.end(failed.then_some(result));
+        }
         if activated {
             echo_activation(answer.headers_mut());
         }
         answer
+    }
+
+    /// With traces on, the server span of one request: a child of the caller's
+    /// `traceparent` (a new trace without one), named for the A2A method once known,
+    /// ended when the answer starts.
+    fn server_span(&self, request: &Request<Body>) -> Option<CallSpan> {
+        let tracer = self.tracer.as_ref()?;
+        let header = |name: &str| request.headers().get(name).and_then(|v| v.to_str().ok());
+        let parent = W3c {
+            traceparent: header("traceparent"),
+            tracestate: header("tracestate"),
+        };
+        let attributes = vec![
+            KeyValue::new("http.request.method", request.method().to_string()),
+            KeyValue::new("url.path", request.uri().path().to_owned()),
+        ];
+        Some(tracer.span(SpanKind::Server, "front", parent, attributes))
     }
 
     async fn route(&self, request: Request<Body>, path: &str, method: &Method) -> Response<Body> {
@@ -222,10 +262,14 @@ impl Front {
         };
         // Looked at: what may be a command, and what names a task the front made (its
         // ids share a prefix no agent's id has).
+        // Looked at: what may be a command, what names a task the front made (their ids
+        // share a prefix), `GetTask`, and a message on a task (whose data the front may
+        // keep): small bodies only.
         let look = a2a::may_hold_command(&bytes, a2a::PRECHECK_MAX_BYTES)
             || (bytes.len() <= a2a::PRECHECK_MAX_BYTES
                 && (contains(&bytes, TASK_ID_PREFIX.as_bytes())
-                    || contains(&bytes, b"\"GetTask\"")));
+                    || contains(&bytes, b"\"GetTask\"")
+                    || contains(&bytes, b"\"taskId\"")));
         let bytes_seen = bytes.clone();
         let handled = if look {
             let query = parts.uri.query().map(str::to_owned);
@@ -463,11 +507,25 @@ impl Front {
             .get("taskId")
             .and_then(Value::as_str)
             .unwrap_or_default();
-        if !task_id.starts_with(TASK_ID_PREFIX) {
+        if task_id.is_empty() {
             return Handled::Forward(bytes.clone());
         }
-        let (mut task, upstream) = match self.records.task(task_id).await {
-            Ok(Some(kept)) => kept,
+        let (mut task, upstream) = match self.records.get(task_id).await {
+            Ok(Some(Kept::Task(task, upstream))) => (task, upstream),
+            // The agent's task, whose data a command changed: the message carries the
+            // settings chosen, and the answer shows the data.
+            Ok(Some(Kept::Data(data))) => {
+                let body = if data.get("settings").is_some() {
+                    follow_up_body(binding, body, Some(task_id), &data)
+                } else {
+                    bytes.clone()
+                };
+                return Handled::ForwardJoined {
+                    body,
+                    front: task_id.to_owned(),
+                    upstream: Some(task_id.to_owned()),
+                };
+            }
             Ok(None) => return Handled::Forward(bytes.clone()),
             Err(error) => return Handled::Answer(records_failed(binding, id, &error)),
         };

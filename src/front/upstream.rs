@@ -13,6 +13,8 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 
+use crate::telemetry::{CallSpan, KeyValue, SpanKind, Tracer};
+
 /// Headers that belong to one connection, never forwarded (RFC 9110, section 7.6.1).
 const HOP_BY_HOP: [&str; 8] = [
     "connection",
@@ -42,6 +44,7 @@ pub struct Upstream {
     base: url::Url,
     client: Client<HttpConnector, Body>,
     timeout: Duration,
+    tracer: Option<Tracer>,
 }
 
 impl Upstream {
@@ -54,7 +57,14 @@ impl Upstream {
             base,
             client: Client::builder(TokioExecutor::new()).build(connector),
             timeout,
+            tracer: None,
         }
+    }
+
+    /// The same upstream, each call a client span sent to `tracer` (a child of the
+    /// span current where the call is made), whose `traceparent` the agent receives.
+    pub fn traced(self, tracer: Option<Tracer>) -> Self {
+        Self { tracer, ..self }
     }
 
     /// The agent's base URL.
@@ -88,14 +98,59 @@ impl Upstream {
                 request.headers_mut().insert(header::HOST, host);
             }
         }
+        let span = self.span(&mut request);
         let where_ = self.base.to_string();
         let answer = tokio::time::timeout(self.timeout, self.client.request(request))
             .await
-            .map_err(|_| UpstreamError::Timeout(where_.clone(), self.timeout.as_millis()))?
-            .map_err(|e| UpstreamError::Unreachable(where_, error_chain(&e)))?;
-        let (mut parts, body) = answer.into_parts();
+            .map_err(|_| UpstreamError::Timeout(where_.clone(), self.timeout.as_millis()))
+            .and_then(|answer| {
+                answer.map_err(|e| UpstreamError::Unreachable(where_, error_chain(&e)))
+            });
+        if let Some(span) = span {
+            match &answer {
+                Ok(answer) => {
+                    let status = answer.status();
+                    span.set(KeyValue::new(
+                        "http.response.status_code",
+                        i64::from(status.as_u16()),
+                    ));
+                    span.end(status.is_server_error().then_some("http_status"));
+                }
+                Err(UpstreamError::Timeout(..)) => span.end(Some("timeout")),
+                Err(UpstreamError::Unreachable(..)) => span.end(Some("unreachable")),
+            }
+        }
+        let (mut parts, body) = answer?.into_parts();
         strip_hop_by_hop(&mut parts.headers);
         Ok(Response::from_parts(parts, Body::new(body)))
+    }
+
+    /// With traces on, the client span of one call (until its answer starts), and the
+    /// request's trace context replaced by one naming it.
+    fn span(&self, request: &mut Request<Body>) -> Option<CallSpan> {
+        let tracer = self.tracer.as_ref()?;
+        let mut attributes = vec![
+            KeyValue::new("http.request.method", request.method().to_string()),
+            KeyValue::new("url.path", request.uri().path().to_owned()),
+        ];
+        if let Some(host) = self.base.host_str() {
+            attributes.push(KeyValue::new("server.address", host.to_owned()));
+        }
+        if let Some(port) = self.base.port_or_known_default() {
+            attributes.push(KeyValue::new("server.port", i64::from(port)));
+        }
+        let span =
+            tracer.span_under_current(SpanKind::Client, request.method().to_string(), attributes);
+        let (traceparent, tracestate) = span.w3c();
+        let headers = request.headers_mut();
+        headers.remove("tracestate");
+        if let Ok(value) = HeaderValue::from_str(&traceparent) {
+            headers.insert("traceparent", value);
+        }
+        if let Some(value) = tracestate.and_then(|s| HeaderValue::from_str(&s).ok()) {
+            headers.insert("tracestate", value);
+        }
+        Some(span)
     }
 
     /// A whole answer to a call the front makes itself: `method` on `uri` (one of

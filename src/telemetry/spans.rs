@@ -4,6 +4,7 @@
 
 use std::borrow::Cow;
 
+use opentelemetry::context::{FutureExt as _, WithContext};
 use opentelemetry::propagation::{Extractor, Injector, TextMapPropagator as _};
 use opentelemetry::trace::{SpanKind, Status, TraceContextExt as _, Tracer as _};
 use opentelemetry::{Context, ContextGuard, KeyValue};
@@ -147,6 +148,17 @@ impl CallSpan {
     /// Adds `attribute`.
     pub fn set(&self, attribute: KeyValue) {
         self.cx.span().set_attribute(attribute);
+    }
+
+    /// Renames the span, once what it is became known.
+    pub fn rename(&self, name: impl Into<Cow<'static, str>>) {
+        self.cx.span().update_name(name);
+    }
+
+    /// `work` with this span current whenever it is polled, on whichever thread: the
+    /// spans it starts are this one's children.
+    pub fn around<F: std::future::Future>(&self, work: F) -> WithContext<F> {
+        work.with_context(self.cx.clone())
     }
 
     /// Ends the span; with `error`, its status is an error and `error.type` says which

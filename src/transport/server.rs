@@ -403,6 +403,7 @@ pub async fn start(settings: Settings) -> Result<RunningServer, StartError> {
                 Arc::clone(api.runner()),
                 Records::new(records),
                 front_addr,
+                tracer.clone(),
             ));
             // Readiness: the front's health service is SERVING while it has a card to
             // serve (the agent's, fetched now and at each refresh).

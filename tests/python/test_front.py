@@ -158,6 +158,14 @@ def test_a_command_on_the_agent_s_task_keeps_its_state_and_settings_stick(front,
             task = await session.client.get_task(GetTaskRequest(id=task_id))
             data = json_format.MessageToDict(task.metadata)["a2a-commands"]
             assert data["settings"] == {"model": "gpt-x-mini"}, data
+            # A plain message on it reaches the agent with the settings chosen, under the
+            # extension's URI, and the task that comes back shows the data.
+            events = await session.send(f"after model {binding}", task_id, context_id)
+            assert agent.echo.metadata[-1][EXTENSION] == {"settings": {"model": "gpt-x-mini"}}
+            kind, answered = events[-1]
+            assert kind == "task" and answered.id == task_id, events
+            data = json_format.MessageToDict(answered.metadata)["a2a-commands"]
+            assert data["settings"] == {"model": "gpt-x-mini"}, data
     run(go())
 
 
