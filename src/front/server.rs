@@ -77,6 +77,9 @@ enum Handled {
     /// Forward the request with this body (the same bytes, or a prompt command's
     /// expansion).
     Forward(Bytes),
+    /// Forward this body (a request for the extended card); the card in the answer is
+    /// merged.
+    ForwardCard(Bytes),
     /// Forward this body, about the front's task `front`: the agent's id for it
     /// (`upstream`, or the one its answer gives) is written back as `front` in the
     /// answer, so the client goes on seeing one task.
@@ -231,6 +234,11 @@ impl Front {
                 || path.ends_with("/.well-known/agent.json"))
         {
             self.card_answer(request.headers()).await
+        } else if method == Method::GET && path.ends_with("/extendedAgentCard") {
+            let mut request = request;
+            identity_only(request.headers_mut());
+            let answer = self.forward(request, Some(Binding::HttpJson)).await;
+            self.extended_card(answer, Binding::HttpJson).await
         } else if path.contains("/tasks/")
             && (method == Method::GET
                 || (method == Method::POST
@@ -269,7 +277,8 @@ impl Front {
             || (bytes.len() <= a2a::PRECHECK_MAX_BYTES
                 && (contains(&bytes, TASK_ID_PREFIX.as_bytes())
                     || contains(&bytes, b"\"GetTask\"")
-                    || contains(&bytes, b"\"taskId\"")));
+                    || contains(&bytes, b"\"taskId\"")
+                    || contains(&bytes, b"\"GetExtendedAgentCard\"")));
         let bytes_seen = bytes.clone();
         let handled = if look {
             let query = parts.uri.query().map(str::to_owned);
@@ -291,6 +300,12 @@ impl Front {
             Handled::Forward(body) => {
                 let request = with_length(parts, body);
                 self.forward(request, Some(binding)).await
+            }
+            Handled::ForwardCard(body) => {
+                let mut request = with_length(parts, body);
+                identity_only(request.headers_mut());
+                let answer = self.forward(request, Some(binding)).await;
+                self.extended_card(answer, binding).await
             }
             Handled::ForwardJoined {
                 body,
@@ -488,6 +503,7 @@ impl Front {
                     None => Handled::Forward(bytes.clone()),
                 }
             }
+            "GetExtendedAgentCard" => Handled::ForwardCard(bytes.clone()),
             _ => Handled::Forward(bytes.clone()),
         }
     }
@@ -1009,22 +1025,68 @@ impl Front {
 
     /// The card with this registry's entry, at the next request after any change.
     fn merged_card(&self, mut card: Value) -> Response<Body> {
-        let extension = match self.runner.registry().read() {
-            Ok(snapshot) => {
-                serde_json::from_str::<Value>(&snapshot.card().extension_json).expect("our JSON")
-            }
-            Err(_) => {
-                return json_answer(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    &json!({"error": "the command registry is not ready yet"}),
-                )
-            }
+        if !self.merge(&mut card) {
+            return json_answer(
+                StatusCode::SERVICE_UNAVAILABLE,
+                &json!({"error": "the command registry is not ready yet"}),
+            );
+        }
+        json_answer(StatusCode::OK, &card)
+    }
+
+    /// Merges this registry's entry and the front's URLs into `card`; `false` when
+    /// there is no registry to take the entry from yet.
+    fn merge(&self, card: &mut Value) -> bool {
+        let Ok(snapshot) = self.runner.registry().read() else {
+            return false;
         };
-        let dropped = card::merge(&mut card, &extension, self.upstream.base(), &self.public);
+        let extension =
+            serde_json::from_str::<Value>(&snapshot.card().extension_json).expect("our JSON");
+        let dropped = card::merge(card, &extension, self.upstream.base(), &self.public);
         if dropped && !self.signature_logged.swap(true, Ordering::Relaxed) {
             tracing::warn!(upstream = %self.upstream.base(), "the agent's card is signed; the front serves it merged without the signatures, which no longer match (configure a signing key to sign the merged card)");
         }
-        json_answer(StatusCode::OK, &card)
+        true
+    }
+
+    /// The agent's answer to an extended-card request (`GetExtendedAgentCard`, `GET
+    /// .../extendedAgentCard`), with the card in it merged as the public one is. It is
+    /// the caller's (the agent may answer each caller differently), so never cached;
+    /// an error, or an answer that holds no card, passes as it came.
+    async fn extended_card(&self, answer: Response<Body>, binding: Binding) -> Response<Body> {
+        if answer.status() != StatusCode::OK {
+            return answer;
+        }
+        let (mut parts, body) = answer.into_parts();
+        let limited = http_body_util::Limited::new(body, self.options.max_body_bytes);
+        let Ok(collected) = limited.collect().await else {
+            return upstream_failed(
+                binding,
+                &Value::Null,
+                &UpstreamError::Unreachable(
+                    self.upstream.base().to_string(),
+                    "its extended card broke off or was over the body limit".into(),
+                ),
+            );
+        };
+        let bytes = collected.to_bytes();
+        let mut value = match serde_json::from_slice::<Value>(&bytes) {
+            Ok(value) => value,
+            Err(_) => return Response::from_parts(parts, Body::from(bytes)),
+        };
+        let card = match binding {
+            Binding::JsonRpc => value.get_mut("result"),
+            Binding::HttpJson => Some(&mut value),
+        };
+        let merged = match card {
+            Some(card) if card.is_object() && !is_encoded(&parts.headers) => self.merge(card),
+            _ => false,
+        };
+        if !merged {
+            return Response::from_parts(parts, Body::from(bytes));
+        }
+        parts.headers.remove(header::CONTENT_LENGTH);
+        Response::from_parts(parts, Body::from(value.to_string()))
     }
 
     /// Fetches the upstream's card into `cache` (conditionally, with its ETag); keeps
@@ -1033,11 +1095,7 @@ impl Front {
     async fn refresh_card(&self, cache: &mut CardCache, headers: &HeaderMap) {
         let mut asked = HeaderMap::new();
         asked.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
-        // Only identity: a compressed card would need decoding the front does not do.
-        asked.insert(
-            header::ACCEPT_ENCODING,
-            HeaderValue::from_static("identity"),
-        );
+        identity_only(&mut asked);
         if let Some(version) = headers.get("a2a-version") {
             asked.insert("a2a-version", version.clone());
         }
@@ -1066,10 +1124,7 @@ impl Front {
                 }
             }
             Ok((status, headers, bytes)) => {
-                let encoded = headers
-                    .get(header::CONTENT_ENCODING)
-                    .and_then(|v| v.to_str().ok())
-                    .is_some_and(|e| !e.eq_ignore_ascii_case("identity"));
+                let encoded = is_encoded(&headers);
                 let card = serde_json::from_slice::<Value>(&bytes)
                     .ok()
                     .filter(|c| c.is_object() && status == StatusCode::OK && !encoded);
@@ -1118,6 +1173,23 @@ impl Front {
             }
         }
     }
+}
+
+/// Asks for an uncompressed answer, which the front reads (it decodes none).
+fn identity_only(headers: &mut HeaderMap) {
+    headers.insert(
+        header::ACCEPT_ENCODING,
+        HeaderValue::from_static("identity"),
+    );
+}
+
+/// Whether an answer's body is compressed (anything but identity): the front does not
+/// decode it, so never takes it for JSON.
+fn is_encoded(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_ENCODING)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|e| !e.eq_ignore_ascii_case("identity"))
 }
 
 /// Sets `task`'s task data to `data`.

@@ -69,11 +69,16 @@ class Agent:
                 AgentInterface(url=self.url, protocol_binding="JSONRPC", protocol_version="1.0"),
                 AgentInterface(url=f"{self.url}/rest", protocol_binding="HTTP+JSON", protocol_version="1.0"),
             ],
-            capabilities=AgentCapabilities(streaming=True),
+            capabilities=AgentCapabilities(streaming=True, extended_agent_card=True),
             default_input_modes=["text/plain"], default_output_modes=["text/plain"],
             skills=[AgentSkill(id="echo", name="Echo", description="Echoes the text", tags=["echo"])],
         )
-        handler = DefaultRequestHandler(agent_executor=self.echo, task_store=InMemoryTaskStore(), agent_card=card)
+        # The extended card (for authenticated callers): one more skill.
+        extended = AgentCard()
+        extended.CopyFrom(card)
+        extended.skills.append(AgentSkill(id="secret", name="Secret", description="For callers it knows", tags=["x"]))
+        handler = DefaultRequestHandler(agent_executor=self.echo, task_store=InMemoryTaskStore(), agent_card=card,
+                                        extended_agent_card=extended)
         self.handler = handler
         app = Starlette(routes=[
             *create_agent_card_routes(card),

@@ -16,6 +16,7 @@ from a2a.types.a2a_pb2 import (
     TASK_STATE_CANCELED,
     TASK_STATE_INPUT_REQUIRED,
     CancelTaskRequest,
+    GetExtendedAgentCardRequest,
     GetTaskRequest,
     SubscribeToTaskRequest,
     Message,
@@ -106,6 +107,22 @@ def test_the_card_is_the_agent_s_with_the_commands_and_the_front_s_urls(front, a
     assert names[:4] == ["model", "effort", "sub-task", "status"]
     urls = {i["protocolBinding"]: i["url"] for i in card["supportedInterfaces"]}
     assert urls == {"JSONRPC": url, "HTTP+JSON": f"{url}/rest"}
+
+
+@pytest.mark.parametrize("binding", BINDINGS)
+def test_the_extended_card_is_merged_as_the_card_is(front, binding):
+    async def go():
+        async with Session(front_url(front), binding, False) as session:
+            card = await session.client.get_extended_agent_card(GetExtendedAgentCardRequest())
+            card = json_format.MessageToDict(card)
+            assert "secret" in [s["id"] for s in card["skills"]], "the agent's extended card"
+            entry = [e for e in card["capabilities"]["extensions"] if e["uri"] == EXTENSION]
+            assert len(entry) == 1
+            assert [c["name"] for c in entry[0]["params"]["commands"]][:4] == ["model", "effort", "sub-task", "status"]
+            url = front_url(front)
+            urls = {i["protocolBinding"]: i["url"] for i in card["supportedInterfaces"]}
+            assert urls == {"JSONRPC": url, "HTTP+JSON": f"{url}/rest"}
+    run(go())
 
 
 @pytest.mark.parametrize("binding", BINDINGS)
