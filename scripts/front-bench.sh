@@ -1,14 +1,21 @@
 #!/usr/bin/env bash
-# The front's cost, side by side in one run (BENCHMARKS.md, "The front"): a plain
-# SendMessage (JSON-RPC) straight to an agent and through the front to the same agent,
-# and /status answered by the front itself. The agent is tests/python/front_agent.py (a
-# plain a2a-sdk 1.3 echo agent); the client is wrk, with keep-alive connections.
-# Rounds alternate direct and front, FRONT_BENCH_ROUNDS times (3); each row's median is
-# reported, with the ratio to the direct run of the same round.
+# The front's cost, side by side in one run (BENCHMARKS.md, "The front"). The agent is
+# tests/agents/go (a plain a2a-go echo agent, fast enough that the front's own cost
+# shows); the client is wrk, with keep-alive connections. Each round, in this order:
+#
+#   SendMessage straight to the agent and through the front, FRONT_BENCH_CONNECTIONS
+#   connections (8): throughput, the front's as a ratio to the direct run;
+#   the same with one connection, one request at a time: the p50 the front adds;
+#   /status answered by the front, and by the Go kit's gateway (clients/go/tools/
+#   benchgateway, the README's gateway, on the same sidecar): the ratio of the two.
+#
+# Then, once: the first event of a stream (SendStreamingMessage, 300 one at a time,
+# direct and through the front: the median time to the first event), and the front's
+# memory per idle keep-alive connection (1,000 of them, its resident set before and
+# after). Rounds: FRONT_BENCH_ROUNDS (3); each row's median is reported.
 #
 #   cargo build --release --bin a2a-commands
-#   bash scripts/front-bench.sh            # needs wrk (apt-get install wrk) and the
-#                                          # Python packages of tests/python/requirements.txt
+#   bash scripts/front-bench.sh            # needs wrk (apt-get install wrk) and Go
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,6 +24,7 @@ seconds="${FRONT_BENCH_SECONDS:-5}"
 connections="${FRONT_BENCH_CONNECTIONS:-8}"
 bin="${FRONT_BENCH_SERVER:-target/release/a2a-commands}"
 command -v wrk >/dev/null || { echo "front-bench: wrk is missing (apt-get install wrk)" >&2; exit 1; }
+command -v go >/dev/null || { echo "front-bench: go is missing (Go 1.25 or newer)" >&2; exit 1; }
 [[ -x $bin ]] || { echo "front-bench: $bin is missing (cargo build --release --bin a2a-commands)" >&2; exit 1; }
 
 work=$(mktemp -d)
@@ -24,30 +32,33 @@ pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"; }
 trap cleanup EXIT
 
-# The agent, in a process of its own; it writes its URL when it listens.
-python3 - "$work/agent-url" <<'PY' &
-import sys, threading
-sys.path.insert(0, "tests/python")
-from front_agent import Agent
-agent = Agent()
-with open(sys.argv[1] + ".new", "w") as f:
-    f.write(agent.url)
-import os
-os.rename(sys.argv[1] + ".new", sys.argv[1])
-threading.Event().wait()
-PY
+(cd tests/agents/go && go build -o "$work/agent" .)
+(cd clients/go && go build -o "$work/gateway" ./tools/benchgateway)
+
+# Each Go program prints where it listens on its first line.
+first_line() { # $1: file
+  for _ in $(seq 300); do [[ -s $1 ]] && { head -1 "$1"; return; }; sleep 0.1; done
+  echo "front-bench: nothing written to $1" >&2; exit 1
+}
+"$work/agent" >"$work/agent.out" &
 pids+=($!)
-for _ in $(seq 300); do [[ -f $work/agent-url ]] && break; sleep 0.1; done
-agent=$(cat "$work/agent-url")
+agent=$(first_line "$work/agent.out")
 
 "$bin" serve --listen 127.0.0.1:0 --data-dir "$work/data" --log-format json \
   --front-upstream "$agent" --front-listen 127.0.0.1:0 --front-default-role assignee \
   --call-log-sample 1000000 2>"$work/serve.log" &
-pids+=($!)
+sidecar_pid=$!
+pids+=($sidecar_pid)
 for _ in $(seq 300); do grep -q '"serving"' "$work/serve.log" 2>/dev/null && break; sleep 0.1; done
-front="http://$(grep -m1 '"serving"' "$work/serve.log" | python3 -c 'import json,sys; print(json.load(sys.stdin)["front_addr"])')"
+serving=$(grep -m1 '"serving"' "$work/serve.log")
+front="http://$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["front_addr"])' "$serving")"
+api=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["addr"])' "$serving")
 
-lua() { # $1: the message text
+A2A_COMMANDS_ADDR=$api "$work/gateway" kit >"$work/gateway.out" &
+pids+=($!)
+gateway="http://127.0.0.1:$(first_line "$work/gateway.out" | awk '{print $2}')"
+
+lua() { # $1: method, $2: the message text
   cat <<LUA
 wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
@@ -55,7 +66,7 @@ wrk.headers["A2A-Version"] = "1.0"
 local n = 0
 request = function()
   n = n + 1
-  local body = string.format('{"jsonrpc":"2.0","id":%d,"method":"SendMessage","params":{"message":{"messageId":"m-%d-%d","role":"ROLE_USER","parts":[{"text":"$1"}]}}}', n, math.random(1, 1000000000), n)
+  local body = string.format('{"jsonrpc":"2.0","id":%d,"method":"$1","params":{"message":{"messageId":"m-%d-%d","role":"ROLE_USER","parts":[{"text":"$2"}]}}}', n, math.random(1, 1000000000), n)
   return wrk.format(nil, "/", nil, body)
 end
 done = function(summary, latency, requests)
@@ -64,27 +75,102 @@ done = function(summary, latency, requests)
 end
 LUA
 }
-lua "hello" >"$work/plain.lua"
-lua "/status" >"$work/status.lua"
+lua SendMessage "hello" >"$work/plain.lua"
+lua SendMessage "/status" >"$work/status.lua"
 
-run() { # $1: URL, $2: script -> "rps p50_ms p99_ms errors"
-  wrk -t 2 -c "$connections" -d "${seconds}s" -s "$2" "$1" | awk '/^RESULT/ {print $2, $3, $4, $5}'
+run() { # $1: URL, $2: script, $3: connections -> "rps p50_ms p99_ms errors"
+  local threads=2
+  [[ $3 -eq 1 ]] && threads=1
+  wrk -t "$threads" -c "$3" -d "${seconds}s" -s "$2" "$1" | awk '/^RESULT/ {print $2, $3, $4, $5}'
 }
+row() { printf "%-5s %-34s %10s %9s %9s %7s %8s\n" "$@"; }
+ratio() { python3 -c "print(f'{$1 / $2:.3f}')"; }
 
-# Warm both paths.
-run "$agent" "$work/plain.lua" >/dev/null
-run "$front" "$work/plain.lua" >/dev/null
+# Warm every path.
+run "$agent" "$work/plain.lua" 2 >/dev/null
+run "$front" "$work/plain.lua" 2 >/dev/null
+run "$gateway" "$work/status.lua" 2 >/dev/null
 
-printf "%-5s %-28s %10s %9s %9s %7s %8s\n" round row "req/s" "p50 ms" "p99 ms" errors ratio
+row round row "req/s" "p50 ms" "p99 ms" errors ratio
 for r in $(seq "$rounds"); do
-  read -r d_rps d_p50 d_p99 d_err < <(run "$agent" "$work/plain.lua")
-  read -r f_rps f_p50 f_p99 f_err < <(run "$front" "$work/plain.lua")
-  read -r s_rps s_p50 s_p99 s_err < <(run "$front" "$work/status.lua")
-  printf "%-5s %-28s %10s %9s %9s %7s %8s\n" "$r" "SendMessage, direct" "$d_rps" "$d_p50" "$d_p99" "$d_err" "1.000"
-  printf "%-5s %-28s %10s %9s %9s %7s %8.3f\n" "$r" "SendMessage, through front" "$f_rps" "$f_p50" "$f_p99" "$f_err" \
-    "$(python3 -c "print($f_rps / $d_rps)")"
-  printf "%-5s %-28s %10s %9s %9s %7s %8.3f\n" "$r" "/status, answered by front" "$s_rps" "$s_p50" "$s_p99" "$s_err" \
-    "$(python3 -c "print($s_rps / $d_rps)")"
-  echo "$(python3 -c "print($f_rps / $d_rps)") $(python3 -c "print($f_p50 - $d_p50)")" >>"$work/ratios"
+  read -r d_rps d_p50 d_p99 d_err < <(run "$agent" "$work/plain.lua" "$connections")
+  read -r f_rps f_p50 f_p99 f_err < <(run "$front" "$work/plain.lua" "$connections")
+  read -r d1_rps d1_p50 d1_p99 d1_err < <(run "$agent" "$work/plain.lua" 1)
+  read -r f1_rps f1_p50 f1_p99 f1_err < <(run "$front" "$work/plain.lua" 1)
+  read -r s_rps s_p50 s_p99 s_err < <(run "$front" "$work/status.lua" "$connections")
+  read -r g_rps g_p50 g_p99 g_err < <(run "$gateway" "$work/status.lua" "$connections")
+  row "$r" "SendMessage, direct, c=$connections" "$d_rps" "$d_p50" "$d_p99" "$d_err" "1.000"
+  row "$r" "SendMessage, front, c=$connections" "$f_rps" "$f_p50" "$f_p99" "$f_err" "$(ratio "$f_rps" "$d_rps")"
+  row "$r" "SendMessage, direct, c=1" "$d1_rps" "$d1_p50" "$d1_p99" "$d1_err" "1.000"
+  row "$r" "SendMessage, front, c=1" "$f1_rps" "$f1_p50" "$f1_p99" "$f1_err" "$(ratio "$f1_rps" "$d1_rps")"
+  row "$r" "/status, Go kit gateway, c=$connections" "$g_rps" "$g_p50" "$g_p99" "$g_err" "1.000"
+  row "$r" "/status, front, c=$connections" "$s_rps" "$s_p50" "$s_p99" "$s_err" "$(ratio "$s_rps" "$g_rps")"
+  echo "$(ratio "$f_rps" "$d_rps") $(python3 -c "print(f'{$f1_p50 - $d1_p50:.3f}')") $(ratio "$s_rps" "$g_rps")" >>"$work/ratios"
 done
-sort -n "$work/ratios" | awk '{a[NR]=$0} END {split(a[int((NR+1)/2)], m, " "); printf "median: through the front %.3f of direct, p50 %+.3f ms\n", m[1], m[2]}'
+python3 - "$work/ratios" <<'PY'
+import statistics, sys
+rows = [list(map(float, line.split())) for line in open(sys.argv[1])]
+through, added, status = (statistics.median(col) for col in zip(*rows))
+print(f"median: SendMessage through the front {through:.3f} of direct; p50 added at c=1 "
+      f"{added:+.3f} ms; /status through the front {status:.2f}x the Go kit gateway's")
+PY
+
+# The first event of a stream, and memory per idle connection: one client, in Python.
+python3 - "$agent" "$front" "$sidecar_pid" <<'PY'
+import json, socket, statistics, sys, time, urllib.parse
+
+agent, front, pid = sys.argv[1], sys.argv[2], int(sys.argv[3])
+
+def first_event(url: str, n: int) -> float:
+    """Median ms from sending a streaming request to reading its first event."""
+    parsed = urllib.parse.urlparse(url)
+    times = []
+    for i in range(n):
+        body = json.dumps({"jsonrpc": "2.0", "id": i, "method": "SendStreamingMessage",
+                           "params": {"message": {"messageId": f"s-{i}-{time.time_ns()}", "role": "ROLE_USER",
+                                                  "parts": [{"text": "stream"}]}}}).encode()
+        head = (f"POST / HTTP/1.1\r\nHost: {parsed.netloc}\r\nContent-Type: application/json\r\n"
+                f"A2A-Version: 1.0\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode()
+        with socket.create_connection((parsed.hostname, parsed.port)) as sock:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            started = time.perf_counter()
+            sock.sendall(head + body)
+            seen = b""
+            while b"data:" not in seen:
+                chunk = sock.recv(65536)
+                if not chunk:
+                    raise SystemExit(f"{url}: the stream ended before an event")
+                seen += chunk
+            times.append((time.perf_counter() - started) * 1000)
+    return statistics.median(times)
+
+for url in (agent, front):  # warm
+    first_event(url, 20)
+direct, through = first_event(agent, 300), first_event(front, 300)
+print(f"first stream event: direct {direct:.3f} ms, through the front {through:.3f} ms, "
+      f"added {through - direct:+.3f} ms (median of 300)")
+
+def rss_kib() -> int:
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise SystemExit("no VmRSS")
+
+parsed = urllib.parse.urlparse(front)
+request = (f"GET /.well-known/agent-card.json HTTP/1.1\r\nHost: {parsed.netloc}\r\n\r\n").encode()
+before = rss_kib()
+idle = []
+for _ in range(1000):
+    sock = socket.create_connection((parsed.hostname, parsed.port))
+    sock.sendall(request)
+    seen = b""
+    while b"\r\n\r\n" not in seen:
+        seen += sock.recv(65536)
+    idle.append(sock)
+time.sleep(1)
+after = rss_kib()
+print(f"idle connections: 1000 keep-alive connections after one card request each: resident set "
+      f"{before} KiB -> {after} KiB, {(after - before) / 1000:.1f} KiB a connection")
+for sock in idle:
+    sock.close()
+PY

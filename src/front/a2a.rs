@@ -21,10 +21,7 @@ pub fn may_hold_command(body: &[u8], max: usize) -> bool {
         return false;
     }
     let starts = |at: usize, prefix: &[u8]| body.get(at..at + prefix.len()) == Some(prefix);
-    body.iter().enumerate().any(|(i, &b)| {
-        if b != b'"' {
-            return false;
-        }
+    memchr::memchr_iter(b'"', body).any(|i| {
         let after = |n: usize| body.get(i + 1 + n).copied();
         let letter = |at: Option<u8>| at.is_some_and(|c| c.is_ascii_lowercase());
         (after(0) == Some(b'/') && letter(after(1)))

@@ -226,6 +226,9 @@ impl Front {
         Some(tracer.span(SpanKind::Server, "front", parent, attributes))
     }
 
+    /// Where a request goes. Every path but the plain forward is boxed: the plain one
+    /// is the hot one, and its future stays small (it is moved, and boxed by axum, at
+    /// every request).
     async fn route(&self, request: Request<Body>, path: &str, method: &Method) -> Response<Body> {
         let path = path.to_owned();
         let method = method.clone();
@@ -233,18 +236,18 @@ impl Front {
             && (path.ends_with("/.well-known/agent-card.json")
                 || path.ends_with("/.well-known/agent.json"))
         {
-            self.card_answer(request.headers()).await
+            Box::pin(self.card_answer(request.headers())).await
         } else if method == Method::GET && path.ends_with("/extendedAgentCard") {
             let mut request = request;
             identity_only(request.headers_mut());
             let answer = self.forward(request, Some(Binding::HttpJson)).await;
-            self.extended_card(answer, Binding::HttpJson).await
+            Box::pin(self.extended_card(answer, Binding::HttpJson)).await
         } else if path.contains("/tasks/")
             && (method == Method::GET
                 || (method == Method::POST
                     && (path.ends_with(":cancel") || path.ends_with(":subscribe"))))
         {
-            self.rest_task_call(request).await
+            Box::pin(self.rest_task_call(request)).await
         } else if method == Method::POST {
             self.post(request).await
         } else {
@@ -282,8 +285,7 @@ impl Front {
         let bytes_seen = bytes.clone();
         let handled = if look {
             let query = parts.uri.query().map(str::to_owned);
-            self.inspect(binding, &path, query.as_deref(), &parts.headers, &bytes)
-                .await
+            Box::pin(self.inspect(binding, &path, query.as_deref(), &parts.headers, &bytes)).await
         } else {
             Handled::Forward(bytes)
         };
@@ -305,7 +307,7 @@ impl Front {
                 let mut request = with_length(parts, body);
                 identity_only(request.headers_mut());
                 let answer = self.forward(request, Some(binding)).await;
-                self.extended_card(answer, binding).await
+                Box::pin(self.extended_card(answer, binding)).await
             }
             Handled::ForwardJoined {
                 body,
@@ -314,7 +316,7 @@ impl Front {
             } => {
                 let request = with_length(parts, body);
                 let answer = self.forward(request, Some(binding)).await;
-                self.translate(answer, front, upstream).await
+                Box::pin(self.translate(answer, front, upstream)).await
             }
         };
         if binding == Binding::JsonRpc {
@@ -1328,7 +1330,7 @@ fn event_end(pending: &[u8]) -> Option<usize> {
 }
 
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
-    !needle.is_empty() && haystack.windows(needle.len()).any(|w| w == needle)
+    !needle.is_empty() && memchr::memmem::find(haystack, needle).is_some()
 }
 
 /// Writes the agent's id of one front task back as the front's, in answers, and
@@ -1508,9 +1510,19 @@ const METHODS: [&str; 16] = [
 
 /// A JSON-RPC body's method, found by its quoted name (never parsed for it).
 fn jsonrpc_method(body: &[u8]) -> &'static str {
+    let Some(at) = memchr::memmem::find(body, b"\"method\"") else {
+        return "other";
+    };
+    let value = body[at + 8..]
+        .iter()
+        .position(|b| !matches!(b, b' ' | b'\t' | b'\r' | b'\n' | b':'))
+        .map(|start| &body[at + 8 + start..]);
+    let name = value
+        .and_then(|v| v.strip_prefix(b"\""))
+        .and_then(|v| memchr::memchr(b'"', v).map(|end| &v[..end]));
     METHODS
         .iter()
-        .find(|m| contains(body, format!("\"{m}\"").as_bytes()))
+        .find(|m| Some(m.as_bytes()) == name)
         .copied()
         .unwrap_or("other")
 }
@@ -1612,6 +1624,20 @@ fn upstream_failed(binding: Binding, id: &Value, error: &UpstreamError) -> Respo
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_json_rpc_method_is_read_from_its_key_for_the_metrics() {
+        let call = |body: &str| jsonrpc_method(body.as_bytes());
+        assert_eq!(
+            call(r#"{"jsonrpc":"2.0","id":1,"method":"SendMessage"}"#),
+            "SendMessage"
+        );
+        assert_eq!(call(r#"{"method" : "GetTask","params":{}}"#), "GetTask");
+        assert_eq!(call(r#"{"method":"tasks/get"}"#), "tasks/get");
+        assert_eq!(call(r#"{"method":"Nonsense"}"#), "other");
+        assert_eq!(call(r#"{"id":1}"#), "other");
+        assert_eq!(call(r#"{"method":"SendMessag"#), "other");
+    }
 
     #[test]
     fn only_a_request_in_1_0_is_answered_by_the_front() {

@@ -89,8 +89,12 @@ enum Place {
 
 struct Local {
     db: sled::Db,
-    /// Our handles to sync what sled's flush leaves unsynced.
-    durable: std::sync::Mutex<Durable>,
+    /// Our handles to sync what sled's flush leaves unsynced, and how many writes the
+    /// last sync covered. Held by one sync at a time: writes that land meanwhile are
+    /// covered by the next one, together (a group commit).
+    durable: std::sync::Mutex<(Durable, u64)>,
+    /// Writes made so far (counted once each is in sled).
+    written: AtomicU64,
     /// Records held, as of the last sweep and the puts since.
     count: AtomicUsize,
 }
@@ -184,7 +188,8 @@ impl Local {
             .map_err(|e| format!("cannot sync what the records' store wrote at open: {e}"))?;
         let local = Self {
             db,
-            durable: std::sync::Mutex::new(durable),
+            durable: std::sync::Mutex::new((durable, 0)),
+            written: AtomicU64::new(0),
             count: AtomicUsize::new(0),
         };
         local.sweep(limits);
@@ -197,12 +202,17 @@ impl Local {
             .db
             .insert(key.as_bytes(), stored)
             .map_err(store::error)?;
-        self.db.flush().map_err(store::error)?;
-        self.durable
-            .lock()
-            .expect("records sync lock")
-            .after_flush()
-            .map_err(|e| store::io_error(&e))?;
+        let mine = self.written.fetch_add(1, Ordering::SeqCst) + 1;
+        {
+            let mut durable = self.durable.lock().expect("records sync lock");
+            // A sync that began after this write was in sled covered it.
+            if durable.1 < mine {
+                let upto = self.written.load(Ordering::SeqCst);
+                self.db.flush().map_err(store::error)?;
+                durable.0.after_flush().map_err(|e| store::io_error(&e))?;
+                durable.1 = upto;
+            }
+        }
         if previous.is_none() && self.count.fetch_add(1, Ordering::Relaxed) + 1 > limits.cap {
             self.sweep(limits);
         }
