@@ -147,6 +147,13 @@ impl Front {
             let front = Arc::clone(&self);
             async move { front.handle(request).await }
         });
+        // No Nagle: an answer written in more than one segment would otherwise wait for
+        // the client's delayed ACK (up to 200 ms on Linux).
+        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+            if let Err(e) = tcp.set_nodelay(true) {
+                tracing::debug!(error = %e, "the front could not set TCP_NODELAY");
+            }
+        });
         axum::serve(listener, app)
             .with_graceful_shutdown(stop)
             .await

@@ -9,8 +9,9 @@
 //! after its last use. A record past either is gone, never answered with other data.
 //! Keys are opaque strings of the layer above; values are JSON.
 
+use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -95,8 +96,8 @@ struct Local {
     durable: std::sync::Mutex<(Durable, u64)>,
     /// Writes made so far (counted once each is in sled).
     written: AtomicU64,
-    /// Records held, as of the last sweep and the puts since.
-    count: AtomicUsize,
+    /// Every record's last use; held while sled's records change, so that the two agree.
+    recency: std::sync::Mutex<Recency>,
 }
 
 struct Fleet {
@@ -151,8 +152,9 @@ impl Records {
     /// Keeps `value` under `key`; returns once it is durable (sled mode: flushed and
     /// synced; fleet mode: committed by etcd).
     pub async fn put(&self, key: &str, value: &Value) -> Result<(), Error> {
+        let used = unix_ms();
         let stored = serde_json::to_vec(&Stored {
-            used: unix_ms(),
+            used,
             value: value.clone(),
         })
         .expect("JSON serializes");
@@ -160,7 +162,7 @@ impl Records {
             Place::Local(local) => {
                 let (local, key, limits) = (Arc::clone(local), key.to_owned(), self.limits);
                 // sled's flush and our syncs block: off the runtime's threads.
-                tokio::task::spawn_blocking(move || local.put(&key, stored, limits))
+                tokio::task::spawn_blocking(move || local.put(&key, stored, used, limits))
                     .await
                     .map_err(|e| Error::Storage(format!("the records' writer failed: {e}")))?
             }
@@ -190,31 +192,36 @@ impl Local {
             db,
             durable: std::sync::Mutex::new((durable, 0)),
             written: AtomicU64::new(0),
-            count: AtomicUsize::new(0),
+            recency: std::sync::Mutex::default(),
         };
-        local.sweep(limits);
+        local
+            .index(limits)
+            .map_err(|cause| format!("cannot read the front's records: {cause}"))?;
         Ok(local)
     }
 
-    /// Writes, flushes and syncs one record; sweeps when the cap is passed.
-    fn put(&self, key: &str, stored: Vec<u8>, limits: Limits) -> Result<(), Error> {
-        let previous = self
-            .db
-            .insert(key.as_bytes(), stored)
-            .map_err(store::error)?;
-        let mine = self.written.fetch_add(1, Ordering::SeqCst) + 1;
+    /// Writes one record, forgets what the cap and the expiry say to, then syncs: the
+    /// record is durable when this returns.
+    fn put(&self, key: &str, stored: Vec<u8>, used: u64, limits: Limits) -> Result<(), Error> {
         {
-            let mut durable = self.durable.lock().expect("records sync lock");
-            // A sync that began after this write was in sled covered it.
-            if durable.1 < mine {
-                let upto = self.written.load(Ordering::SeqCst);
-                self.db.flush().map_err(store::error)?;
-                durable.0.after_flush().map_err(|e| store::io_error(&e))?;
-                durable.1 = upto;
+            // Under the lock: a record forgotten here is never one written meanwhile.
+            let mut recency = self.recency.lock().expect("records recency lock");
+            self.db
+                .insert(key.as_bytes(), stored)
+                .map_err(store::error)?;
+            recency.note(key, used);
+            for gone in recency.evict(limits, used) {
+                let _ = self.db.remove(gone.as_bytes());
             }
         }
-        if previous.is_none() && self.count.fetch_add(1, Ordering::Relaxed) + 1 > limits.cap {
-            self.sweep(limits);
+        let mine = self.written.fetch_add(1, Ordering::SeqCst) + 1;
+        let mut durable = self.durable.lock().expect("records sync lock");
+        // A sync that began after this write was in sled covered it.
+        if durable.1 < mine {
+            let upto = self.written.load(Ordering::SeqCst);
+            self.db.flush().map_err(store::error)?;
+            durable.0.after_flush().map_err(|e| store::io_error(&e))?;
+            durable.1 = upto;
         }
         Ok(())
     }
@@ -225,18 +232,25 @@ impl Local {
         let Some(bytes) = read else {
             return Ok(None);
         };
-        let Ok(stored) = serde_json::from_slice::<Stored>(&bytes) else {
-            // Unreadable: forgotten, never guessed at.
-            let _ = self.db.remove(key.as_bytes());
+        let now = unix_ms();
+        let stored = serde_json::from_slice::<Stored>(&bytes)
+            .ok()
+            .filter(|stored| {
+                Duration::from_millis(now.saturating_sub(stored.used)) <= limits.expiry
+            });
+        let mut recency = self.recency.lock().expect("records recency lock");
+        let Some(stored) = stored else {
+            // Unreadable or expired: forgotten, never guessed at.
+            if self
+                .db
+                .compare_and_swap(key.as_bytes(), Some(bytes), None::<&[u8]>)
+                .is_ok()
+            {
+                recency.forget(key);
+            }
             return Ok(None);
         };
-        let now = unix_ms();
-        let age = Duration::from_millis(now.saturating_sub(stored.used));
-        if age > limits.expiry {
-            let _ = self.db.remove(key.as_bytes());
-            return Ok(None);
-        }
-        if age > limits.touch_after() {
+        if Duration::from_millis(now.saturating_sub(stored.used)) > limits.touch_after() {
             // The last use, written only if the record is unchanged since it was read.
             // Not flushed: a last use lost in a crash only shortens the record's life.
             let touched = serde_json::to_vec(&Stored {
@@ -244,25 +258,29 @@ impl Local {
                 value: stored.value.clone(),
             })
             .expect("JSON serializes");
-            let _ = self
+            if let Ok(Ok(())) = self
                 .db
-                .compare_and_swap(key.as_bytes(), Some(bytes), Some(touched));
+                .compare_and_swap(key.as_bytes(), Some(bytes), Some(touched))
+            {
+                recency.note(key, now);
+            }
         }
         Ok(Some(stored.value))
     }
 
-    /// Forgets what is expired and, over the cap, the least recently used down to nine
-    /// tenths of it (so that sweeps are rare); sets the count.
-    fn sweep(&self, limits: Limits) {
+    /// Reads every record's last use into the index, once, at open; forgets what is
+    /// unreadable, expired or over the cap.
+    fn index(&self, limits: Limits) -> Result<(), String> {
         let now = unix_ms();
         let expiry = u64::try_from(limits.expiry.as_millis()).unwrap_or(u64::MAX);
-        let mut kept: Vec<(u64, sled::IVec)> = Vec::new();
-        let listed = store::guarded(|| {
+        let mut recency = self.recency.lock().expect("records recency lock");
+        store::guarded(|| {
             for item in self.db.iter() {
                 let (key, value) = item.map_err(|e| e.to_string())?;
+                let key_text = String::from_utf8_lossy(&key).into_owned();
                 match serde_json::from_slice::<Stored>(&value) {
                     Ok(stored) if now.saturating_sub(stored.used) <= expiry => {
-                        kept.push((stored.used, key));
+                        recency.note(&key_text, stored.used);
                     }
                     _ => {
                         let _ = self.db.remove(&key);
@@ -270,19 +288,51 @@ impl Local {
                 }
             }
             Ok(())
-        });
-        if let Err(cause) = listed {
-            tracing::warn!(cause = %cause, "the front's records could not be swept");
+        })?;
+        for gone in recency.evict(limits, now) {
+            let _ = self.db.remove(gone.as_bytes());
         }
-        if kept.len() > limits.cap {
-            kept.sort_by_key(|(used, _)| *used);
-            let keep = limits.cap - limits.cap / 10;
-            let excess = kept.len() - keep;
-            for (_, key) in kept.drain(..excess) {
-                let _ = self.db.remove(key);
+        Ok(())
+    }
+}
+
+/// The records' last uses, in memory: which to forget first, without reading them.
+#[derive(Debug, Default)]
+struct Recency {
+    by_key: HashMap<String, u64>,
+    by_use: BTreeSet<(u64, String)>,
+}
+
+impl Recency {
+    /// Notes `key`'s last use.
+    fn note(&mut self, key: &str, used: u64) {
+        if let Some(before) = self.by_key.insert(key.to_owned(), used) {
+            self.by_use.remove(&(before, key.to_owned()));
+        }
+        self.by_use.insert((used, key.to_owned()));
+    }
+
+    fn forget(&mut self, key: &str) {
+        if let Some(used) = self.by_key.remove(key) {
+            self.by_use.remove(&(used, key.to_owned()));
+        }
+    }
+
+    /// The keys to forget at `now`: the expired, then the least recently used over the
+    /// cap; they leave the index.
+    fn evict(&mut self, limits: Limits, now: u64) -> Vec<String> {
+        let expiry = u64::try_from(limits.expiry.as_millis()).unwrap_or(u64::MAX);
+        let mut gone = Vec::new();
+        while let Some((used, _)) = self.by_use.first() {
+            let expired = now.saturating_sub(*used) > expiry;
+            if !expired && self.by_key.len() <= limits.cap {
+                break;
             }
+            let (_, key) = self.by_use.pop_first().expect("a first entry");
+            self.by_key.remove(&key);
+            gone.push(key);
         }
-        self.count.store(kept.len(), Ordering::Relaxed);
+        gone
     }
 }
 
@@ -514,15 +564,20 @@ mod tests {
             // Distinct last-use times, so "oldest" is well defined.
             std::thread::sleep(Duration::from_millis(2));
         }
-        // Eleven over a cap of ten: swept down to nine, the two oldest gone.
+        // Eleven over a cap of ten: the oldest gone.
         assert_eq!(records.get("t-0").await.unwrap(), None);
-        assert_eq!(records.get("t-1").await.unwrap(), None);
-        for n in 2..11 {
+        for n in 1..11 {
             assert_eq!(
                 records.get(&format!("t-{n}")).await.unwrap(),
                 Some(json!(n))
             );
         }
+        // Opened again, the index is read back: past the cap, the next oldest goes.
+        drop(records);
+        let records = Records::open(&home, limits(10, Duration::from_secs(3600))).unwrap();
+        records.put("t-11", &json!(11)).await.unwrap();
+        assert_eq!(records.get("t-1").await.unwrap(), None);
+        assert_eq!(records.get("t-2").await.unwrap(), Some(json!(2)));
     }
 
     #[tokio::test]
