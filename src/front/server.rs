@@ -13,7 +13,6 @@ use http_body_util::BodyExt as _;
 use hyper::header::{self, HeaderMap, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 use serde_json::{json, Value};
-use tokio::net::TcpListener;
 use tokio::sync::Mutex;
 
 use crate::bodies::Trace;
@@ -137,30 +136,9 @@ impl Front {
         cache.last().is_some()
     }
 
-    /// Serves `listener` until `stop` resolves.
-    pub async fn serve(
-        self: Arc<Self>,
-        listener: TcpListener,
-        stop: impl std::future::Future<Output = ()> + Send + 'static,
-    ) -> std::io::Result<()> {
-        let app = axum::Router::new().fallback(move |request: Request<Body>| {
-            let front = Arc::clone(&self);
-            async move { front.handle(request).await }
-        });
-        // No Nagle: an answer written in more than one segment would otherwise wait for
-        // the client's delayed ACK (up to 200 ms on Linux).
-        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
-            if let Err(e) = tcp.set_nodelay(true) {
-                tracing::debug!(error = %e, "the front could not set TCP_NODELAY");
-            }
-        });
-        axum::serve(listener, app)
-            .with_graceful_shutdown(stop)
-            .await
-    }
-
-    /// One request, counted by binding, method and result.
-    async fn handle(&self, request: Request<Body>) -> Response<Body> {
+    /// One request, counted by binding, method and result (the listener that calls it
+    /// is the transport's, with the API listener's connection limits).
+    pub async fn handle(&self, request: Request<Body>) -> Response<Body> {
         let path = request.uri().path().to_owned();
         let method = request.method().clone();
         let activated = activates_us(request.headers());

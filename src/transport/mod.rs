@@ -16,6 +16,7 @@ pub mod auth;
 pub mod call_log;
 pub mod convert;
 pub mod encoded;
+pub mod front_listener;
 pub mod layers;
 pub mod list_specs;
 pub mod routes;

@@ -26,6 +26,7 @@ use crate::registry::commands_file::{self, FileError};
 use crate::registry::{Change, OpenError, Registry};
 use crate::telemetry::Tracer;
 use crate::transport::auth::AdminAuth;
+use crate::transport::front_listener;
 use crate::transport::layers::budget::BudgetLayer;
 use crate::transport::layers::deadline::DeadlineLayer;
 use crate::transport::layers::grpc_only;
@@ -437,11 +438,11 @@ pub async fn start(settings: Settings) -> Result<RunningServer, StartError> {
             };
             tokio::spawn(ready);
             let draining = draining.clone();
+            let limits = settings.limits.clone();
+            let drain = settings.drain_timeout;
             let task = tokio::spawn(async move {
                 let stop = async move { draining.cancelled().await };
-                if let Err(e) = front.serve(listener, stop).await {
-                    tracing::error!(error = %e, "the front's listener stopped");
-                }
+                front_listener::serve(front, listener, &limits, stop, drain).await;
             });
             (Some(front_addr), Some(task))
         }

@@ -331,6 +331,35 @@ def test_a_task_the_front_made_is_subscribed_to_and_canceled_there(front, bindin
     run(go())
 
 
+def test_the_front_closes_idle_connections_and_speaks_http2(tmp_path, agent):
+    """The front's connections have the API listener's limits: one with no request in
+    flight for --idle-timeout-seconds is closed. HTTP/2 (prior knowledge) is served too."""
+    import socket
+
+    proc, serving = start_server_line(tmp_path, "--front-upstream", agent.url, "--front-listen", "127.0.0.1:0",
+                                      "--idle-timeout-seconds", "1")
+    try:
+        host, port = serving["front_addr"].rsplit(":", 1)
+        with socket.create_connection((host, int(port)), timeout=30) as sock:
+            sock.sendall(f"GET /.well-known/agent-card.json HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+            seen = b""
+            while b"\r\n\r\n" not in seen:
+                seen += sock.recv(65536)
+            assert seen.startswith(b"HTTP/1.1 200"), seen[:100]
+            # Keep-alive, then nothing: the front ends the connection (a bound of 30 s
+            # guards the test, the closing is what it waits on).
+            while True:
+                chunk = sock.recv(65536)
+                if not chunk:
+                    break
+        with httpx.Client(http1=False, http2=True, timeout=30) as client:
+            answer = client.get(f"http://{serving['front_addr']}/.well-known/agent-card.json")
+            assert answer.http_version == "HTTP/2" and answer.json()["name"] == "echo"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
 def test_requests_are_counted_by_binding_method_and_result(front):
     async def go():
         async with Session(front_url(front), "JSONRPC", False) as session:

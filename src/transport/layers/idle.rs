@@ -41,14 +41,16 @@ impl Activity {
         }
     }
 
-    fn begin(self: &Arc<Self>) -> CallEnd {
+    /// A call begins on the connection; it ends when the returned guard drops.
+    pub fn begin(self: &Arc<Self>) -> CallEnd {
         self.in_flight.fetch_add(1, Ordering::AcqRel);
         CallEnd(Arc::clone(self))
     }
 }
 
 /// Ends a call when dropped (with its response body, or its future if it never answers).
-struct CallEnd(Arc<Activity>);
+#[derive(Debug)]
+pub struct CallEnd(Arc<Activity>);
 
 impl Drop for CallEnd {
     fn drop(&mut self) {
@@ -86,6 +88,12 @@ impl<T> IdleIo<T> {
             idle,
             timer: None,
         }
+    }
+
+    /// The connection's activity, for a server that counts its calls itself (the
+    /// front's listener; the API's counts them with [`InFlightLayer`]).
+    pub fn activity(&self) -> Arc<Activity> {
+        Arc::clone(&self.activity)
     }
 
     /// Whether the connection has been idle for its timeout; arms the timer otherwise.

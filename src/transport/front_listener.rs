@@ -1,0 +1,119 @@
+//! The front's listener: its connections get the API listener's limits (the idle
+//! timeout, the header list size, HTTP/2's concurrent streams and keep-alive pings), and
+//! each request is handed to the front. HTTP/1.1 and HTTP/2 (prior knowledge) both.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::body::Body;
+use hyper::body::{Frame, Incoming, SizeHint};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
+use tokio::net::TcpListener;
+
+use crate::config::Limits;
+use crate::front::Front;
+use crate::transport::layers::idle::{CallEnd, IdleIo};
+
+/// HTTP/1.1's smallest read buffer hyper takes: its request head must fit in it.
+const MIN_HTTP1_BUFFER: usize = 8192;
+
+/// Serves `listener` with `front` until `stop` resolves; then waits (at most `drain`)
+/// for the requests in flight.
+pub async fn serve(
+    front: Arc<Front>,
+    listener: TcpListener,
+    limits: &Limits,
+    stop: impl Future<Output = ()>,
+    drain: Duration,
+) {
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .max_buf_size((limits.max_header_list_bytes as usize).max(MIN_HTTP1_BUFFER));
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .max_concurrent_streams(limits.max_concurrent_streams)
+        .max_header_list_size(limits.max_header_list_bytes)
+        .keep_alive_interval(limits.keepalive)
+        .keep_alive_timeout(limits.keepalive_timeout);
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let mut stop = std::pin::pin!(stop);
+    loop {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            () = &mut stop => break,
+        };
+        let tcp = match accepted {
+            Ok((tcp, _)) => tcp,
+            Err(e) => {
+                // Out of descriptors and the like: the next accept may succeed.
+                tracing::warn!(error = %e, "the front could not accept a connection");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        // No Nagle: an answer written in more than one segment would otherwise wait for
+        // the client's delayed ACK (up to 200 ms on Linux).
+        let _ = tcp.set_nodelay(true);
+        let io = IdleIo::new(tcp, limits.idle_timeout);
+        let activity = io.activity();
+        let front = Arc::clone(&front);
+        let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
+            let end = activity.begin();
+            let front = Arc::clone(&front);
+            async move {
+                let answer = front.handle(request.map(Body::new)).await;
+                Ok::<_, Infallible>(answer.map(|body| Counted { body, _end: end }))
+            }
+        });
+        let connection = builder
+            .serve_connection_with_upgrades(TokioIo::new(io), service)
+            .into_owned();
+        let connection = graceful.watch(connection);
+        tokio::spawn(async move {
+            if let Err(e) = connection.await {
+                tracing::debug!(error = %e, "a front connection ended with an error");
+            }
+        });
+    }
+    drop(listener);
+    if tokio::time::timeout(drain, graceful.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::debug!("the front's connections did not all end within the drain");
+    }
+}
+
+/// A response body that ends its call (for the idle timeout) when it is dropped.
+struct Counted {
+    body: Body,
+    _end: CallEnd,
+}
+
+impl hyper::body::Body for Counted {
+    type Data = bytes::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
+        Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
+    }
+}
