@@ -33,19 +33,7 @@ run() {
   h2load -n "$calls" -c 4 -m 4 -H 'content-type: application/grpc' -H 'te: trailers' \
     -d "$(body "$1" 3)" "http://$addr$(body "$1" 2)" | grep -q "$calls succeeded"
 }
-# Instructions per call of one row: counters zeroed, the row run, the counters dumped
-# (callgrind numbers its dumps cg.out.1, .2, ...).
-per_call() {
-  local before
-  before=$(find "$dir" -name 'cg.out.*' | wc -l)
-  callgrind_control -z "$server" >/dev/null 2>&1
-  run "$1"
-  callgrind_control -d "$1" "$server" >/dev/null 2>&1
-  local file="$dir/cg.out.$((before + 1))"
-  for _ in $(seq 1 100); do [ -s "$file" ] && break; sleep 0.1; done
-  if [ -n "${CALLGRIND_KEEP:-}" ]; then mkdir -p "$CALLGRIND_KEEP" && cp "$file" "$CALLGRIND_KEEP/$1.out"; fi
-  callgrind_annotate "$file" | awk -v n="$calls" '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1 / n}'
-}
+. scripts/callgrind-per-call.sh
 
 run floor  # warm-up: connections, caches, the card
 floor=$(per_call floor)

@@ -45,17 +45,7 @@ run() { # $1: row
   esac
   h2load --h1 -n "$calls" -c 2 "${args[@]}" | grep -q "$calls succeeded"
 }
-# Instructions per request of one row: counters zeroed, the row run, the counters dumped.
-per_call() {
-  local before
-  before=$(find "$dir" -name 'cg.out.*' | wc -l)
-  callgrind_control -z "$server" >/dev/null 2>&1
-  run "$1"
-  callgrind_control -d "$1" "$server" >/dev/null 2>&1
-  local file="$dir/cg.out.$((before + 1))"
-  for _ in $(seq 1 100); do [ -s "$file" ] && break; sleep 0.1; done
-  callgrind_annotate "$file" | awk -v n="$calls" '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1 / n}'
-}
+. scripts/callgrind-per-call.sh
 
 for row in card plain status; do run "$row"; done # warm-up: connections, caches, the card
 floor=$(per_call plain)

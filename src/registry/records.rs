@@ -503,16 +503,7 @@ fn unavailable(e: EtcdError) -> Error {
 /// Moves a damaged records database into `damaged-records-<unix seconds>/` in the data
 /// directory (a name the registry's store passes over) and syncs both folders.
 fn set_aside(data_dir: &Path, dir: &Path) -> Result<PathBuf, String> {
-    let seconds = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let aside = (0..)
-        .map(|n| match n {
-            0 => data_dir.join(format!("damaged-records-{seconds}")),
-            n => data_dir.join(format!("damaged-records-{seconds}-{n}")),
-        })
-        .find(|path| !path.exists())
-        .expect("a free name");
+    let aside = store::aside_path(data_dir, "records-");
     std::fs::rename(dir, &aside)
         .and_then(|()| std::fs::File::open(data_dir))
         .and_then(|d| d.sync_all())

@@ -210,16 +210,7 @@ pub(super) fn open_verified(
 /// a new folder `damaged-<unix seconds>` inside `dir`, never deleting anything; returns
 /// that folder. For fleet mode, whose local store is a copy of what etcd holds.
 pub(super) fn set_aside(dir: &Path) -> Result<PathBuf, String> {
-    let seconds = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let aside = (0..)
-        .map(|n| match n {
-            0 => dir.join(format!("{ASIDE_PREFIX}{seconds}")),
-            n => dir.join(format!("{ASIDE_PREFIX}{seconds}-{n}")),
-        })
-        .find(|path| !path.exists())
-        .expect("a free name");
+    let aside = aside_path(dir, "");
     durable::create_dir_all(&aside).map_err(|e| format!("cannot make {}: {e}", aside.display()))?;
     let mut moving = sled_files(dir)?;
     for ours in [seal::FILE_NAME, fleet::copy::FILE_NAME] {
@@ -238,6 +229,22 @@ pub(super) fn set_aside(dir: &Path) -> Result<PathBuf, String> {
         .and_then(|d| d.sync_all())
         .map_err(|e| format!("cannot sync {}: {e}", aside.display()))?;
     Ok(aside)
+}
+
+/// A free name in `dir` for something damaged set aside: `damaged-<what><unix
+/// seconds>`, with `-<n>` added while the name is taken (a name the store's listing
+/// passes over).
+pub(super) fn aside_path(dir: &Path, what: &str) -> PathBuf {
+    let seconds = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    (0..)
+        .map(|n| match n {
+            0 => dir.join(format!("{ASIDE_PREFIX}{what}{seconds}")),
+            n => dir.join(format!("{ASIDE_PREFIX}{what}{seconds}-{n}")),
+        })
+        .find(|path| !path.exists())
+        .expect("a free name")
 }
 
 /// sled's files in `dir` (what is there besides the record and our copy).
