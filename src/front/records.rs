@@ -18,6 +18,10 @@ pub enum Kept {
     Data(Value),
 }
 
+/// What the key of the agent's id for a task the front made begins with: it names the
+/// front's id, for answers that list the agent's tasks.
+const JOINED: &str = "joined:";
+
 /// The front's records.
 #[derive(Debug)]
 pub struct Records {
@@ -77,9 +81,23 @@ impl Records {
     /// its task.
     pub async fn join(&self, front: &str, upstream: &str) -> Result<(), Error> {
         match self.task(front).await? {
-            Some((task, None)) => self.put_task(&task, Some(upstream)).await,
+            Some((task, None)) => {
+                self.store
+                    .put(&format!("{JOINED}{upstream}"), &json!({"front": front}))
+                    .await?;
+                self.put_task(&task, Some(upstream)).await
+            }
             _ => Ok(()),
         }
+    }
+
+    /// The front's id for the agent's task `upstream`, when the front made that task.
+    pub async fn joined_to(&self, upstream: &str) -> Result<Option<String>, Error> {
+        Ok(self
+            .store
+            .get(&format!("{JOINED}{upstream}"))
+            .await?
+            .and_then(|record| record.get("front")?.as_str().map(str::to_owned)))
     }
 }
 
@@ -112,8 +130,14 @@ mod tests {
             records.task("t-1").await.unwrap(),
             Some((json!({"id": "t-1", "status": {}}), None))
         );
+        assert_eq!(records.joined_to("u-1").await.unwrap(), None);
         records.join("t-1", "u-1").await.unwrap();
         records.join("t-1", "u-2").await.unwrap();
+        assert_eq!(
+            records.joined_to("u-1").await.unwrap().as_deref(),
+            Some("t-1")
+        );
+        assert_eq!(records.joined_to("u-2").await.unwrap(), None);
         assert_eq!(
             records.task("t-1").await.unwrap().unwrap().1.as_deref(),
             Some("u-1")

@@ -79,6 +79,8 @@ enum Handled {
     /// Forward this body (a request for the extended card); the card in the answer is
     /// merged.
     ForwardCard(Bytes),
+    /// Forward this body (`ListTasks`); the tasks in the answer are the front's.
+    ForwardList(Bytes),
     /// Forward this body, about the front's task `front`: the agent's id for it
     /// (`upstream`, or the one its answer gives) is written back as `front` in the
     /// answer, so the client goes on seeing one task.
@@ -227,6 +229,9 @@ impl Front {
             identity_only(request.headers_mut());
             let answer = self.forward(request, Some(Binding::HttpJson)).await;
             Box::pin(self.extended_card(answer, Binding::HttpJson)).await
+        } else if method == Method::GET && path.ends_with("/tasks") {
+            let answer = self.forward(request, Some(Binding::HttpJson)).await;
+            Box::pin(self.list_answer(answer, Binding::HttpJson)).await
         } else if path.contains("/tasks/")
             && (method == Method::GET
                 || (method == Method::POST
@@ -266,7 +271,8 @@ impl Front {
                 && (contains(&bytes, TASK_ID_PREFIX.as_bytes())
                     || contains(&bytes, b"\"GetTask\"")
                     || contains(&bytes, b"\"taskId\"")
-                    || contains(&bytes, b"\"GetExtendedAgentCard\"")));
+                    || contains(&bytes, b"\"GetExtendedAgentCard\"")
+                    || contains(&bytes, b"\"ListTasks\"")));
         let bytes_seen = bytes.clone();
         let handled = if look {
             let query = parts.uri.query().map(str::to_owned);
@@ -287,6 +293,11 @@ impl Front {
             Handled::Forward(body) => {
                 let request = with_length(parts, body);
                 self.forward(request, Some(binding)).await
+            }
+            Handled::ForwardList(body) => {
+                let request = with_length(parts, body);
+                let answer = self.forward(request, Some(binding)).await;
+                Box::pin(self.list_answer(answer, binding)).await
             }
             Handled::ForwardCard(body) => {
                 let mut request = with_length(parts, body);
@@ -491,6 +502,7 @@ impl Front {
                 }
             }
             "GetExtendedAgentCard" => Handled::ForwardCard(bytes.clone()),
+            "ListTasks" => Handled::ForwardList(bytes.clone()),
             _ => Handled::Forward(bytes.clone()),
         }
     }
@@ -1036,37 +1048,96 @@ impl Front {
         true
     }
 
+    /// A whole 200 answer of the agent's, read (within the body limit) and parsed; any
+    /// other answer, or one that is not JSON, comes back as it was, to pass on.
+    async fn read_json(
+        &self,
+        answer: Response<Body>,
+        binding: Binding,
+    ) -> Result<(hyper::http::response::Parts, Bytes, Value), Response<Body>> {
+        if answer.status() != StatusCode::OK {
+            return Err(answer);
+        }
+        let (parts, body) = answer.into_parts();
+        let limited = http_body_util::Limited::new(body, self.options.max_body_bytes);
+        let Ok(collected) = limited.collect().await else {
+            return Err(upstream_failed(
+                binding,
+                &Value::Null,
+                &UpstreamError::Unreachable(
+                    self.upstream.base().to_string(),
+                    "its answer broke off or was over the body limit".into(),
+                ),
+            ));
+        };
+        let bytes = collected.to_bytes();
+        match serde_json::from_slice::<Value>(&bytes) {
+            Ok(value) if !is_encoded(&parts.headers) => Ok((parts, bytes, value)),
+            _ => Err(Response::from_parts(parts, Body::from(bytes))),
+        }
+    }
+
+    /// The agent's answer to `ListTasks`: each task the front made (and the agent now
+    /// holds) under the front's id, and each with the task data the front keeps.
+    async fn list_answer(&self, answer: Response<Body>, binding: Binding) -> Response<Body> {
+        let (mut parts, bytes, mut value) = match self.read_json(answer, binding).await {
+            Ok(read) => read,
+            Err(answer) => return answer,
+        };
+        let tasks = match binding {
+            Binding::JsonRpc => value.pointer_mut("/result/tasks"),
+            Binding::HttpJson => value.get_mut("tasks"),
+        };
+        let Some(tasks) = tasks.and_then(Value::as_array_mut) else {
+            return Response::from_parts(parts, Body::from(bytes));
+        };
+        for task in tasks {
+            let Some(id) = task.get("id").and_then(Value::as_str).map(str::to_owned) else {
+                continue;
+            };
+            let (front, kept) = match self.records.joined_to(&id).await {
+                Ok(Some(front)) => {
+                    let kept = self.records.get(&front).await;
+                    (Some(front), kept)
+                }
+                Ok(None) => (None, self.records.get(&id).await),
+                Err(error) => (None, Err(error)),
+            };
+            let data = match kept {
+                Ok(Some(Kept::Task(kept, _))) => Some(data_of(&kept)),
+                Ok(Some(Kept::Data(data))) => Some(data),
+                Ok(None) => None,
+                Err(error) => {
+                    tracing::warn!(error = %error, task = %id, "the front's records could not be read; the task is listed as the agent gave it");
+                    None
+                }
+            };
+            if let Some(front) = front {
+                rename(task, &id, &front);
+            }
+            if let Some(data) = data {
+                set_data(task, data);
+            }
+        }
+        parts.headers.remove(header::CONTENT_LENGTH);
+        Response::from_parts(parts, Body::from(value.to_string()))
+    }
+
     /// The agent's answer to an extended-card request (`GetExtendedAgentCard`, `GET
     /// .../extendedAgentCard`), with the card in it merged as the public one is. It is
     /// the caller's (the agent may answer each caller differently), so never cached;
     /// an error, or an answer that holds no card, passes as it came.
     async fn extended_card(&self, answer: Response<Body>, binding: Binding) -> Response<Body> {
-        if answer.status() != StatusCode::OK {
-            return answer;
-        }
-        let (mut parts, body) = answer.into_parts();
-        let limited = http_body_util::Limited::new(body, self.options.max_body_bytes);
-        let Ok(collected) = limited.collect().await else {
-            return upstream_failed(
-                binding,
-                &Value::Null,
-                &UpstreamError::Unreachable(
-                    self.upstream.base().to_string(),
-                    "its extended card broke off or was over the body limit".into(),
-                ),
-            );
-        };
-        let bytes = collected.to_bytes();
-        let mut value = match serde_json::from_slice::<Value>(&bytes) {
-            Ok(value) => value,
-            Err(_) => return Response::from_parts(parts, Body::from(bytes)),
+        let (mut parts, bytes, mut value) = match self.read_json(answer, binding).await {
+            Ok(read) => read,
+            Err(answer) => return answer,
         };
         let card = match binding {
             Binding::JsonRpc => value.get_mut("result"),
             Binding::HttpJson => Some(&mut value),
         };
         let merged = match card {
-            Some(card) if card.is_object() && !is_encoded(&parts.headers) => self.merge(card),
+            Some(card) if card.is_object() => self.merge(card),
             _ => false,
         };
         if !merged {

@@ -18,6 +18,7 @@ from a2a.types.a2a_pb2 import (
     CancelTaskRequest,
     GetExtendedAgentCardRequest,
     GetTaskRequest,
+    ListTasksRequest,
     SubscribeToTaskRequest,
     Message,
     Part,
@@ -252,6 +253,11 @@ def test_a_task_the_front_made_goes_on_under_its_id_at_the_agent(front, agent, b
             assert "subState" not in data, "the awaited message ended the wait"
             history = [m.parts[0].text for m in task.history]
             assert f"next {binding} {streaming}" in history and "again" in history
+            # Listed by the agent, it is listed under the front's id, with its data.
+            listed = await session.client.list_tasks(ListTasksRequest(context_id=context_id))
+            assert [t.id for t in listed.tasks] == [task_id], listed
+            data = json_format.MessageToDict(listed.tasks[0].metadata)["a2a-commands"]
+            assert data["settings"] == {"model": "gpt-x-mini"}
             # A command on it now reads the agent's task, and keeps its id.
             events = await session.send("/status", task_id, context_id)
             got_id, _, _, text, _ = last_status(events)
