@@ -646,6 +646,7 @@ async fn a_front_request_is_a_server_span_and_its_agent_call_a_client_span_the_a
                 cap: 100,
                 expiry: Duration::from_secs(3600),
             },
+            signing: None,
             default_role: Role::Assignee,
             role_header: None,
             sender_header: None,

@@ -640,6 +640,20 @@ pub struct FrontArgs {
     #[arg(long, env = "A2A_COMMANDS_FRONT_RECORDS_EXPIRY_SECONDS")]
     pub front_records_expiry_seconds: Option<u64>,
 
+    /// A PKCS#8 PEM private key (EC P-256, Ed25519 or RSA) the front signs the merged
+    /// card with; without one the card is served without signatures [default: none].
+    #[arg(long, env = "A2A_COMMANDS_FRONT_SIGNING_KEY_FILE")]
+    pub front_signing_key_file: Option<std::path::PathBuf>,
+
+    /// The signing key's id (`kid`), by which verifiers find its public key
+    /// [default: a2a-commands-front].
+    #[arg(long, env = "A2A_COMMANDS_FRONT_SIGNING_KEY_ID")]
+    pub front_signing_key_id: Option<String>,
+
+    /// Where the signing key's public key set is published (`jku`) [default: none].
+    #[arg(long, env = "A2A_COMMANDS_FRONT_SIGNING_JKU")]
+    pub front_signing_jku: Option<String>,
+
     /// The sender's role for the role rules when no header says otherwise (assignee,
     /// reporter, watcher, admin, none) [default: watcher].
     #[arg(long, env = "A2A_COMMANDS_FRONT_DEFAULT_ROLE")]

@@ -60,6 +60,9 @@ struct FrontFile {
     card_refresh_seconds: Option<u64>,
     records_max: Option<usize>,
     records_expiry_seconds: Option<u64>,
+    signing_key_file: Option<PathBuf>,
+    signing_key_id: Option<String>,
+    signing_jku: Option<String>,
     default_role: Option<String>,
     role_header: Option<String>,
     sender_header: Option<String>,
@@ -367,6 +370,7 @@ fn front_options(
 ) -> Result<Option<FrontOptions>, ConfigError> {
     use crate::front::options::{defaults, parse_role};
     let file = file.unwrap_or_default();
+    let signing = signing(args, &file)?;
     let Some(upstream) = args.front_upstream.clone().or(file.upstream) else {
         return Ok(None);
     };
@@ -446,6 +450,7 @@ fn front_options(
                 .or(file.records_expiry_seconds)
                 .map_or(defaults::RECORDS_EXPIRY, Duration::from_secs),
         },
+        signing,
         default_role,
         role_header: header(
             "front-role-header",
@@ -469,6 +474,48 @@ fn front_options(
     Ok(Some(options))
 }
 
+/// The card's signing key, read and loaded when a file is given.
+fn signing(
+    args: &cli::FrontArgs,
+    file: &FrontFile,
+) -> Result<Option<crate::front::options::Signing>, ConfigError> {
+    let Some(key_file) = args
+        .front_signing_key_file
+        .clone()
+        .or_else(|| file.signing_key_file.clone())
+    else {
+        return Ok(None);
+    };
+    let key_id = args
+        .front_signing_key_id
+        .clone()
+        .or_else(|| file.signing_key_id.clone())
+        .unwrap_or_else(|| crate::front::options::defaults::SIGNING_KEY_ID.to_owned());
+    let jku = args
+        .front_signing_jku
+        .clone()
+        .or_else(|| file.signing_jku.clone());
+    let pem = std::fs::read_to_string(&key_file).map_err(|e| {
+        ConfigError(format!(
+            "front-signing-key-file: cannot read {}: {e}",
+            key_file.display()
+        ))
+    })?;
+    let signer =
+        crate::front::sign::Signer::from_pem(&pem, &key_id, jku.as_deref()).map_err(|e| {
+            ConfigError(format!(
+                "front-signing-key-file: {}: {e}",
+                key_file.display()
+            ))
+        })?;
+    Ok(Some(crate::front::options::Signing {
+        key_file,
+        key_id,
+        jku,
+        signer: std::sync::Arc::new(signer),
+    }))
+}
+
 fn describe_front(front: &FrontOptions) -> serde_json::Value {
     serde_json::json!({
         "upstream": front.upstream.as_str(),
@@ -479,6 +526,9 @@ fn describe_front(front: &FrontOptions) -> serde_json::Value {
         "card_refresh_seconds": front.card_refresh.as_secs(),
         "records_max": front.records.cap,
         "records_expiry_seconds": front.records.expiry.as_secs(),
+        "signing_key_file": front.signing.as_ref().map(|s| s.key_file.display().to_string()),
+        "signing_key_id": front.signing.as_ref().map(|s| s.key_id.clone()),
+        "signing_jku": front.signing.as_ref().and_then(|s| s.jku.clone()),
         "default_role": crate::front::options::role_word(front.default_role),
         "role_header": front.role_header,
         "sender_header": front.sender_header,

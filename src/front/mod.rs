@@ -1,7 +1,8 @@
 //! The front: this sidecar in front of an A2A agent, as its proxy. Commands are
 //! answered here, with the same rules Execute has (`run`); everything else goes to the
 //! agent as it came. A2A's JSON is `a2a`'s; the card merge is `card`'s; the agent is
-//! reached through `upstream`; what the front keeps is `records`'; `server` is the
+//! reached through `upstream`; what the front keeps is `records`'; `sign` signs the
+//! merged card; `server` is the
 //! listener that puts them together.
 
 pub mod a2a;
@@ -9,6 +10,7 @@ pub mod card;
 pub mod options;
 pub mod records;
 pub mod server;
+pub mod sign;
 pub mod upstream;
 
 pub use options::FrontOptions;

@@ -3,6 +3,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use crate::front::sign::Signer;
 use crate::pb::ParticipantRole;
 use crate::registry::records::Limits;
 
@@ -27,6 +28,8 @@ pub struct FrontOptions {
     pub card_refresh: Duration,
     /// How many task records the front keeps, and for how long after their last use.
     pub records: Limits,
+    /// The key the merged card is signed with; none: served without signatures.
+    pub signing: Option<Signing>,
     /// The sender's role when nothing configured says otherwise.
     pub default_role: ParticipantRole,
     /// A request header, set by an authenticating proxy in front, that names the
@@ -35,6 +38,19 @@ pub struct FrontOptions {
     pub role_header: Option<String>,
     /// A request header, set by an authenticating proxy, that names the sender.
     pub sender_header: Option<String>,
+}
+
+/// The card's signing key, as configured, and loaded.
+#[derive(Clone, Debug)]
+pub struct Signing {
+    /// The PKCS#8 PEM file.
+    pub key_file: std::path::PathBuf,
+    /// The key's id (`kid`) in the signature's header.
+    pub key_id: String,
+    /// Where the public key set is (`jku`), if said.
+    pub jku: Option<String>,
+    /// The key, loaded.
+    pub signer: std::sync::Arc<Signer>,
 }
 
 /// The defaults of what has one.
@@ -53,6 +69,8 @@ pub mod defaults {
     pub const RECORDS_MAX: usize = 10_000;
     /// How long a task record is kept after its last use.
     pub const RECORDS_EXPIRY: Duration = Duration::from_secs(24 * 3600);
+    /// The signing key's id when none is given.
+    pub const SIGNING_KEY_ID: &str = "a2a-commands-front";
 }
 
 /// A role as the settings and the role header name it.

@@ -1042,7 +1042,9 @@ impl Front {
         let extension =
             serde_json::from_str::<Value>(&snapshot.card().extension_json).expect("our JSON");
         let dropped = card::merge(card, &extension, self.upstream.base(), &self.public);
-        if dropped && !self.signature_logged.swap(true, Ordering::Relaxed) {
+        if let Some(signing) = &self.options.signing {
+            signing.signer.sign(card);
+        } else if dropped && !self.signature_logged.swap(true, Ordering::Relaxed) {
             tracing::warn!(upstream = %self.upstream.base(), "the agent's card is signed; the front serves it merged without the signatures, which no longer match (configure a signing key to sign the merged card)");
         }
         true

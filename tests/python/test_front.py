@@ -366,6 +366,47 @@ def test_the_front_closes_idle_connections_and_speaks_http2(tmp_path, agent):
         proc.wait(timeout=30)
 
 
+@pytest.mark.parametrize("kind", ["ec", "ed25519", "rsa"])
+def test_with_a_signing_key_the_merged_card_is_signed_and_a2a_sdk_verifies_it(tmp_path, agent, kind):
+    """The card a2a-sdk's own verifier accepts: parsed into its types, canonicalized as
+    it does, checked against the public key it is given for the front's kid."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
+    from a2a.types.a2a_pb2 import AgentCard
+    from a2a.utils.signing import InvalidSignaturesError, create_signature_verifier
+
+    private = {"ec": lambda: ec.generate_private_key(ec.SECP256R1()),
+               "ed25519": ed25519.Ed25519PrivateKey.generate,
+               "rsa": lambda: rsa.generate_private_key(public_exponent=65537, key_size=2048)}[kind]()
+    alg = {"ec": "ES256", "ed25519": "EdDSA", "rsa": "RS256"}[kind]
+    key_file = tmp_path / "card-key.pem"
+    key_file.write_bytes(private.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                               serialization.NoEncryption()))
+    public = private.public_key().public_bytes(serialization.Encoding.PEM,
+                                               serialization.PublicFormat.SubjectPublicKeyInfo)
+    proc, serving = start_server_line(tmp_path / "data", "--front-upstream", agent.url, "--front-listen",
+                                      "127.0.0.1:0", "--front-signing-key-file", str(key_file),
+                                      "--front-signing-key-id", "front-key-1")
+    try:
+        raw = httpx.get(f"http://{serving['front_addr']}/.well-known/agent-card.json", timeout=30).json()
+        assert len(raw["signatures"]) == 1
+        card = json_format.ParseDict(raw, AgentCard(), ignore_unknown_fields=True)
+        asked = []
+
+        def key_provider(kid, jku):
+            asked.append(kid)
+            return public
+        create_signature_verifier(key_provider, [alg])(card)
+        assert asked == ["front-key-1"]
+        # A card changed after signing no longer verifies.
+        card.name = "not the signed card"
+        with pytest.raises(InvalidSignaturesError):
+            create_signature_verifier(key_provider, [alg])(card)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
 def test_requests_are_counted_by_binding_method_and_result(front):
     async def go():
         async with Session(front_url(front), "JSONRPC", False) as session:
