@@ -272,7 +272,9 @@ impl Front {
                     || contains(&bytes, b"\"GetTask\"")
                     || contains(&bytes, b"\"taskId\"")
                     || contains(&bytes, b"\"GetExtendedAgentCard\"")
-                    || contains(&bytes, b"\"ListTasks\"")));
+                    || contains(&bytes, b"\"ListTasks\"")
+                    || contains(&bytes, b"\"CancelTask\"")
+                    || contains(&bytes, b"\"SubscribeToTask\"")));
         let bytes_seen = bytes.clone();
         let handled = if look {
             let query = parts.uri.query().map(str::to_owned);

@@ -187,6 +187,23 @@ def test_a_command_on_the_agent_s_task_keeps_its_state_and_settings_stick(front,
     run(go())
 
 
+@pytest.mark.parametrize("binding", BINDINGS)
+def test_a_subscription_to_the_agent_s_task_shows_the_task_data(front, binding):
+    async def go():
+        async with Session(front_url(front), binding, True) as session:
+            events = await session.send("start")
+            task_id, context_id, _, _, _ = last_status(events)
+            await session.send("/effort low", task_id, context_id)
+            # The agent keeps the stream open (its task waits for a message): the first
+            # event is the task, with the data the front keeps.
+            async for response in session.client.subscribe(SubscribeToTaskRequest(id=task_id)):
+                assert response.WhichOneof("payload") == "task" and response.task.id == task_id
+                data = json_format.MessageToDict(response.task.metadata)["a2a-commands"]
+                assert data["settings"] == {"effort": "low"}, data
+                break
+    run(go())
+
+
 def test_an_unregistered_command_is_an_ordinary_message(front, agent):
     async def go():
         async with Session(front_url(front), "JSONRPC", False) as session:
