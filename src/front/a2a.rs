@@ -272,6 +272,10 @@ pub fn rpc_error(id: &Value, code: i64, message: &str) -> Value {
 pub const PARSE_ERROR: i64 = -32700;
 /// JSON-RPC's invalid request (JSON, but not a request).
 pub const INVALID_REQUEST: i64 = -32600;
+/// JSON-RPC's invalid params.
+pub const INVALID_PARAMS: i64 = -32602;
+/// The JSON-RPC method the kits add for argument completion (the kit contract, 6).
+pub const COMPLETE_METHOD: &str = "commands/complete";
 /// JSON-RPC's internal error: here, the upstream could not be reached.
 pub const INTERNAL_ERROR: i64 = -32603;
 /// A2A's `TaskNotFoundError`.

@@ -28,7 +28,7 @@ use crate::rules::card::EXTENSION_URI;
 use crate::rules::event::JsonForm;
 use crate::rules::execute::reply_event;
 use crate::rules::task::Task;
-use crate::run::{now, Asked, Ran, Runner};
+use crate::run::{now, Asked, CompleteAsked, Ran, Runner};
 use crate::telemetry::{CallSpan, KeyValue, SpanKind, Tracer, W3c};
 
 /// The front: its settings, the agent behind it, and what it keeps.
@@ -274,7 +274,9 @@ impl Front {
                     || contains(&bytes, b"\"GetExtendedAgentCard\"")
                     || contains(&bytes, b"\"ListTasks\"")
                     || contains(&bytes, b"\"CancelTask\"")
-                    || contains(&bytes, b"\"SubscribeToTask\"")));
+                    || contains(&bytes, b"\"SubscribeToTask\"")
+                    || contains(&bytes, b"commands/complete")
+                    || contains(&bytes, b"commands\\/complete")));
         let bytes_seen = bytes.clone();
         let handled = if look {
             let query = parts.uri.query().map(str::to_owned);
@@ -504,6 +506,9 @@ impl Front {
                 }
             }
             "GetExtendedAgentCard" => Handled::ForwardCard(bytes.clone()),
+            a2a::COMPLETE_METHOD if binding == Binding::JsonRpc => {
+                Handled::Answer(self.complete(path, &id, headers, &params).await)
+            }
             "ListTasks" => Handled::ForwardList(bytes.clone()),
             _ => Handled::Forward(bytes.clone()),
         }
@@ -687,43 +692,27 @@ impl Front {
             None => (None, None),
         };
         let joined = own.as_ref().and_then(|(_, upstream)| upstream.clone());
-        let (task_json, snapshot) = if message.task_id.is_empty() {
-            (None, None)
-        } else if let Some((task, upstream)) = own.clone() {
-            // A task the front made; once joined, the agent holds its state.
-            let task = match upstream {
-                None => task,
-                Some(upstream) => match self.upstream_task(binding, path, headers, &upstream).await
-                {
-                    Ok(mut fresh) => {
-                        rename(&mut fresh, &upstream, &message.task_id);
-                        set_data(&mut fresh, data_of(&task));
-                        fresh
-                    }
-                    Err(_) => task,
-                },
-            };
-            let snapshot = a2a::snapshot_from_task(&task);
-            (Some(task), Some(snapshot))
+        let task_json = if message.task_id.is_empty() {
+            None
         } else {
-            match self
-                .upstream_task(binding, path, headers, &message.task_id)
-                .await
-            {
-                Ok(mut task) => {
-                    // What the front keeps for the agent's task (settings a command
-                    // chose) is part of its data.
-                    if let Some(data) = kept_data {
-                        set_data(&mut task, data);
-                    }
-                    let snapshot = a2a::snapshot_from_task(&task);
-                    (Some(task), Some(snapshot))
-                }
+            let looked = self
+                .task_as_seen(
+                    binding,
+                    path,
+                    headers,
+                    &message.task_id,
+                    own.clone(),
+                    kept_data,
+                )
+                .await;
+            match looked {
+                Ok(task) => Some(task),
                 // The agent answers for its own tasks (not found, not allowed).
                 Err(Some(answer)) => return Handled::Answer(answer),
                 Err(None) => return Handled::Forward(bytes.clone()),
             }
         };
+        let snapshot = task_json.as_ref().map(a2a::snapshot_from_task);
         let new_task = snapshot.is_none();
         let new_id = self.new_id();
         let context_id = if message.context_id.is_empty() {
@@ -870,6 +859,132 @@ impl Front {
                     }
                 })
             }
+        }
+    }
+
+    /// Task `task_id` as its client sees it, for the rules: a task the front made (once
+    /// joined, the agent's state of it under the front's id), or the agent's, with the
+    /// task data the front keeps (`own` and `kept_data`: what the records hold for it).
+    /// `Err` as [`Front::upstream_task`]'s.
+    async fn task_as_seen(
+        &self,
+        binding: Binding,
+        path: &str,
+        headers: &HeaderMap,
+        task_id: &str,
+        own: Option<(Value, Option<String>)>,
+        kept_data: Option<Value>,
+    ) -> Result<Value, Option<Response<Body>>> {
+        if let Some((task, upstream)) = own {
+            let Some(upstream) = upstream else {
+                return Ok(task);
+            };
+            return Ok(
+                match self.upstream_task(binding, path, headers, &upstream).await {
+                    Ok(mut fresh) => {
+                        rename(&mut fresh, &upstream, task_id);
+                        set_data(&mut fresh, data_of(&task));
+                        fresh
+                    }
+                    Err(_) => task,
+                },
+            );
+        }
+        let mut task = self.upstream_task(binding, path, headers, task_id).await?;
+        // What the front keeps for the agent's task (settings a command chose) is part
+        // of its data.
+        if let Some(data) = kept_data {
+            set_data(&mut task, data);
+        }
+        Ok(task)
+    }
+
+    /// `commands/complete` (the method the kits add to JSON-RPC): what the user has
+    /// typed completed, as `Complete` completes it, in the kits' result shape (MCP's
+    /// `completion/complete`: `values`, `total`, `hasMore`, and `command`).
+    async fn complete(
+        &self,
+        path: &str,
+        id: &Value,
+        headers: &HeaderMap,
+        params: &Value,
+    ) -> Response<Body> {
+        let binding = Binding::JsonRpc;
+        let invalid = |what: &str| {
+            error_answer(
+                binding,
+                id,
+                StatusCode::BAD_REQUEST,
+                a2a::INVALID_PARAMS,
+                &format!("Invalid params: {what}"),
+            )
+        };
+        let Some(text) = params.get("text").and_then(Value::as_str) else {
+            return invalid("text must be a string");
+        };
+        let limit = match params.get("limit") {
+            None | Some(Value::Null) => 0,
+            Some(limit) => match limit.as_u64().and_then(|n| u32::try_from(n).ok()) {
+                Some(limit) => limit,
+                None => return invalid("limit must be a non-negative integer"),
+            },
+        };
+        let task = match params.get("taskId") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(task_id)) => {
+                let (own, kept_data) = match self.records.get(task_id).await {
+                    Ok(Some(Kept::Task(task, upstream))) => (Some((task, upstream)), None),
+                    Ok(Some(Kept::Data(data))) => (None, Some(data)),
+                    Ok(None) => (None, None),
+                    Err(error) => return records_failed(binding, id, &error),
+                };
+                match self
+                    .task_as_seen(binding, path, headers, task_id, own, kept_data)
+                    .await
+                {
+                    Ok(task) => Some(a2a::snapshot_from_task(&task)),
+                    Err(Some(answer)) => return answer,
+                    Err(None) => {
+                        return error_answer(
+                            binding,
+                            id,
+                            StatusCode::NOT_FOUND,
+                            a2a::TASK_NOT_FOUND,
+                            &format!("Task not found: {task_id}"),
+                        )
+                    }
+                }
+            }
+            Some(_) => return invalid("taskId must be a string"),
+        };
+        let (sender, _) = self.sender(headers);
+        let trace = Trace::from_headers(
+            headers.get("traceparent").and_then(|v| v.to_str().ok()),
+            headers.get("tracestate").and_then(|v| v.to_str().ok()),
+        );
+        let asked = CompleteAsked {
+            text,
+            sender: Some(&sender),
+            task: task.as_ref(),
+            limit,
+            trace: &trace,
+        };
+        let completed = self
+            .runner
+            .complete(&asked, |completions, command, _| {
+                let values: Vec<Value> = completions
+                    .values
+                    .iter()
+                    .map(|s| json!({"value": s.value, "text": s.text(), "description": s.description}))
+                    .collect();
+                json!({"values": values, "total": completions.total,
+                       "hasMore": completions.has_more, "command": command})
+            })
+            .await;
+        match completed {
+            Ok((result, _)) => json_answer(StatusCode::OK, &a2a::rpc_result(id, result)),
+            Err(error @ Error::InvalidArgument { .. }) => invalid(&error.to_string()),
+            Err(error) => self.run_failed(binding, id, &error),
         }
     }
 

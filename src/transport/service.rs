@@ -17,14 +17,14 @@ use crate::pb::{self, ParticipantRole};
 use crate::registry::{Applied, Change, Registry};
 use crate::rules::body::Body;
 use crate::rules::builtins::Catalogue;
-use crate::rules::complete::{self, Plan};
+
 use crate::rules::event::Forms;
 use crate::rules::execute::reply_event;
 use crate::rules::parse::{classify, Classification};
 use crate::rules::policy::Access;
 use crate::rules::spec::{CommandName, CommandSpec};
 use crate::rules::task::Task;
-use crate::run::{now, Asked, Ran, Runner};
+use crate::run::{now, Asked, CompleteAsked, Ran, Runner};
 use crate::transport::answers::{self, Executed};
 use crate::transport::auth::AdminAuth;
 use crate::transport::convert::list_specs;
@@ -166,52 +166,14 @@ impl Api {
         request: &'r pb::CompleteRequest,
         trace: &Trace,
     ) -> Result<(Vec<u8>, &'r str), Error> {
-        let limit = complete::limit(request.limit);
-        // The task is optional here; one that is sent must be well formed.
-        if let Some(task) = &request.task {
-            Task::from_proto(task)?;
-        }
-        let role = request
-            .sender
-            .as_ref()
-            .and_then(|s| ParticipantRole::try_from(s.role).ok())
-            .unwrap_or(ParticipantRole::Unspecified);
-        let snapshot = self.registry().read()?;
-        let revision = snapshot.revision();
-        let listing = |prefix| {
-            snapshot
-                .starting_with(prefix)
-                .map(|c| (c.spec.name.as_str(), c.spec.description.as_str(), &c.access))
+        let asked = CompleteAsked {
+            text: &request.text,
+            sender: request.sender.as_ref(),
+            task: request.task.as_ref(),
+            limit: request.limit,
+            trace,
         };
-        let plan = complete::plan(
-            &request.text,
-            role,
-            &*snapshot,
-            listing,
-            self.runner.catalogue(),
-            limit,
-        )?;
-        let query = match plan {
-            // Encoded while the suggestions still borrow the snapshot.
-            Plan::Answer {
-                completions,
-                command,
-            } => return Ok((answers::completed(&completions, command, revision), command)),
-            Plan::Ask(query) => query,
-        };
-        // Not held across a handler call: a slow handler must not keep old states alive.
-        drop(snapshot);
-        let sender = request.sender.clone();
-        let task = request.task.clone();
-        let completions = self
-            .runner
-            .handlers()
-            .suggest(&query, sender, task, limit, trace)
-            .await;
-        Ok((
-            answers::completed(&completions, query.command, revision),
-            query.command,
-        ))
+        self.runner.complete(&asked, answers::completed).await
     }
 
     /// Execute's answer, encoded (`answers`); notes the command, how it ended and the

@@ -424,6 +424,30 @@ def test_with_a_signing_key_the_merged_card_is_signed_and_a2a_sdk_verifies_it(tm
         proc.wait(timeout=30)
 
 
+def test_commands_complete_is_answered_by_the_front_as_the_kits_answer_it(front):
+    url = front_url(front)
+
+    def complete(params, **headers):
+        body = {"jsonrpc": "2.0", "id": 7, "method": "commands/complete", "params": params}
+        return httpx.post(url, json=body, headers={"A2A-Version": "1.0", **headers}, timeout=30)
+
+    names = complete({"text": "/mo"}, **{"A2A-Extensions": EXTENSION})
+    assert names.headers.get("a2a-extensions") == EXTENSION
+    result = names.json()["result"]
+    assert result["command"] == "" and result["values"][0] == {
+        "value": "model", "text": "/model ", "description": result["values"][0]["description"]}
+    values = complete({"text": "/model gpt-x-m", "limit": 5}).json()["result"]
+    assert values["command"] == "model" and [v["text"] for v in values["values"]] == ["/model gpt-x-mini"]
+    # In a task the front made, and in one the agent does not have.
+    made = httpx.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": {
+        "messageId": "m-c", "role": "ROLE_USER", "parts": [{"text": "/status"}]}}},
+        headers={"A2A-Version": "1.0"}, timeout=30).json()["result"]["task"]["id"]
+    assert complete({"text": "/eff", "taskId": made}).json()["result"]["values"][0]["value"] == "effort"
+    assert complete({"text": "/eff", "taskId": "no-such-task"}).json()["error"]["code"] == -32001
+    assert complete({"text": 3}).json()["error"]["code"] == -32602
+    assert complete({"text": "/model", "limit": -1}).json()["error"]["code"] == -32602
+
+
 def test_requests_are_counted_by_binding_method_and_result(front):
     async def go():
         async with Session(front_url(front), "JSONRPC", False) as session:
