@@ -261,23 +261,16 @@ impl Front {
             Ok(collected) => collected.to_bytes(),
             Err(_) => return self.too_large(binding),
         };
-        // Looked at: what may be a command, and what names a task the front made (its
-        // ids share a prefix no agent's id has).
-        // Looked at: what may be a command, what names a task the front made (their ids
-        // share a prefix), `GetTask`, and a message on a task (whose data the front may
-        // keep): small bodies only.
+        // The JSON-RPC method, read once: it says what is looked at, and labels metrics.
+        let rpc_method = (binding == Binding::JsonRpc).then(|| jsonrpc_method(&bytes));
+        // Looked at (small bodies only): what may be a command, what names a task the
+        // front made (their ids share a prefix) or a message on any task (whose data
+        // the front may keep), and the calls whose answers the front writes into.
         let look = a2a::may_hold_command(&bytes, a2a::PRECHECK_MAX_BYTES)
             || (bytes.len() <= a2a::PRECHECK_MAX_BYTES
-                && (contains(&bytes, TASK_ID_PREFIX.as_bytes())
-                    || contains(&bytes, b"\"GetTask\"")
-                    || contains(&bytes, b"\"taskId\"")
-                    || contains(&bytes, b"\"GetExtendedAgentCard\"")
-                    || contains(&bytes, b"\"ListTasks\"")
-                    || contains(&bytes, b"\"CancelTask\"")
-                    || contains(&bytes, b"\"SubscribeToTask\"")
-                    || contains(&bytes, b"commands/complete")
-                    || contains(&bytes, b"commands\\/complete")));
-        let bytes_seen = bytes.clone();
+                && (rpc_method.is_some_and(|m| LOOKED_AT.contains(&m))
+                    || contains(&bytes, TASK_ID_PREFIX.as_bytes())
+                    || contains(&bytes, b"\"taskId\"")));
         let handled = if look {
             let query = parts.uri.query().map(str::to_owned);
             Box::pin(self.inspect(binding, &path, query.as_deref(), &parts.headers, &bytes)).await
@@ -319,10 +312,8 @@ impl Front {
                 Box::pin(self.translate(answer, front, upstream)).await
             }
         };
-        if binding == Binding::JsonRpc {
-            answer
-                .extensions_mut()
-                .insert(RpcMethod(jsonrpc_method(&bytes_seen)));
+        if let Some(method) = rpc_method {
+            answer.extensions_mut().insert(RpcMethod(method));
         }
         answer
     }
@@ -1664,7 +1655,18 @@ struct UpstreamFailed;
 struct RpcMethod(&'static str);
 
 /// The A2A methods the metrics name (1.0's, and 0.3's); any other is `other`.
-const METHODS: [&str; 16] = [
+/// The JSON-RPC calls the front looks at whatever their body holds: it answers them for
+/// its own tasks, or writes its ids, task data or card into their answers.
+const LOOKED_AT: [&str; 6] = [
+    "GetTask",
+    "CancelTask",
+    "SubscribeToTask",
+    "ListTasks",
+    "GetExtendedAgentCard",
+    a2a::COMPLETE_METHOD,
+];
+
+const METHODS: [&str; 17] = [
     "SendStreamingMessage",
     "SendMessage",
     "GetTaskPushNotificationConfig",
@@ -1681,9 +1683,11 @@ const METHODS: [&str; 16] = [
     "tasks/get",
     "tasks/cancel",
     "tasks/resubscribe",
+    a2a::COMPLETE_METHOD,
 ];
 
-/// A JSON-RPC body's method, found by its quoted name (never parsed for it).
+/// A JSON-RPC body's method, found by its key (the body is never parsed for it); a
+/// `/` written `\/` is a `/`.
 fn jsonrpc_method(body: &[u8]) -> &'static str {
     let Some(at) = memchr::memmem::find(body, b"\"method\"") else {
         return "other";
@@ -1695,9 +1699,24 @@ fn jsonrpc_method(body: &[u8]) -> &'static str {
     let name = value
         .and_then(|v| v.strip_prefix(b"\""))
         .and_then(|v| memchr::memchr(b'"', v).map(|end| &v[..end]));
+    let Some(name) = name else {
+        return "other";
+    };
+    let unescaped;
+    let name = if memchr::memmem::find(name, b"\\/").is_some() {
+        unescaped = name
+            .iter()
+            .enumerate()
+            .filter(|&(i, &b)| !(b == b'\\' && name.get(i + 1) == Some(&b'/')))
+            .map(|(_, &b)| b)
+            .collect::<Vec<u8>>();
+        &unescaped[..]
+    } else {
+        name
+    };
     METHODS
         .iter()
-        .find(|m| Some(m.as_bytes()) == name)
+        .find(|m| m.as_bytes() == name)
         .copied()
         .unwrap_or("other")
 }
@@ -1810,6 +1829,10 @@ mod tests {
         assert_eq!(call(r#"{"method" : "GetTask","params":{}}"#), "GetTask");
         assert_eq!(call(r#"{"method":"tasks/get"}"#), "tasks/get");
         assert_eq!(call(r#"{"method":"Nonsense"}"#), "other");
+        assert_eq!(
+            call(r#"{"method":"commands\/complete"}"#),
+            "commands/complete"
+        );
         assert_eq!(call(r#"{"id":1}"#), "other");
         assert_eq!(call(r#"{"method":"SendMessag"#), "other");
     }

@@ -526,6 +526,21 @@ mod tests {
         Limits { cap, expiry }
     }
 
+    /// Keeps `value` under `key` as last used at `used` (Unix ms): ages without waiting.
+    fn put_at(records: &Records, key: &str, value: &Value, used: u64) {
+        let Place::Local(local) = &records.place else {
+            unreachable!("sled mode")
+        };
+        let stored = serde_json::to_vec(&Stored {
+            used,
+            value: value.clone(),
+        })
+        .unwrap();
+        local.put(key, stored, used, records.limits).unwrap();
+    }
+
+    const HOUR_MS: u64 = 3_600_000;
+
     #[tokio::test]
     async fn a_record_survives_reopening_and_is_forgotten_past_its_expiry() {
         let dir = tempfile::tempdir().unwrap();
@@ -538,22 +553,26 @@ mod tests {
         }
         let records = Records::open(&home, limits(10, Duration::from_secs(3600))).unwrap();
         assert_eq!(records.get("t-1").await.unwrap(), Some(json!({"task": 1})));
+        // Last used two hours ago, with an expiry of one: gone when read, and at open.
+        put_at(&records, "t-old", &json!(0), unix_ms() - 2 * HOUR_MS);
+        put_at(&records, "t-older", &json!(0), unix_ms() - 3 * HOUR_MS);
+        assert_eq!(records.get("t-old").await.unwrap(), None);
         drop(records);
-        // The same record read with an expiry it is already past: gone.
-        let records = Records::open(&home, limits(10, Duration::ZERO)).unwrap();
-        std::thread::sleep(Duration::from_millis(5));
-        assert_eq!(records.get("t-1").await.unwrap(), None);
+        let records = Records::open(&home, limits(10, Duration::from_secs(3600))).unwrap();
+        assert_eq!(records.get("t-older").await.unwrap(), None);
+        assert_eq!(records.get("t-1").await.unwrap(), Some(json!({"task": 1})));
     }
 
     #[tokio::test]
     async fn over_the_cap_the_least_recently_used_go_first() {
         let dir = tempfile::tempdir().unwrap();
         let home = Home::Local(dir.path().to_owned());
-        let records = Records::open(&home, limits(10, Duration::from_secs(3600))).unwrap();
+        let records = Records::open(&home, limits(10, Duration::from_secs(10 * 3600))).unwrap();
+        // Distinct last uses, a second apart, so that "oldest" is well defined; recent
+        // enough that reading them does not write them anew (10 h expiry: 6 min).
+        let base = unix_ms() - 60_000;
         for n in 0..11 {
-            records.put(&format!("t-{n}"), &json!(n)).await.unwrap();
-            // Distinct last-use times, so "oldest" is well defined.
-            std::thread::sleep(Duration::from_millis(2));
+            put_at(&records, &format!("t-{n}"), &json!(n), base + n * 1000);
         }
         // Eleven over a cap of ten: the oldest gone.
         assert_eq!(records.get("t-0").await.unwrap(), None);
@@ -565,7 +584,7 @@ mod tests {
         }
         // Opened again, the index is read back: past the cap, the next oldest goes.
         drop(records);
-        let records = Records::open(&home, limits(10, Duration::from_secs(3600))).unwrap();
+        let records = Records::open(&home, limits(10, Duration::from_secs(10 * 3600))).unwrap();
         records.put("t-11", &json!(11)).await.unwrap();
         assert_eq!(records.get("t-1").await.unwrap(), None);
         assert_eq!(records.get("t-2").await.unwrap(), Some(json!(2)));
