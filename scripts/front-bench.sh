@@ -4,7 +4,10 @@
 # shows); the client is wrk, with keep-alive connections. Each round, in this order:
 #
 #   SendMessage straight to the agent and through the front, FRONT_BENCH_CONNECTIONS
-#   connections (8): throughput, the front's as a ratio to the direct run;
+#   connections (8), in the order direct, front, front, direct (see pair below): throughput, the front's as a ratio to the direct run;
+#   the same pair with the agent and wrk held to CPU 0 and the sidecar to CPU 1 (taskset;
+#   a sidecar's usual place, a CPU request of its own): whether the front cuts the
+#   agent's throughput when it does not take the agent's CPU;
 #   the same with one connection, one request at a time: the p50 the front adds;
 #   /status answered by the front, and by the Go kit's gateway (clients/go/tools/
 #   benchgateway, the README's gateway, on the same sidecar): the ratio of the two.
@@ -78,11 +81,32 @@ LUA
 lua SendMessage "hello" >"$work/plain.lua"
 lua SendMessage "/status" >"$work/status.lua"
 
-run() { # $1: URL, $2: script, $3: connections -> "rps p50_ms p99_ms errors"
-  local threads=2
+run() { # $1: URL, $2: script, $3: connections [, $4: CPUs for wrk] -> "rps p50_ms p99_ms errors"
+  local threads=2 pin=()
   [[ $3 -eq 1 ]] && threads=1
-  wrk -t "$threads" -c "$3" -d "${seconds}s" -s "$2" "$1" | awk '/^RESULT/ {print $2, $3, $4, $5}'
+  [[ -n ${4:-} ]] && pin=(taskset -c "$4")
+  "${pin[@]}" wrk -t "$threads" -c "$3" -d "${seconds}s" -s "$2" "$1" | awk '/^RESULT/ {print $2, $3, $4, $5}'
 }
+# Direct, front, front, direct: the agent keeps every task it is sent, so it slows down a
+# little as a run goes on; the two mirrored halves cancel that drift out of the ratio.
+# Prints the direct then the front "rps p50 p99 errors", each the mean of its two runs.
+pair() { # $1: connections [, $2: CPUs for wrk]
+  local a b c d
+  a=$(run "$agent" "$work/plain.lua" "$1" "${2:-}")
+  b=$(run "$front" "$work/plain.lua" "$1" "${2:-}")
+  c=$(run "$front" "$work/plain.lua" "$1" "${2:-}")
+  d=$(run "$agent" "$work/plain.lua" "$1" "${2:-}")
+  python3 -c '
+import sys
+runs = [list(map(float, r.split())) for r in sys.argv[1:]]
+mean = lambda x, y: [(p + q) / 2 for p, q in zip(x, y)]
+print(" ".join(f"{v:.3f}" for v in mean(runs[0], runs[3]) + mean(runs[1], runs[2])))' "$a" "$b" "$c" "$d"
+}
+# Pins every thread of a process (and so the threads it starts later) to the CPUs given.
+pin() { taskset -apc "$2" "$1" >/dev/null; } # $1: pid, $2: CPU list
+agent_pid=${pids[0]}
+all_cpus="0-$(($(nproc) - 1))"
+pinned=$([[ $(nproc) -ge 2 ]] && command -v taskset >/dev/null && echo 1 || echo 0)
 row() { printf "%-5s %-34s %10s %9s %9s %7s %8s\n" "$@"; }
 ratio() { python3 -c "print(f'{$1 / $2:.3f}')"; }
 
@@ -93,25 +117,37 @@ run "$gateway" "$work/status.lua" 2 >/dev/null
 
 row round row "req/s" "p50 ms" "p99 ms" errors ratio
 for r in $(seq "$rounds"); do
-  read -r d_rps d_p50 d_p99 d_err < <(run "$agent" "$work/plain.lua" "$connections")
-  read -r f_rps f_p50 f_p99 f_err < <(run "$front" "$work/plain.lua" "$connections")
-  read -r d1_rps d1_p50 d1_p99 d1_err < <(run "$agent" "$work/plain.lua" 1)
-  read -r f1_rps f1_p50 f1_p99 f1_err < <(run "$front" "$work/plain.lua" 1)
+  read -r d_rps d_p50 d_p99 d_err f_rps f_p50 f_p99 f_err < <(pair "$connections")
+  if [[ $pinned == 1 ]]; then
+    pin "$agent_pid" 0
+    pin "$sidecar_pid" 1
+    read -r dp_rps dp_p50 dp_p99 dp_err fp_rps fp_p50 fp_p99 fp_err < <(pair "$connections" 0)
+    pin "$agent_pid" "$all_cpus"
+    pin "$sidecar_pid" "$all_cpus"
+  else
+    dp_rps=1 fp_rps=0
+  fi
+  read -r d1_rps d1_p50 d1_p99 d1_err f1_rps f1_p50 f1_p99 f1_err < <(pair 1)
   read -r s_rps s_p50 s_p99 s_err < <(run "$front" "$work/status.lua" "$connections")
   read -r g_rps g_p50 g_p99 g_err < <(run "$gateway" "$work/status.lua" "$connections")
   row "$r" "SendMessage, direct, c=$connections" "$d_rps" "$d_p50" "$d_p99" "$d_err" "1.000"
   row "$r" "SendMessage, front, c=$connections" "$f_rps" "$f_p50" "$f_p99" "$f_err" "$(ratio "$f_rps" "$d_rps")"
+  if [[ $pinned == 1 ]]; then
+    row "$r" "SendMessage, direct, c=$connections, pinned" "$dp_rps" "$dp_p50" "$dp_p99" "$dp_err" "1.000"
+    row "$r" "SendMessage, front, c=$connections, pinned" "$fp_rps" "$fp_p50" "$fp_p99" "$fp_err" "$(ratio "$fp_rps" "$dp_rps")"
+  fi
   row "$r" "SendMessage, direct, c=1" "$d1_rps" "$d1_p50" "$d1_p99" "$d1_err" "1.000"
   row "$r" "SendMessage, front, c=1" "$f1_rps" "$f1_p50" "$f1_p99" "$f1_err" "$(ratio "$f1_rps" "$d1_rps")"
   row "$r" "/status, Go kit gateway, c=$connections" "$g_rps" "$g_p50" "$g_p99" "$g_err" "1.000"
   row "$r" "/status, front, c=$connections" "$s_rps" "$s_p50" "$s_p99" "$s_err" "$(ratio "$s_rps" "$g_rps")"
-  echo "$(ratio "$f_rps" "$d_rps") $(python3 -c "print(f'{$f1_p50 - $d1_p50:.3f}')") $(ratio "$s_rps" "$g_rps")" >>"$work/ratios"
+  echo "$(ratio "$f_rps" "$d_rps") $(ratio "$fp_rps" "$dp_rps") $(python3 -c "print(f'{$f1_p50 - $d1_p50:.3f}')") $(ratio "$s_rps" "$g_rps")" >>"$work/ratios"
 done
 python3 - "$work/ratios" <<'PY'
 import statistics, sys
 rows = [list(map(float, line.split())) for line in open(sys.argv[1])]
-through, added, status = (statistics.median(col) for col in zip(*rows))
-print(f"median: SendMessage through the front {through:.3f} of direct; p50 added at c=1 "
+through, pinned, added, status = (statistics.median(col) for col in zip(*rows))
+print(f"median: SendMessage through the front {through:.3f} of direct (sharing the CPUs), "
+      f"{pinned:.3f} (the sidecar on a CPU of its own; 0 if not run); p50 added at c=1 "
       f"{added:+.3f} ms; /status through the front {status:.2f}x the Go kit gateway's")
 PY
 

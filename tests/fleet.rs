@@ -1206,8 +1206,9 @@ async fn front_call(
 }
 
 /// In fleet mode the front's task records are in etcd: a task one sidecar's front made
-/// for a command is answered, and canceled, through another's. The agent behind them
-/// is never reached (nothing listens at its address): a command needs no agent.
+/// for a command is listed, answered and canceled through another's. The agent behind
+/// them holds no task (it answers every call with an empty list): a command needs no
+/// agent, and the front's own tasks are listed from etcd.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_task_one_sidecar_s_front_made_is_answered_by_another() {
     let _one = ONE_AT_A_TIME.lock().await;
@@ -1216,9 +1217,12 @@ async fn a_task_one_sidecar_s_front_made_is_answered_by_another() {
     }
     let cluster = EtcdCluster::start(1).await;
     let dirs = tempfile::tempdir().unwrap();
-    let nobody = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let upstream = format!("http://{}/", nobody.local_addr().unwrap());
-    drop(nobody);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let upstream = format!("http://{}/", listener.local_addr().unwrap());
+    let empty = axum::Router::new().fallback(|| async {
+        axum::Json(serde_json::json!({"jsonrpc": "2.0", "id": 1, "result": {}}))
+    });
+    tokio::spawn(async move { axum::serve(listener, empty).await });
     let front = [
         "--front-upstream",
         &upstream,
@@ -1244,6 +1248,19 @@ async fn a_task_one_sidecar_s_front_made_is_answered_by_another() {
 
     let read = front_call(front_b, "GetTask", serde_json::json!({"id": id})).await;
     assert_eq!(read["result"], *task, "{read}");
+    let context = task["contextId"].clone();
+    let listed = front_call(
+        front_b,
+        "ListTasks",
+        serde_json::json!({"contextId": context}),
+    )
+    .await;
+    assert_eq!(
+        listed["result"]["tasks"],
+        serde_json::json!([task]),
+        "{listed}"
+    );
+    assert_eq!(listed["result"]["totalSize"], 1, "{listed}");
 
     let canceled = front_call(front_b, "CancelTask", serde_json::json!({"id": id})).await;
     assert_eq!(

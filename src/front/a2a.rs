@@ -258,6 +258,139 @@ pub fn new_task(
     })
 }
 
+/// What a `ListTasks` request asks, as far as the tasks only the front holds are
+/// concerned: whether it is the first page (they are listed there, ahead of the
+/// agent's), how many at most, and the filters each must pass.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ListAsked {
+    /// No `pageToken`: the first page.
+    pub first_page: bool,
+    /// `pageSize`, when given.
+    pub page_size: Option<usize>,
+    /// `contextId`: only tasks of that context.
+    pub context_id: Option<String>,
+    /// `status`: only tasks in that state (`TASK_STATE_*`).
+    pub status: Option<String>,
+    /// `statusTimestampAfter` (RFC 3339): only tasks whose status changed after it.
+    pub after: Option<String>,
+    /// `historyLength`: at most that many of each task's latest messages.
+    pub history_length: Option<usize>,
+}
+
+/// An RFC 3339 timestamp as (seconds, nanoseconds), comparable.
+fn instant(text: &str) -> Option<(i64, i32)> {
+    let at: prost_types::Timestamp = text.parse().ok()?;
+    Some((at.seconds, at.nanos))
+}
+
+/// A2A's default `pageSize` for `ListTasks`, and its largest.
+const LIST_PAGE_DEFAULT: usize = 50;
+const LIST_PAGE_MAX: usize = 100;
+
+impl ListAsked {
+    /// From a JSON-RPC request's `params`.
+    pub fn from_params(params: &Value) -> Self {
+        let text = |key: &str| params.get(key).and_then(Value::as_str).map(str::to_owned);
+        let number = |key: &str| {
+            params
+                .get(key)
+                .and_then(|v| v.as_u64().or_else(|| v.as_str()?.parse().ok()))
+                .and_then(|n| usize::try_from(n).ok())
+        };
+        Self::from_fields(
+            text("pageToken"),
+            number("pageSize"),
+            text("contextId"),
+            text("status"),
+            text("statusTimestampAfter"),
+            number("historyLength"),
+        )
+    }
+
+    /// From an HTTP+JSON `GET .../tasks` query string (camelCase names, or snake_case).
+    pub fn from_query(query: Option<&str>) -> Self {
+        let pairs: Vec<(String, String)> =
+            url::form_urlencoded::parse(query.unwrap_or_default().as_bytes())
+                .into_owned()
+                .collect();
+        let text = |camel: &str, snake: &str| {
+            pairs
+                .iter()
+                .find(|(key, _)| key == camel || key == snake)
+                .map(|(_, value)| value.clone())
+        };
+        let number = |camel: &str, snake: &str| text(camel, snake)?.parse().ok();
+        Self::from_fields(
+            text("pageToken", "page_token"),
+            number("pageSize", "page_size"),
+            text("contextId", "context_id"),
+            text("status", "status"),
+            text("statusTimestampAfter", "status_timestamp_after"),
+            number("historyLength", "history_length"),
+        )
+    }
+
+    fn from_fields(
+        page_token: Option<String>,
+        page_size: Option<usize>,
+        context_id: Option<String>,
+        status: Option<String>,
+        after: Option<String>,
+        history_length: Option<usize>,
+    ) -> Self {
+        let given = |v: Option<String>| v.filter(|v| !v.is_empty());
+        Self {
+            first_page: given(page_token).is_none(),
+            page_size,
+            context_id: given(context_id),
+            status: given(status).filter(|s| s != "TASK_STATE_UNSPECIFIED"),
+            after: given(after),
+            history_length,
+        }
+    }
+
+    /// How many of the front's own tasks the first page may hold.
+    pub fn limit(&self) -> usize {
+        self.page_size
+            .filter(|n| *n > 0)
+            .unwrap_or(LIST_PAGE_DEFAULT)
+            .min(LIST_PAGE_MAX)
+    }
+
+    /// `task` as the listing shows it, if it passes the filters.
+    pub fn shown(&self, mut task: Value) -> Option<Value> {
+        let field = |task: &Value, pointer: &str| {
+            task.pointer(pointer)
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        };
+        if self.context_id.is_some() && field(&task, "/contextId") != self.context_id {
+            return None;
+        }
+        if self.status.is_some() && field(&task, "/status/state") != self.status {
+            return None;
+        }
+        if let Some(after) = self.after.as_deref().and_then(instant) {
+            if field(&task, "/status/timestamp")
+                .and_then(|at| instant(&at))
+                .is_none_or(|at| at <= after)
+            {
+                return None;
+            }
+        }
+        if let Some(keep) = self.history_length {
+            if let Some(history) = task.get_mut("history").and_then(Value::as_array_mut) {
+                let drop = history.len().saturating_sub(keep);
+                history.drain(..drop);
+            }
+            if keep == 0 {
+                task.as_object_mut().map(|task| task.remove("history"));
+            }
+        }
+        Some(task)
+    }
+}
+
 /// A JSON-RPC success answer.
 pub fn rpc_result(id: &Value, result: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "result": result})

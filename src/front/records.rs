@@ -91,6 +91,19 @@ impl Records {
         }
     }
 
+    /// Up to `limit` tasks the front made (their ids begin with `prefix`) that the agent
+    /// does not hold yet, the most recently used first: the ones only the front can list.
+    pub async fn unjoined(&self, prefix: &str, limit: usize) -> Result<Vec<Value>, Error> {
+        // Joined tasks share the prefix; read past them, within a bound.
+        let read = self.store.newest(prefix, limit.saturating_mul(4)).await?;
+        Ok(read
+            .into_iter()
+            .filter(|record| record.get("upstream").is_none_or(Value::is_null))
+            .filter_map(|mut record| record.get_mut("task").map(Value::take))
+            .take(limit)
+            .collect())
+    }
+
     /// The front's id for the agent's task `upstream`, when the front made that task.
     pub async fn joined_to(&self, upstream: &str) -> Result<Option<String>, Error> {
         Ok(self
@@ -131,7 +144,12 @@ mod tests {
             Some((json!({"id": "t-1", "status": {}}), None))
         );
         assert_eq!(records.joined_to("u-1").await.unwrap(), None);
+        assert_eq!(
+            records.unjoined("t-", 10).await.unwrap(),
+            vec![json!({"id": "t-1", "status": {}})]
+        );
         records.join("t-1", "u-1").await.unwrap();
+        assert!(records.unjoined("t-", 10).await.unwrap().is_empty());
         records.join("t-1", "u-2").await.unwrap();
         assert_eq!(
             records.joined_to("u-1").await.unwrap().as_deref(),

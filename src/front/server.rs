@@ -79,8 +79,9 @@ enum Handled {
     /// Forward this body (a request for the extended card); the card in the answer is
     /// merged.
     ForwardCard(Bytes),
-    /// Forward this body (`ListTasks`); the tasks in the answer are the front's.
-    ForwardList(Bytes),
+    /// Forward this body (`ListTasks`); the tasks in the answer are the front's, and
+    /// the first page lists the tasks only the front holds too.
+    ForwardList(Bytes, a2a::ListAsked),
     /// Forward this body, about the front's task `front`: the agent's id for it
     /// (`upstream`, or the one its answer gives) is written back as `front` in the
     /// answer, so the client goes on seeing one task.
@@ -230,8 +231,9 @@ impl Front {
             let answer = self.forward(request, Some(Binding::HttpJson)).await;
             Box::pin(self.extended_card(answer, Binding::HttpJson)).await
         } else if method == Method::GET && path.ends_with("/tasks") {
+            let asked = a2a::ListAsked::from_query(request.uri().query());
             let answer = self.forward(request, Some(Binding::HttpJson)).await;
-            Box::pin(self.list_answer(answer, Binding::HttpJson)).await
+            Box::pin(self.list_answer(answer, Binding::HttpJson, &asked)).await
         } else if path.contains("/tasks/")
             && (method == Method::GET
                 || (method == Method::POST
@@ -291,10 +293,10 @@ impl Front {
                 let request = with_length(parts, body);
                 self.forward(request, Some(binding)).await
             }
-            Handled::ForwardList(body) => {
+            Handled::ForwardList(body, asked) => {
                 let request = with_length(parts, body);
                 let answer = self.forward(request, Some(binding)).await;
-                Box::pin(self.list_answer(answer, binding)).await
+                Box::pin(self.list_answer(answer, binding, &asked)).await
             }
             Handled::ForwardCard(body) => {
                 let mut request = with_length(parts, body);
@@ -500,7 +502,9 @@ impl Front {
             a2a::COMPLETE_METHOD if binding == Binding::JsonRpc => {
                 Handled::Answer(self.complete(path, &id, headers, &params).await)
             }
-            "ListTasks" => Handled::ForwardList(bytes.clone()),
+            "ListTasks" => {
+                Handled::ForwardList(bytes.clone(), a2a::ListAsked::from_params(&params))
+            }
             _ => Handled::Forward(bytes.clone()),
         }
     }
@@ -1188,20 +1192,38 @@ impl Front {
     }
 
     /// The agent's answer to `ListTasks`: each task the front made (and the agent now
-    /// holds) under the front's id, and each with the task data the front keeps.
-    async fn list_answer(&self, answer: Response<Body>, binding: Binding) -> Response<Body> {
+    /// holds) under the front's id, and each with the task data the front keeps. The
+    /// first page starts with the tasks the front made that the agent does not hold yet
+    /// (no message reached it), newest first, filtered as asked; `totalSize` counts
+    /// them. They come on top of the agent's page, so that page may hold more than
+    /// `pageSize`, and no page token of the agent's is changed.
+    async fn list_answer(
+        &self,
+        answer: Response<Body>,
+        binding: Binding,
+        asked: &a2a::ListAsked,
+    ) -> Response<Body> {
         let (mut parts, bytes, mut value) = match self.read_json(answer, binding).await {
             Ok(read) => read,
             Err(answer) => return answer,
         };
-        let tasks = match binding {
-            Binding::JsonRpc => value.pointer_mut("/result/tasks"),
-            Binding::HttpJson => value.get_mut("tasks"),
+        let listing = match binding {
+            Binding::JsonRpc => value.get_mut("result"),
+            Binding::HttpJson if parts.status.is_success() => Some(&mut value),
+            Binding::HttpJson => None,
         };
-        let Some(tasks) = tasks.and_then(Value::as_array_mut) else {
+        let Some(listing) = listing.and_then(Value::as_object_mut) else {
             return Response::from_parts(parts, Body::from(bytes));
         };
-        for task in tasks {
+        // proto3's JSON leaves an empty list out.
+        let Some(tasks) = listing
+            .entry("tasks")
+            .or_insert_with(|| json!([]))
+            .as_array_mut()
+        else {
+            return Response::from_parts(parts, Body::from(bytes));
+        };
+        for task in tasks.iter_mut() {
             let Some(id) = task.get("id").and_then(Value::as_str).map(str::to_owned) else {
                 continue;
             };
@@ -1227,6 +1249,28 @@ impl Front {
             }
             if let Some(data) = data {
                 set_data(task, data);
+            }
+        }
+        if asked.first_page {
+            let own = match self.records.unjoined(TASK_ID_PREFIX, asked.limit()).await {
+                Ok(own) => own,
+                Err(error) => {
+                    tracing::warn!(error = %error, "the front's records could not be read; the tasks only the front holds are not listed");
+                    Vec::new()
+                }
+            };
+            let own: Vec<Value> = own
+                .into_iter()
+                .filter_map(|task| asked.shown(task))
+                .collect();
+            if !own.is_empty() {
+                let added = own.len();
+                tasks.splice(0..0, own);
+                let total = listing
+                    .get("totalSize")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(0);
+                listing.insert("totalSize".into(), json!(total + added as u64));
             }
         }
         parts.headers.remove(header::CONTENT_LENGTH);
@@ -1654,7 +1698,6 @@ struct UpstreamFailed;
 #[derive(Clone, Copy)]
 struct RpcMethod(&'static str);
 
-/// The A2A methods the metrics name (1.0's, and 0.3's); any other is `other`.
 /// The JSON-RPC calls the front looks at whatever their body holds: it answers them for
 /// its own tasks, or writes its ids, task data or card into their answers.
 const LOOKED_AT: [&str; 6] = [
@@ -1666,6 +1709,7 @@ const LOOKED_AT: [&str; 6] = [
     a2a::COMPLETE_METHOD,
 ];
 
+/// The A2A methods the metrics name (1.0's, and 0.3's); any other is `other`.
 const METHODS: [&str; 17] = [
     "SendStreamingMessage",
     "SendMessage",

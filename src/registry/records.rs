@@ -20,8 +20,8 @@ use serde_json::Value;
 
 use crate::error::Error;
 use crate::pb::etcd::{
-    compare, request_op, Compare, DeleteRangeRequest, PutRequest, RangeRequest, RequestOp,
-    TxnRequest,
+    compare, range_request, request_op, Compare, DeleteRangeRequest, PutRequest, RangeRequest,
+    RequestOp, TxnRequest,
 };
 use crate::registry::durable::{self, Durable};
 use crate::registry::fleet::etcd::{Etcd, EtcdError};
@@ -149,6 +149,16 @@ impl Records {
         }
     }
 
+    /// Up to `limit` records whose keys begin with `prefix`, the most recently used
+    /// first, expired ones left out; reading them is not a use. Sled mode walks the
+    /// in-memory index of last uses; fleet mode asks etcd for the most recently written.
+    pub async fn newest(&self, prefix: &str, limit: usize) -> Result<Vec<Value>, Error> {
+        match &self.place {
+            Place::Local(local) => local.newest(prefix, limit, self.limits),
+            Place::Fleet(fleet) => fleet.newest(prefix, limit, self.limits).await,
+        }
+    }
+
     /// Keeps `value` under `key`; returns once it is durable (sled mode: flushed and
     /// synced; fleet mode: committed by etcd).
     pub async fn put(&self, key: &str, value: &Value) -> Result<(), Error> {
@@ -266,6 +276,34 @@ impl Local {
             }
         }
         Ok(Some(stored.value))
+    }
+
+    fn newest(&self, prefix: &str, limit: usize, limits: Limits) -> Result<Vec<Value>, Error> {
+        let keys: Vec<String> = {
+            let recency = self.recency.lock().expect("records recency lock");
+            recency
+                .by_use
+                .iter()
+                .rev()
+                .filter(|(_, key)| key.starts_with(prefix))
+                .take(limit)
+                .map(|(_, key)| key.clone())
+                .collect()
+        };
+        let now = unix_ms();
+        let mut found = Vec::with_capacity(keys.len());
+        for key in keys {
+            let read = store::guarded(|| self.db.get(key.as_bytes()).map_err(|e| e.to_string()))
+                .map_err(Error::Storage)?;
+            if let Some(stored) =
+                read.and_then(|bytes| serde_json::from_slice::<Stored>(&bytes).ok())
+            {
+                if Duration::from_millis(now.saturating_sub(stored.used)) <= limits.expiry {
+                    found.push(stored.value);
+                }
+            }
+        }
+        Ok(found)
     }
 
     /// Reads every record's last use into the index, once, at open; forgets what is
@@ -388,6 +426,38 @@ impl Fleet {
             }
         }
         Ok(Some(stored.value))
+    }
+
+    async fn newest(
+        &self,
+        prefix: &str,
+        limit: usize,
+        limits: Limits,
+    ) -> Result<Vec<Value>, Error> {
+        let from = self.key(prefix);
+        let answer = self
+            .etcd
+            .range(RangeRequest {
+                range_end: range_end(&from),
+                key: from,
+                limit: i64::try_from(limit).unwrap_or(i64::MAX),
+                sort_order: range_request::SortOrder::Descend as i32,
+                sort_target: range_request::SortTarget::Mod as i32,
+                ..Default::default()
+            })
+            .await
+            .map_err(unavailable)?;
+        let now = unix_ms();
+        let mut found: Vec<Stored> = answer
+            .kvs
+            .iter()
+            .filter_map(|kv| serde_json::from_slice::<Stored>(&kv.value).ok())
+            .filter(|stored| {
+                Duration::from_millis(now.saturating_sub(stored.used)) <= limits.expiry
+            })
+            .collect();
+        found.sort_by_key(|stored| std::cmp::Reverse(stored.used));
+        Ok(found.into_iter().map(|stored| stored.value).collect())
     }
 
     async fn put(&self, key: &str, stored: Vec<u8>, limits: Limits) -> Result<(), Error> {
@@ -588,6 +658,28 @@ mod tests {
         records.put("t-11", &json!(11)).await.unwrap();
         assert_eq!(records.get("t-1").await.unwrap(), None);
         assert_eq!(records.get("t-2").await.unwrap(), Some(json!(2)));
+    }
+
+    #[tokio::test]
+    async fn newest_lists_a_prefix_most_recently_used_first_without_the_expired() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::Local(dir.path().to_owned());
+        let records = Records::open(&home, limits(10, Duration::from_secs(3600))).unwrap();
+        let now = unix_ms();
+        put_at(&records, "a-1", &json!(1), now - 3000);
+        put_at(&records, "a-2", &json!(2), now - 1000);
+        put_at(&records, "b-1", &json!("b"), now - 500);
+        put_at(&records, "a-3", &json!(3), now - 2000);
+        put_at(&records, "a-old", &json!(0), now - 2 * HOUR_MS);
+        assert_eq!(
+            records.newest("a-", 10).await.unwrap(),
+            vec![json!(2), json!(3), json!(1)]
+        );
+        assert_eq!(
+            records.newest("a-", 2).await.unwrap(),
+            vec![json!(2), json!(3)]
+        );
+        assert!(records.newest("c-", 10).await.unwrap().is_empty());
     }
 
     #[tokio::test]

@@ -283,6 +283,35 @@ def test_a_task_the_front_made_goes_on_under_its_id_at_the_agent(front, agent, b
 
 
 @pytest.mark.parametrize("binding", BINDINGS)
+def test_a_task_only_the_front_holds_is_listed_on_the_first_page(front, binding):
+    """A command as a new task's first message makes a task the agent has never seen:
+    ListTasks lists it anyway (first page, filters applied), under the front's id."""
+    async def go():
+        async with Session(front_url(front), binding, False) as session:
+            task_id, context_id, _, _, _ = last_status(await session.send("/model gpt-x"))
+            listed = await session.client.list_tasks(ListTasksRequest(context_id=context_id))
+            assert [t.id for t in listed.tasks] == [task_id], listed
+            assert listed.total_size >= 1
+            assert listed.tasks[0].status.state == TASK_STATE_INPUT_REQUIRED
+            data = json_format.MessageToDict(listed.tasks[0].metadata)["a2a-commands"]
+            assert data["settings"] == {"model": "gpt-x"}
+            # Unfiltered, it is there; with another context or state, it is not.
+            everything = await session.client.list_tasks(ListTasksRequest())
+            assert task_id in [t.id for t in everything.tasks]
+            other = await session.client.list_tasks(ListTasksRequest(context_id=str(uuid.uuid4())))
+            assert task_id not in [t.id for t in other.tasks]
+            canceled = await session.client.list_tasks(
+                ListTasksRequest(context_id=context_id, status=TASK_STATE_CANCELED))
+            assert [t.id for t in canceled.tasks] == []
+            # Once a message reached the agent, the agent lists it, still under the
+            # front's id, and only once.
+            await session.send("now at the agent", task_id, context_id)
+            listed = await session.client.list_tasks(ListTasksRequest(context_id=context_id))
+            assert [t.id for t in listed.tasks] == [task_id], listed
+    run(go())
+
+
+@pytest.mark.parametrize("binding", BINDINGS)
 def test_the_front_s_tasks_outlive_a_killed_sidecar(tmp_path, agent, binding):
     """The front's records are in the store: a task it made, and the agent's id it was
     joined to, are acknowledged only once durable, so a sidecar killed (SIGKILL) and
