@@ -43,7 +43,9 @@ first_line() { # $1: file
   for _ in $(seq 300); do [[ -s $1 ]] && { head -1 "$1"; return; }; sleep 0.1; done
   echo "front-bench: nothing written to $1" >&2; exit 1
 }
-"$work/agent" >"$work/agent.out" &
+# The agent forgets old tasks (ECHO_AGENT_KEEP_TASKS): its cost per message stays the
+# same over the whole run, so rows taken minutes apart compare.
+ECHO_AGENT_KEEP_TASKS=5000 "$work/agent" >"$work/agent.out" &
 pids+=($!)
 agent=$(first_line "$work/agent.out")
 
@@ -87,8 +89,8 @@ run() { # $1: URL, $2: script, $3: connections [, $4: CPUs for wrk] -> "rps p50_
   [[ -n ${4:-} ]] && pin=(taskset -c "$4")
   "${pin[@]}" wrk -t "$threads" -c "$3" -d "${seconds}s" -s "$2" "$1" | awk '/^RESULT/ {print $2, $3, $4, $5}'
 }
-# Direct, front, front, direct: the agent keeps every task it is sent, so it slows down a
-# little as a run goes on; the two mirrored halves cancel that drift out of the ratio.
+# Direct, front, front, direct: whatever drifts over a run (the machine's other load)
+# is cancelled out of the ratio by the two mirrored halves.
 # Prints the direct then the front "rps p50 p99 errors", each the mean of its two runs.
 pair() { # $1: connections [, $2: CPUs for wrk]
   local a b c d

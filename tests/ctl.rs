@@ -243,6 +243,49 @@ fn check_judges_the_front_settings() {
         "root",
     ]);
     assert!(String::from_utf8_lossy(&role.stderr).contains("front-default-role"));
+    // Verified callers: a key set needs an issuer and an audience, and a key set file
+    // must hold a usable key.
+    let jwks = dir.path().join("jwks.json");
+    std::fs::write(&jwks, r#"{"keys": [{"kty": "oct", "k": "c2VjcmV0"}]}"#).unwrap();
+    let jwt = |extra: &[&str]| {
+        let mut args = vec!["--front-upstream", "http://a:1"];
+        args.extend_from_slice(extra);
+        let output = check(&args);
+        (
+            output.status.success(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+    let (passed, stderr) = jwt(&["--front-jwt-jwks-url", "https://issuer.test/jwks"]);
+    assert!(!passed && stderr.contains("front-jwt-issuer"), "{stderr}");
+    let (passed, stderr) = jwt(&[
+        "--front-jwt-jwks-url",
+        "https://issuer.test/jwks",
+        "--front-jwt-issuer",
+        "https://issuer.test",
+    ]);
+    assert!(!passed && stderr.contains("front-jwt-audience"), "{stderr}");
+    let (passed, stderr) = jwt(&[
+        "--front-jwt-jwks-file",
+        jwks.to_str().unwrap(),
+        "--front-jwt-issuer",
+        "https://issuer.test",
+        "--front-jwt-audience",
+        "front",
+    ]);
+    assert!(
+        !passed && stderr.contains("no usable signing key"),
+        "{stderr}"
+    );
+    let (passed, stderr) = jwt(&[
+        "--front-jwt-jwks-url",
+        "https://issuer.test/jwks",
+        "--front-jwt-issuer",
+        "https://issuer.test",
+        "--front-jwt-audience",
+        "front",
+    ]);
+    assert!(passed, "{stderr}");
 }
 
 /// `--version` names the version and the commit the binary was built from (or says it

@@ -668,4 +668,43 @@ pub struct FrontArgs {
     /// read only when given [default: none].
     #[arg(long, env = "A2A_COMMANDS_FRONT_SENDER_HEADER")]
     pub front_sender_header: Option<String>,
+
+    /// A JWK set file that signs callers' JWTs (`Authorization: Bearer`); read again
+    /// when it changes. Turns verified callers on [default: none].
+    #[arg(
+        long,
+        env = "A2A_COMMANDS_FRONT_JWT_JWKS_FILE",
+        conflicts_with = "front_jwt_jwks_url"
+    )]
+    pub front_jwt_jwks_file: Option<std::path::PathBuf>,
+
+    /// A JWK set URL (the issuer's jwks_uri) that signs callers' JWTs; fetched and
+    /// kept. Turns verified callers on [default: none].
+    #[arg(long, env = "A2A_COMMANDS_FRONT_JWT_JWKS_URL")]
+    pub front_jwt_jwks_url: Option<String>,
+
+    /// The issuer (`iss`) every caller's JWT must name; required with a key set.
+    #[arg(long, env = "A2A_COMMANDS_FRONT_JWT_ISSUER")]
+    pub front_jwt_issuer: Option<String>,
+
+    /// An audience (`aud`) every caller's JWT must name; required with a key set.
+    #[arg(long, env = "A2A_COMMANDS_FRONT_JWT_AUDIENCE")]
+    pub front_jwt_audience: Option<String>,
+
+    /// The JWT claim naming the sender [default: sub].
+    #[arg(long, env = "A2A_COMMANDS_FRONT_JWT_SENDER_CLAIM")]
+    pub front_jwt_sender_claim: Option<String>,
+
+    /// The JWT claim naming the sender's role (a role word, or a list whose first role
+    /// word counts; a dotted name reads a nested claim) [default: role].
+    #[arg(long, env = "A2A_COMMANDS_FRONT_JWT_ROLE_CLAIM")]
+    pub front_jwt_role_claim: Option<String>,
+
+    /// Refuse requests that carry no JWT (401) instead of giving them the default role.
+    #[arg(long, env = "A2A_COMMANDS_FRONT_JWT_REQUIRED")]
+    pub front_jwt_required: bool,
+
+    /// How long a JWK set fetched from a URL is kept, in seconds [default: 300].
+    #[arg(long, env = "A2A_COMMANDS_FRONT_JWT_JWKS_REFRESH_SECONDS")]
+    pub front_jwt_jwks_refresh_seconds: Option<u64>,
 }

@@ -66,6 +66,14 @@ struct FrontFile {
     default_role: Option<String>,
     role_header: Option<String>,
     sender_header: Option<String>,
+    jwt_jwks_file: Option<PathBuf>,
+    jwt_jwks_url: Option<String>,
+    jwt_issuer: Option<String>,
+    jwt_audience: Option<String>,
+    jwt_sender_claim: Option<String>,
+    jwt_role_claim: Option<String>,
+    jwt_required: Option<bool>,
+    jwt_jwks_refresh_seconds: Option<u64>,
 }
 
 /// The config file's `fleet` object: the fleet flags' names without `fleet-`, in
@@ -371,6 +379,7 @@ fn front_options(
     use crate::front::options::{defaults, parse_role};
     let file = file.unwrap_or_default();
     let signing = signing(args, &file)?;
+    let jwt = jwt(args, &file)?;
     let Some(upstream) = args.front_upstream.clone().or(file.upstream) else {
         return Ok(None);
     };
@@ -460,6 +469,7 @@ fn front_options(
             "front-sender-header",
             args.front_sender_header.clone().or(file.sender_header),
         )?,
+        jwt,
     };
     if options.timeout.is_zero() || options.max_body_bytes == 0 {
         return Err(ConfigError(
@@ -516,6 +526,97 @@ fn signing(
     }))
 }
 
+/// Verified callers' settings, when a key set is given: the issuer and the audience
+/// are required with it, and a key set file must hold a usable key.
+fn jwt(
+    args: &cli::FrontArgs,
+    file: &FrontFile,
+) -> Result<Option<crate::front::callers::JwtOptions>, ConfigError> {
+    use crate::front::callers::{defaults, JwtOptions, KeySource};
+    let path = args
+        .front_jwt_jwks_file
+        .clone()
+        .or_else(|| file.jwt_jwks_file.clone());
+    let url = args
+        .front_jwt_jwks_url
+        .clone()
+        .or_else(|| file.jwt_jwks_url.clone());
+    let keys = match (path, url) {
+        (None, None) => return Ok(None),
+        (Some(_), Some(_)) => {
+            return Err(ConfigError(
+                "front-jwt-jwks-file and front-jwt-jwks-url: give one key set, not both".into(),
+            ))
+        }
+        (Some(path), None) => {
+            crate::front::callers::check_file(&path)
+                .map_err(|e| ConfigError(format!("front-jwt-jwks-file: {e}")))?;
+            KeySource::File(path)
+        }
+        (None, Some(text)) => {
+            let url = url::Url::parse(&text).map_err(|e| {
+                ConfigError(format!("front-jwt-jwks-url: {text:?} is not a URL ({e})"))
+            })?;
+            if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
+                return Err(ConfigError(format!(
+                    "front-jwt-jwks-url: {text:?} must be an http:// or https:// URL with a host"
+                )));
+            }
+            KeySource::Url(url)
+        }
+    };
+    let required = |flag: &str, value: Option<String>| {
+        value.filter(|v| !v.trim().is_empty()).ok_or_else(|| {
+            ConfigError(format!(
+                "{flag}: required with a JWT key set (tokens are checked against it)"
+            ))
+        })
+    };
+    let claim = |value: Option<String>, default: &str| {
+        value
+            .filter(|v| !v.trim().is_empty())
+            .unwrap_or_else(|| default.to_owned())
+    };
+    let refresh = args
+        .front_jwt_jwks_refresh_seconds
+        .or(file.jwt_jwks_refresh_seconds)
+        .map_or(defaults::REFRESH, Duration::from_secs);
+    if refresh.is_zero() {
+        return Err(ConfigError(
+            "front-jwt-jwks-refresh-seconds: must be at least 1".into(),
+        ));
+    }
+    Ok(Some(JwtOptions {
+        keys,
+        issuer: required(
+            "front-jwt-issuer",
+            args.front_jwt_issuer
+                .clone()
+                .or_else(|| file.jwt_issuer.clone()),
+        )?,
+        audience: required(
+            "front-jwt-audience",
+            args.front_jwt_audience
+                .clone()
+                .or_else(|| file.jwt_audience.clone()),
+        )?,
+        sender_claim: claim(
+            args.front_jwt_sender_claim
+                .clone()
+                .or_else(|| file.jwt_sender_claim.clone()),
+            defaults::SENDER_CLAIM,
+        ),
+        role_claim: claim(
+            args.front_jwt_role_claim
+                .clone()
+                .or_else(|| file.jwt_role_claim.clone()),
+            defaults::ROLE_CLAIM,
+        ),
+        required: args.front_jwt_required || file.jwt_required.unwrap_or(false),
+        refresh,
+    }))
+}
+
 fn describe_front(front: &FrontOptions) -> serde_json::Value {
     serde_json::json!({
         "upstream": front.upstream.as_str(),
@@ -532,6 +633,20 @@ fn describe_front(front: &FrontOptions) -> serde_json::Value {
         "default_role": crate::front::options::role_word(front.default_role),
         "role_header": front.role_header,
         "sender_header": front.sender_header,
+        "jwt_jwks_file": front.jwt.as_ref().and_then(|j| match &j.keys {
+            crate::front::callers::KeySource::File(path) => Some(path.display().to_string()),
+            crate::front::callers::KeySource::Url(_) => None,
+        }),
+        "jwt_jwks_url": front.jwt.as_ref().and_then(|j| match &j.keys {
+            crate::front::callers::KeySource::Url(url) => Some(url.to_string()),
+            crate::front::callers::KeySource::File(_) => None,
+        }),
+        "jwt_issuer": front.jwt.as_ref().map(|j| j.issuer.clone()),
+        "jwt_audience": front.jwt.as_ref().map(|j| j.audience.clone()),
+        "jwt_sender_claim": front.jwt.as_ref().map(|j| j.sender_claim.clone()),
+        "jwt_role_claim": front.jwt.as_ref().map(|j| j.role_claim.clone()),
+        "jwt_required": front.jwt.as_ref().is_some_and(|j| j.required),
+        "jwt_jwks_refresh_seconds": front.jwt.as_ref().map(|j| j.refresh.as_secs()),
     })
 }
 

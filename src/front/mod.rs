@@ -2,10 +2,11 @@
 //! answered here, with the same rules Execute has (`run`); everything else goes to the
 //! agent as it came. A2A's JSON is `a2a`'s; the card merge is `card`'s; the agent is
 //! reached through `upstream`; what the front keeps is `records`'; `sign` signs the
-//! merged card; `server` is the
-//! listener that puts them together.
+//! merged card; `callers` says who is asking (the default role, a proxy's header, or a
+//! verified JWT); `server` is the listener that puts them together.
 
 pub mod a2a;
+pub mod callers;
 pub mod card;
 pub mod options;
 pub mod records;

@@ -38,6 +38,8 @@ pub struct FrontOptions {
     pub role_header: Option<String>,
     /// A request header, set by an authenticating proxy, that names the sender.
     pub sender_header: Option<String>,
+    /// Callers' JWTs, verified: their claims name the sender and role.
+    pub jwt: Option<crate::front::callers::JwtOptions>,
 }
 
 /// The card's signing key, as configured, and loaded.

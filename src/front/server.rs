@@ -18,6 +18,7 @@ use tokio::sync::Mutex;
 use crate::bodies::Trace;
 use crate::error::Error;
 use crate::front::a2a::{self, TASK_DATA_KEY};
+use crate::front::callers::{Refused, Verified, Verifier};
 use crate::front::card::{self, CardCache};
 use crate::front::options::{parse_role, FrontOptions};
 use crate::front::records::{Kept, Records};
@@ -46,6 +47,8 @@ pub struct Front {
     random: ring::rand::SystemRandom,
     /// With traces on: a server span per request, a client span per upstream call.
     tracer: Option<Tracer>,
+    /// With a JWT key set configured: verifies callers' tokens.
+    callers: Option<Arc<Verifier>>,
 }
 
 /// What every id of a task the front makes begins with, whichever replica made it:
@@ -100,6 +103,7 @@ impl Front {
         records: Records,
         bound: SocketAddr,
         tracer: Option<Tracer>,
+        callers: Option<Arc<Verifier>>,
     ) -> Self {
         let public = options.public_url.clone().unwrap_or_else(|| {
             let host = if bound.ip().is_unspecified() {
@@ -121,6 +125,7 @@ impl Front {
             signature_logged: AtomicBool::new(false),
             random: ring::rand::SystemRandom::new(),
             tracer,
+            callers,
         }
     }
 
@@ -220,10 +225,22 @@ impl Front {
     async fn route(&self, request: Request<Body>, path: &str, method: &Method) -> Response<Body> {
         let path = path.to_owned();
         let method = method.clone();
-        let answer = if method == Method::GET
+        let is_card = method == Method::GET
             && (path.ends_with("/.well-known/agent-card.json")
-                || path.ends_with("/.well-known/agent.json"))
-        {
+                || path.ends_with("/.well-known/agent.json"));
+        let mut request = request;
+        if let (Some(callers), false) = (&self.callers, is_card) {
+            // The card is public; every other request is the caller's, and a token that
+            // does not verify never reaches the agent.
+            match Box::pin(callers.verify(request.headers())).await {
+                Ok(Some(verified)) => {
+                    request.extensions_mut().insert(verified);
+                }
+                Ok(None) => {}
+                Err(refused) => return unauthenticated(&method, &path, &refused),
+            }
+        }
+        let answer = if is_card {
             Box::pin(self.card_answer(request.headers())).await
         } else if method == Method::GET && path.ends_with("/extendedAgentCard") {
             let mut request = request;
@@ -275,7 +292,16 @@ impl Front {
                     || contains(&bytes, b"\"taskId\"")));
         let handled = if look {
             let query = parts.uri.query().map(str::to_owned);
-            Box::pin(self.inspect(binding, &path, query.as_deref(), &parts.headers, &bytes)).await
+            let verified = parts.extensions.get::<Verified>();
+            Box::pin(self.inspect(
+                binding,
+                &path,
+                query.as_deref(),
+                &parts.headers,
+                verified,
+                &bytes,
+            ))
+            .await
         } else {
             Handled::Forward(bytes)
         };
@@ -423,6 +449,7 @@ impl Front {
         path: &str,
         query: Option<&str>,
         headers: &HeaderMap,
+        verified: Option<&Verified>,
         bytes: &Bytes,
     ) -> Handled {
         let Ok(body) = serde_json::from_slice::<Value>(bytes) else {
@@ -461,8 +488,10 @@ impl Front {
                 if !speaks_1_0(headers, query) {
                     return Handled::Forward(bytes.clone());
                 }
-                self.command(binding, path, &id, stream, headers, &body, message, bytes)
-                    .await
+                self.command(
+                    binding, path, &id, stream, headers, verified, &body, message, bytes,
+                )
+                .await
             }
             "GetTask" | "CancelTask" | "SubscribeToTask" => {
                 let call = match method {
@@ -500,7 +529,7 @@ impl Front {
             }
             "GetExtendedAgentCard" => Handled::ForwardCard(bytes.clone()),
             a2a::COMPLETE_METHOD if binding == Binding::JsonRpc => {
-                Handled::Answer(self.complete(path, &id, headers, &params).await)
+                Handled::Answer(self.complete(path, &id, headers, verified, &params).await)
             }
             "ListTasks" => {
                 Handled::ForwardList(bytes.clone(), a2a::ListAsked::from_params(&params))
@@ -666,6 +695,7 @@ impl Front {
         id: &Value,
         stream: bool,
         headers: &HeaderMap,
+        verified: Option<&Verified>,
         body: &Value,
         message_json: &Value,
         bytes: &Bytes,
@@ -728,7 +758,7 @@ impl Front {
         let Ok(task) = Task::from_proto(&snapshot) else {
             return Handled::Forward(bytes.clone());
         };
-        let (sender, role) = self.sender(headers);
+        let (sender, role) = self.sender(headers, verified);
         let trace = Trace::from_headers(
             headers.get("traceparent").and_then(|v| v.to_str().ok()),
             headers.get("tracestate").and_then(|v| v.to_str().ok()),
@@ -902,6 +932,7 @@ impl Front {
         path: &str,
         id: &Value,
         headers: &HeaderMap,
+        verified: Option<&Verified>,
         params: &Value,
     ) -> Response<Body> {
         let binding = Binding::JsonRpc;
@@ -952,7 +983,7 @@ impl Front {
             }
             Some(_) => return invalid("taskId must be a string"),
         };
-        let (sender, _) = self.sender(headers);
+        let (sender, _) = self.sender(headers, verified);
         let trace = Trace::from_headers(
             headers.get("traceparent").and_then(|v| v.to_str().ok()),
             headers.get("tracestate").and_then(|v| v.to_str().ok()),
@@ -1059,8 +1090,21 @@ impl Front {
         }
     }
 
-    /// The sender and role for the role rules: a configured header's, else the default.
-    fn sender(&self, headers: &HeaderMap) -> (pb::Sender, ParticipantRole) {
+    /// The sender and role for the role rules: a verified token's claims, else a
+    /// configured header's, else the default role.
+    fn sender(
+        &self,
+        headers: &HeaderMap,
+        verified: Option<&Verified>,
+    ) -> (pb::Sender, ParticipantRole) {
+        if let Some(verified) = verified {
+            let role = verified.role.unwrap_or(self.options.default_role);
+            let sender = pb::Sender {
+                id: verified.sender.clone(),
+                role: role.into(),
+            };
+            return (sender, role);
+        }
         let header = |name: &Option<String>| {
             name.as_ref()
                 .and_then(|n| headers.get(n.as_str()))
@@ -1837,6 +1881,40 @@ fn error_answer(
                               "message": message}}),
         ),
     }
+}
+
+/// The answer to a request whose caller is not authenticated: 401 on either binding,
+/// with RFC 6750's challenge; nothing was forwarded.
+fn unauthenticated(method: &Method, path: &str, refused: &Refused) -> Response<Body> {
+    let binding = if is_http_json(method, path) {
+        Binding::HttpJson
+    } else {
+        Binding::JsonRpc
+    };
+    let (status, challenge) = match refused {
+        Refused::NoKeys(_) => (StatusCode::SERVICE_UNAVAILABLE, None),
+        Refused::Missing => (StatusCode::UNAUTHORIZED, Some("Bearer")),
+        Refused::Invalid(_) => (
+            StatusCode::UNAUTHORIZED,
+            Some("Bearer error=\"invalid_token\""),
+        ),
+    };
+    let mut answer = error_answer(
+        binding,
+        &Value::Null,
+        status,
+        a2a::INVALID_REQUEST,
+        &refused.to_string(),
+    );
+    *answer.status_mut() = status;
+    if let Some(challenge) = challenge {
+        answer.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_static(challenge),
+        );
+    }
+    answer.extensions_mut().insert(FrontAnswered);
+    answer
 }
 
 /// The answer when the agent could not be reached in time: 504 for a timeout, 502

@@ -69,6 +69,9 @@ pub enum StartError {
     /// The front's task records could not be opened.
     #[error("cannot open the front's task records: {0}")]
     FrontRecords(String),
+    /// The key set that verifies callers' JWTs could not be read.
+    #[error("cannot read the JWT key set (--front-jwt-jwks-file): {0}")]
+    FrontCallers(String),
     /// Reflection could not be built from the descriptors.
     #[error("cannot build server reflection: {0}")]
     Reflection(#[from] tonic_reflection::server::Error),
@@ -399,12 +402,21 @@ pub async fn start(settings: Settings) -> Result<RunningServer, StartError> {
             let records = registry
                 .open_records(options.records)
                 .map_err(StartError::FrontRecords)?;
+            let callers = match &options.jwt {
+                Some(jwt) => Some(
+                    crate::front::callers::Verifier::start(jwt.clone())
+                        .await
+                        .map_err(StartError::FrontCallers)?,
+                ),
+                None => None,
+            };
             let front = Arc::new(Front::new(
                 options.clone(),
                 Arc::clone(api.runner()),
                 Records::new(records),
                 front_addr,
                 tracer.clone(),
+                callers,
             ));
             // Readiness: the front's health service is SERVING while it has a card to
             // serve (the agent's, fetched now and at each refresh).

@@ -2,7 +2,9 @@
 // front of in the tests. It answers every message with "echo: <text> <metadata as
 // JSON>" and leaves its task waiting for the next message, as the Python and
 // TypeScript echo agents do. JSON-RPC is served at "/", HTTP+JSON under "/rest"; the
-// first line it prints is the URL it serves at.
+// first line it prints is the URL it serves at. With ECHO_AGENT_KEEP_TASKS=N (the
+// benchmarks) it keeps only about the last N to 2N tasks, so that its cost per message
+// does not grow over a long run.
 package main
 
 import (
@@ -13,10 +15,67 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"os"
+	"strconv"
+	"sync"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
+	"github.com/a2aproject/a2a-go/v2/a2asrv/taskstore"
 )
+
+// generations is a task store that forgets: tasks live in the current generation of
+// an in-memory store; once it holds keep of them it becomes the previous one and the
+// one before is dropped. Lists cover the current generation only.
+type generations struct {
+	mu                sync.Mutex
+	keep, made        int
+	current, previous *taskstore.InMemory
+}
+
+func newGenerations(keep int) *generations {
+	return &generations{keep: keep, current: taskstore.NewInMemory(nil), previous: taskstore.NewInMemory(nil)}
+}
+
+func (g *generations) stores() (*taskstore.InMemory, *taskstore.InMemory) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.current, g.previous
+}
+
+func (g *generations) Create(ctx context.Context, task *a2a.Task) (taskstore.TaskVersion, error) {
+	g.mu.Lock()
+	if g.made++; g.made > g.keep {
+		g.previous, g.current, g.made = g.current, taskstore.NewInMemory(nil), 1
+	}
+	current := g.current
+	g.mu.Unlock()
+	return current.Create(ctx, task)
+}
+
+// holding is the generation that holds task id, the current one if neither does.
+func (g *generations) holding(ctx context.Context, id a2a.TaskID) *taskstore.InMemory {
+	current, previous := g.stores()
+	if _, err := current.Get(ctx, id); err != nil {
+		if _, err := previous.Get(ctx, id); err == nil {
+			return previous
+		}
+	}
+	return current
+}
+
+func (g *generations) Update(ctx context.Context, update *taskstore.UpdateRequest) (taskstore.TaskVersion, error) {
+	return g.holding(ctx, update.Task.ID).Update(ctx, update)
+}
+
+func (g *generations) Get(ctx context.Context, id a2a.TaskID) (*taskstore.StoredTask, error) {
+	return g.holding(ctx, id).Get(ctx, id)
+}
+
+func (g *generations) List(ctx context.Context, req *a2a.ListTasksRequest) (*a2a.ListTasksResponse, error) {
+	current, _ := g.stores()
+	return current.List(ctx, req)
+}
 
 type echo struct{}
 
@@ -64,7 +123,11 @@ func main() {
 		DefaultOutputModes: []string{"text/plain"},
 		Skills:             []a2a.AgentSkill{{ID: "echo", Name: "Echo", Description: "Echoes the text", Tags: []string{"echo"}}},
 	}
-	handler := a2asrv.NewHandler(echo{})
+	var options []a2asrv.RequestHandlerOption
+	if keep, err := strconv.Atoi(os.Getenv("ECHO_AGENT_KEEP_TASKS")); err == nil && keep > 0 {
+		options = append(options, a2asrv.WithTaskStore(newGenerations(keep)))
+	}
+	handler := a2asrv.NewHandler(echo{}, options...)
 	mux := http.NewServeMux()
 	mux.Handle(a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(card))
 	mux.Handle("/rest/", http.StripPrefix("/rest", a2asrv.NewRESTHandler(handler)))

@@ -1,0 +1,727 @@
+//! Who is asking (issue 43, point 4; issue 44, point 3): the sender's id and role for
+//! the role rules, from the configured sources only. A JWT in `Authorization`, when a
+//! key set is configured, verified against it (signature, expiry, issuer, audience);
+//! else a header an authenticating proxy sets, when one is named; else the default
+//! role. Nothing a client sends is trusted unless a setting says so, and no token, key
+//! or claim value is ever logged or put in an answer.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use arc_swap::ArcSwap;
+use hyper::header::AUTHORIZATION;
+use hyper::HeaderMap;
+use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, Jwk, KeyAlgorithm, PublicKeyUse};
+use jsonwebtoken::{Algorithm, DecodingKey, Validation};
+use serde_json::Value;
+
+use crate::front::options::parse_role;
+use crate::pb::ParticipantRole;
+
+/// Where the keys that sign callers' tokens are.
+#[derive(Clone, Debug, PartialEq)]
+pub enum KeySource {
+    /// A JWKS file, read again when it changes (a mounted Secret or ConfigMap).
+    File(PathBuf),
+    /// A JWKS URL (the issuer's `jwks_uri`), fetched and kept for the refresh period,
+    /// fetched again early when a token names a key it does not hold.
+    Url(url::Url),
+}
+
+/// How callers' JWTs are verified and read.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JwtOptions {
+    /// The key set.
+    pub keys: KeySource,
+    /// The `iss` every token must carry.
+    pub issuer: String,
+    /// An `aud` every token must carry.
+    pub audience: String,
+    /// The claim naming the sender (`sub`); a dotted name reads a nested claim when no
+    /// claim has the whole name.
+    pub sender_claim: String,
+    /// The claim naming the role (a word, or a list whose first role word counts).
+    pub role_claim: String,
+    /// Refuse a request that carries no token (else it gets the default role).
+    pub required: bool,
+    /// How long a fetched key set is kept.
+    pub refresh: Duration,
+}
+
+/// Defaults of the JWT settings.
+pub mod defaults {
+    use std::time::Duration;
+
+    /// The sender's claim.
+    pub const SENDER_CLAIM: &str = "sub";
+    /// The role's claim.
+    pub const ROLE_CLAIM: &str = "role";
+    /// How long a fetched key set is kept.
+    pub const REFRESH: Duration = Duration::from_secs(300);
+}
+
+/// The algorithms a caller's token may be signed with: the asymmetric ones. A shared
+/// secret (HS*) is refused: a key set is public, and a key from it must never verify
+/// a token anyone could have made.
+const ALLOWED: [Algorithm; 9] = [
+    Algorithm::RS256,
+    Algorithm::RS384,
+    Algorithm::RS512,
+    Algorithm::PS256,
+    Algorithm::PS384,
+    Algorithm::PS512,
+    Algorithm::ES256,
+    Algorithm::ES384,
+    Algorithm::EdDSA,
+];
+
+/// A file's key set is looked at again at most this often; a URL's key set is fetched
+/// again early (an unknown `kid`) at most this often.
+const FILE_CHECK: Duration = Duration::from_secs(1);
+const EARLY_FETCH: Duration = Duration::from_secs(10);
+/// How long a key set fetch may take.
+const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
+/// The largest key set read.
+const MAX_KEY_SET_BYTES: usize = 1 << 20;
+
+/// Who a verified token says is asking.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Verified {
+    /// The sender's claim (empty without one).
+    pub sender: String,
+    /// The role the role claim names, if it names one.
+    pub role: Option<ParticipantRole>,
+}
+
+/// Why a request is refused before anything is forwarded. The texts name no value.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum Refused {
+    /// No token, and one is required.
+    #[error("a bearer token is required")]
+    Missing,
+    /// The token did not verify.
+    #[error("the bearer token was refused: {0}")]
+    Invalid(&'static str),
+    /// No key set could be read yet.
+    #[error("the keys that verify bearer tokens could not be read ({0})")]
+    NoKeys(String),
+}
+
+/// One key of the set, ready to verify with.
+struct Key {
+    id: Option<String>,
+    /// The one algorithm the key is for, when it says (or its curve does).
+    algorithm: Option<Algorithm>,
+    key: DecodingKey,
+    family: Family,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Family {
+    Rsa,
+    P256,
+    P384,
+    Ed25519,
+}
+
+impl Family {
+    fn fits(self, algorithm: Algorithm) -> bool {
+        use Algorithm::*;
+        match self {
+            Family::Rsa => matches!(algorithm, RS256 | RS384 | RS512 | PS256 | PS384 | PS512),
+            Family::P256 => algorithm == ES256,
+            Family::P384 => algorithm == ES384,
+            Family::Ed25519 => algorithm == EdDSA,
+        }
+    }
+}
+
+/// A key set as read, and what it came from.
+struct KeySet {
+    keys: Vec<Key>,
+    /// When it was read (a URL's), and the file's modification time and length.
+    read_at: Instant,
+    stamp: Option<(SystemTime, u64)>,
+}
+
+/// Verifies callers' tokens against a key set it keeps fresh.
+pub struct Verifier {
+    options: JwtOptions,
+    keys: ArcSwap<Option<KeySet>>,
+    /// When the source was last looked at (a file's stamp, or an early fetch).
+    looked: std::sync::Mutex<Instant>,
+    /// One fetch at a time; the others go on with the keys they have.
+    fetching: tokio::sync::Mutex<()>,
+    http: Option<reqwest::Client>,
+    /// A key set that could not be read is logged once until one is read again.
+    failing: AtomicBool,
+}
+
+impl std::fmt::Debug for Verifier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Verifier")
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Verifier {
+    /// A verifier for `options`, its key set read once: a file that cannot be read or
+    /// holds no usable key is an error (the front does not start); a URL that cannot
+    /// be fetched yet is logged, and fetched again at the next token.
+    pub async fn start(options: JwtOptions) -> Result<Arc<Self>, String> {
+        let http = match &options.keys {
+            KeySource::File(_) => None,
+            KeySource::Url(_) => {
+                // rustls needs one process-wide crypto provider; ring is the one we build.
+                let _ = rustls::crypto::ring::default_provider().install_default();
+                Some(
+                    reqwest::Client::builder()
+                        .timeout(FETCH_TIMEOUT)
+                        .redirect(reqwest::redirect::Policy::limited(3))
+                        .build()
+                        .map_err(|e| format!("the key set's HTTP client: {e}"))?,
+                )
+            }
+        };
+        let verifier = Arc::new(Self {
+            options,
+            keys: ArcSwap::from_pointee(None),
+            looked: std::sync::Mutex::new(Instant::now()),
+            fetching: tokio::sync::Mutex::new(()),
+            http,
+            failing: AtomicBool::new(false),
+        });
+        match &verifier.options.keys {
+            KeySource::File(path) => {
+                let set = read_file(path)?;
+                verifier.keys.store(Arc::new(Some(set)));
+            }
+            KeySource::Url(_) => verifier.fetch().await,
+        }
+        Ok(verifier)
+    }
+
+    /// Who `headers`' bearer token says is asking: `None` without a token (when none is
+    /// required), an error when it does not verify.
+    pub async fn verify(&self, headers: &HeaderMap) -> Result<Option<Verified>, Refused> {
+        let Some(token) = bearer(headers) else {
+            return if self.options.required {
+                Err(Refused::Missing)
+            } else {
+                Ok(None)
+            };
+        };
+        let header =
+            jsonwebtoken::decode_header(token).map_err(|_| Refused::Invalid("it is not a JWT"))?;
+        if !ALLOWED.contains(&header.alg) {
+            return Err(Refused::Invalid("its algorithm is not an allowed one"));
+        }
+        self.keep_fresh().await;
+        let mut outcome = self.verify_with_keys(token, &header);
+        if matches!(outcome, Err(Refused::Invalid(NO_KEY))) && self.may_fetch_early() {
+            // A key the set does not hold: the issuer may have rotated its keys.
+            self.fetch().await;
+            outcome = self.verify_with_keys(token, &header);
+        }
+        let claims = outcome?;
+        Ok(Some(Verified {
+            sender: claim(&claims, &self.options.sender_claim)
+                .and_then(|v| match v {
+                    Value::String(text) => Some(text.clone()),
+                    Value::Number(number) => Some(number.to_string()),
+                    _ => None,
+                })
+                .unwrap_or_default(),
+            role: claim(&claims, &self.options.role_claim).and_then(role_of),
+        }))
+    }
+
+    fn verify_with_keys(
+        &self,
+        token: &str,
+        header: &jsonwebtoken::Header,
+    ) -> Result<Value, Refused> {
+        let keys = self.keys.load();
+        let Some(set) = keys.as_ref() else {
+            return Err(Refused::NoKeys(self.source_name()));
+        };
+        let mut validation = Validation::new(header.alg);
+        validation.set_issuer(&[&self.options.issuer]);
+        validation.set_audience(&[&self.options.audience]);
+        validation.set_required_spec_claims(&["exp", "iss", "aud"]);
+        let candidates = set.keys.iter().filter(|key| {
+            key.family.fits(header.alg)
+                && key.algorithm.is_none_or(|a| a == header.alg)
+                && match (&header.kid, &key.id) {
+                    (Some(wanted), Some(id)) => wanted == id,
+                    (Some(_), None) => false,
+                    (None, _) => true,
+                }
+        });
+        let mut refused = Refused::Invalid(NO_KEY);
+        for key in candidates {
+            match jsonwebtoken::decode::<Value>(token, &key.key, &validation) {
+                Ok(data) => return Ok(data.claims),
+                Err(error) => {
+                    use jsonwebtoken::errors::ErrorKind::*;
+                    refused = Refused::Invalid(match error.kind() {
+                        ExpiredSignature => "it has expired",
+                        ImmatureSignature => "it is not valid yet",
+                        InvalidIssuer => "its issuer is not the configured one",
+                        InvalidAudience => "its audience is not the configured one",
+                        MissingRequiredClaim(_) => "it lacks exp, iss or aud",
+                        InvalidSignature => "its signature does not verify",
+                        _ => "it could not be verified",
+                    });
+                    // Past the signature, another key would not change the answer.
+                    if !matches!(error.kind(), InvalidSignature | InvalidAlgorithm) {
+                        break;
+                    }
+                }
+            }
+        }
+        Err(refused)
+    }
+
+    /// A file's key set read again if the file changed (looked at once a second); a
+    /// URL's fetched again once its refresh period is over.
+    async fn keep_fresh(&self) {
+        match &self.options.keys {
+            KeySource::File(path) => {
+                {
+                    let mut looked = self.looked.lock().expect("key set lock");
+                    if looked.elapsed() < FILE_CHECK {
+                        return;
+                    }
+                    *looked = Instant::now();
+                }
+                let current = self.keys.load();
+                let stamp = stamp_of(path);
+                if stamp.is_some() && current.as_ref().as_ref().map(|s| s.stamp) != Some(stamp) {
+                    match read_file(path) {
+                        Ok(set) => {
+                            self.keys.store(Arc::new(Some(set)));
+                            self.failing.store(false, Ordering::Relaxed);
+                            tracing::info!(file = %path.display(), "the JWT key set was read again");
+                        }
+                        Err(why) => self.failed(&why),
+                    }
+                }
+            }
+            KeySource::Url(_) => {
+                let stale = self
+                    .keys
+                    .load()
+                    .as_ref()
+                    .as_ref()
+                    .is_none_or(|set| set.read_at.elapsed() >= self.options.refresh);
+                if stale {
+                    self.fetch().await;
+                }
+            }
+        }
+    }
+
+    fn may_fetch_early(&self) -> bool {
+        if !matches!(self.options.keys, KeySource::Url(_)) {
+            return false;
+        }
+        let mut looked = self.looked.lock().expect("key set lock");
+        if looked.elapsed() < EARLY_FETCH {
+            return false;
+        }
+        *looked = Instant::now();
+        true
+    }
+
+    /// Fetches the URL's key set; kept only if it holds a usable key. While another
+    /// fetch runs, this one returns at once.
+    async fn fetch(&self) {
+        let (KeySource::Url(url), Some(http)) = (&self.options.keys, &self.http) else {
+            return;
+        };
+        let Ok(_one) = self.fetching.try_lock() else {
+            return;
+        };
+        let fetched = async {
+            let answer = http
+                .get(url.clone())
+                .header("accept", "application/json")
+                .send()
+                .await
+                .map_err(|e| format!("cannot fetch {url}: {e}"))?;
+            if !answer.status().is_success() {
+                return Err(format!("{url} answered {}", answer.status()));
+            }
+            let bytes = answer
+                .bytes()
+                .await
+                .map_err(|e| format!("cannot read {url}: {e}"))?;
+            if bytes.len() > MAX_KEY_SET_BYTES {
+                return Err(format!(
+                    "{url}: the key set is over {MAX_KEY_SET_BYTES} bytes"
+                ));
+            }
+            parse(&bytes, url.as_str())
+        }
+        .await;
+        match fetched {
+            Ok(keys) => {
+                self.keys.store(Arc::new(Some(KeySet {
+                    keys,
+                    read_at: Instant::now(),
+                    stamp: None,
+                })));
+                self.failing.store(false, Ordering::Relaxed);
+            }
+            // A key set read before stays in use; the fetch is tried again later.
+            Err(why) => self.failed(&why),
+        }
+    }
+
+    fn failed(&self, why: &str) {
+        if !self.failing.swap(true, Ordering::Relaxed) {
+            tracing::warn!(source = %self.source_name(), why, "the JWT key set could not be read; the last one read stays in use");
+        }
+    }
+
+    fn source_name(&self) -> String {
+        match &self.options.keys {
+            KeySource::File(path) => path.display().to_string(),
+            KeySource::Url(url) => url.to_string(),
+        }
+    }
+}
+
+/// What a refusal says when no key of the set fits the token.
+const NO_KEY: &str = "no key of the configured set fits it";
+
+/// The token of an `Authorization: Bearer` header.
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| token.trim())
+        .filter(|token| !token.is_empty())
+}
+
+/// A claim by name, or, when no claim has the whole name and it has dots, by path.
+fn claim<'a>(claims: &'a Value, name: &str) -> Option<&'a Value> {
+    claims.get(name).or_else(|| {
+        name.contains('.')
+            .then(|| name.split('.').try_fold(claims, |at, step| at.get(step)))
+            .flatten()
+    })
+}
+
+/// The role a role claim names: a role word, or the first role word of a list.
+fn role_of(value: &Value) -> Option<ParticipantRole> {
+    match value {
+        Value::String(word) => parse_role(word),
+        Value::Array(words) => words.iter().filter_map(Value::as_str).find_map(parse_role),
+        _ => None,
+    }
+}
+
+/// Whether the key set file at `path` can be read and holds a usable key (for the
+/// configuration's check, before anything starts).
+pub fn check_file(path: &std::path::Path) -> Result<(), String> {
+    read_file(path).map(|_| ())
+}
+
+fn stamp_of(path: &std::path::Path) -> Option<(SystemTime, u64)> {
+    let meta = std::fs::metadata(path).ok()?;
+    Some((meta.modified().ok()?, meta.len()))
+}
+
+fn read_file(path: &std::path::Path) -> Result<KeySet, String> {
+    let stamp = stamp_of(path);
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    if bytes.len() > MAX_KEY_SET_BYTES {
+        return Err(format!(
+            "{}: the key set is over {MAX_KEY_SET_BYTES} bytes",
+            path.display()
+        ));
+    }
+    Ok(KeySet {
+        keys: parse(&bytes, &path.display().to_string())?,
+        read_at: Instant::now(),
+        stamp,
+    })
+}
+
+/// The usable signing keys of a JWKS document (`{"keys": [...]}`); keys for
+/// encryption, of other types or that do not parse are left out. None usable: an error.
+fn parse(bytes: &[u8], source: &str) -> Result<Vec<Key>, String> {
+    let document: Value =
+        serde_json::from_slice(bytes).map_err(|e| format!("{source}: not JSON: {e}"))?;
+    let Some(listed) = document.get("keys").and_then(Value::as_array) else {
+        return Err(format!("{source}: not a JWK set (no \"keys\" list)"));
+    };
+    let keys: Vec<Key> = listed
+        .iter()
+        .filter_map(|value| serde_json::from_value::<Jwk>(value.clone()).ok())
+        .filter_map(|jwk| key_of(&jwk))
+        .collect();
+    if keys.is_empty() {
+        return Err(format!(
+            "{source}: no usable signing key (RSA, EC P-256 or P-384, or Ed25519)"
+        ));
+    }
+    Ok(keys)
+}
+
+fn key_of(jwk: &Jwk) -> Option<Key> {
+    if jwk
+        .common
+        .public_key_use
+        .as_ref()
+        .is_some_and(|u| *u != PublicKeyUse::Signature)
+    {
+        return None;
+    }
+    let family = match &jwk.algorithm {
+        AlgorithmParameters::RSA(_) => Family::Rsa,
+        AlgorithmParameters::EllipticCurve(ec) => match ec.curve {
+            EllipticCurve::P256 => Family::P256,
+            EllipticCurve::P384 => Family::P384,
+            _ => return None,
+        },
+        AlgorithmParameters::OctetKeyPair(okp) if okp.curve == EllipticCurve::Ed25519 => {
+            Family::Ed25519
+        }
+        _ => return None,
+    };
+    let algorithm = match jwk.common.key_algorithm {
+        None => None,
+        Some(said) => {
+            let algorithm = match said {
+                KeyAlgorithm::RS256 => Algorithm::RS256,
+                KeyAlgorithm::RS384 => Algorithm::RS384,
+                KeyAlgorithm::RS512 => Algorithm::RS512,
+                KeyAlgorithm::PS256 => Algorithm::PS256,
+                KeyAlgorithm::PS384 => Algorithm::PS384,
+                KeyAlgorithm::PS512 => Algorithm::PS512,
+                KeyAlgorithm::ES256 => Algorithm::ES256,
+                KeyAlgorithm::ES384 => Algorithm::ES384,
+                KeyAlgorithm::EdDSA => Algorithm::EdDSA,
+                _ => return None,
+            };
+            if !family.fits(algorithm) {
+                return None;
+            }
+            Some(algorithm)
+        }
+    };
+    Some(Key {
+        id: jwk.common.key_id.clone(),
+        algorithm,
+        key: DecodingKey::from_jwk(jwk).ok()?,
+        family,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use base64::Engine as _;
+    use jsonwebtoken::{encode, EncodingKey, Header};
+    use ring::signature::KeyPair as _;
+    use serde_json::json;
+
+    /// An Ed25519 key: its PKCS#8 document and its JWK (kid `kid`).
+    fn key(kid: &str) -> (Vec<u8>, Value) {
+        let rng = ring::rand::SystemRandom::new();
+        let pkcs8 = ring::signature::Ed25519KeyPair::generate_pkcs8(&rng).unwrap();
+        let pair = ring::signature::Ed25519KeyPair::from_pkcs8(pkcs8.as_ref()).unwrap();
+        let x = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(pair.public_key().as_ref());
+        let jwk = json!({"kty": "OKP", "crv": "Ed25519", "x": x, "kid": kid, "use": "sig", "alg": "EdDSA"});
+        (pkcs8.as_ref().to_vec(), jwk)
+    }
+
+    fn token(pkcs8: &[u8], kid: Option<&str>, claims: &Value) -> String {
+        let mut header = Header::new(Algorithm::EdDSA);
+        header.kid = kid.map(str::to_owned);
+        encode(&header, claims, &EncodingKey::from_ed_der(pkcs8)).unwrap()
+    }
+
+    fn claims(extra: Value) -> Value {
+        let mut claims = json!({"iss": "https://issuer.test", "aud": "front", "sub": "ada",
+                                "role": "admin", "exp": jsonwebtoken::get_current_timestamp() + 600});
+        for (k, v) in extra.as_object().unwrap() {
+            claims[k] = v.clone();
+        }
+        claims
+    }
+
+    fn bearer_headers(token: &str) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        headers.insert(AUTHORIZATION, format!("Bearer {token}").parse().unwrap());
+        headers
+    }
+
+    async fn verifier(dir: &std::path::Path, keys: &[&Value], required: bool) -> Arc<Verifier> {
+        let path = dir.join("jwks.json");
+        std::fs::write(&path, json!({"keys": keys}).to_string()).unwrap();
+        Verifier::start(JwtOptions {
+            keys: KeySource::File(path),
+            issuer: "https://issuer.test".into(),
+            audience: "front".into(),
+            sender_claim: "sub".into(),
+            role_claim: "role".into(),
+            required,
+            refresh: defaults::REFRESH,
+        })
+        .await
+        .unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_valid_token_names_the_sender_and_role_and_a_bad_one_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let (pkcs8, jwk) = key("k1");
+        let (other, _) = key("k1");
+        let verifier = verifier(dir.path(), &[&jwk], false).await;
+        let verify = |token: String| {
+            let verifier = Arc::clone(&verifier);
+            async move { verifier.verify(&bearer_headers(&token)).await }
+        };
+        assert_eq!(
+            verify(token(&pkcs8, Some("k1"), &claims(json!({})))).await,
+            Ok(Some(Verified {
+                sender: "ada".into(),
+                role: Some(ParticipantRole::Admin)
+            }))
+        );
+        // No kid: every key that fits is tried.
+        assert!(verify(token(&pkcs8, None, &claims(json!({}))))
+            .await
+            .is_ok());
+        let refused = |why: &'static str| Err(Refused::Invalid(why));
+        assert_eq!(
+            verify(token(&other, Some("k1"), &claims(json!({})))).await,
+            refused("its signature does not verify")
+        );
+        assert_eq!(
+            verify(token(&pkcs8, Some("k2"), &claims(json!({})))).await,
+            refused(NO_KEY)
+        );
+        assert_eq!(
+            verify(token(
+                &pkcs8,
+                Some("k1"),
+                &claims(json!({"iss": "https://else.test"}))
+            ))
+            .await,
+            refused("its issuer is not the configured one")
+        );
+        assert_eq!(
+            verify(token(
+                &pkcs8,
+                Some("k1"),
+                &claims(json!({"aud": "someone-else"}))
+            ))
+            .await,
+            refused("its audience is not the configured one")
+        );
+        assert_eq!(
+            verify(token(
+                &pkcs8,
+                Some("k1"),
+                &claims(json!({"exp": 1_000_000}))
+            ))
+            .await,
+            refused("it has expired")
+        );
+        // A shared-secret token is refused whatever its secret.
+        let hs = encode(
+            &Header::new(Algorithm::HS256),
+            &claims(json!({})),
+            &EncodingKey::from_secret(b"a-secret-of-thirty-two-bytes-...").unwrap(),
+        )
+        .unwrap();
+        assert_eq!(
+            verify(hs).await,
+            refused("its algorithm is not an allowed one")
+        );
+        assert_eq!(
+            verify("not-a-token".into()).await,
+            refused("it is not a JWT")
+        );
+        // No token: the default (not required), or refused (required).
+        assert_eq!(verifier.verify(&HeaderMap::new()).await, Ok(None));
+        let strict = self::verifier(dir.path(), &[&jwk], true).await;
+        assert_eq!(
+            strict.verify(&HeaderMap::new()).await,
+            Err(Refused::Missing)
+        );
+    }
+
+    #[tokio::test]
+    async fn roles_come_from_a_word_a_list_or_a_nested_claim() {
+        let dir = tempfile::tempdir().unwrap();
+        let (pkcs8, jwk) = key("k1");
+        let path = dir.path().join("jwks.json");
+        std::fs::write(&path, json!({"keys": [jwk]}).to_string()).unwrap();
+        let nested = Verifier::start(JwtOptions {
+            keys: KeySource::File(path),
+            issuer: "https://issuer.test".into(),
+            audience: "front".into(),
+            sender_claim: "email".into(),
+            role_claim: "realm_access.roles".into(),
+            required: false,
+            refresh: defaults::REFRESH,
+        })
+        .await
+        .unwrap();
+        let claims = claims(json!({"email": "ada@example.test",
+            "realm_access": {"roles": ["offline_access", "reporter", "admin"]}}));
+        let verified = nested
+            .verify(&bearer_headers(&token(&pkcs8, Some("k1"), &claims)))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(verified.sender, "ada@example.test");
+        assert_eq!(verified.role, Some(ParticipantRole::Reporter));
+        assert_eq!(role_of(&json!("Watcher")), Some(ParticipantRole::Watcher));
+        assert_eq!(role_of(&json!("root")), None);
+    }
+
+    #[tokio::test]
+    async fn a_key_set_file_is_read_again_when_it_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let (old, old_jwk) = key("old");
+        let (new, new_jwk) = key("new");
+        let verifier = verifier(dir.path(), &[&old_jwk], false).await;
+        let new_token = token(&new, Some("new"), &claims(json!({})));
+        assert!(verifier.verify(&bearer_headers(&new_token)).await.is_err());
+        // Rotated: the new key in, the old one out (a different length, so the
+        // change shows even within the file system's timestamp granularity).
+        std::fs::write(
+            dir.path().join("jwks.json"),
+            json!({"keys": [new_jwk], "rotated": true}).to_string(),
+        )
+        .unwrap();
+        *verifier.looked.lock().unwrap() = Instant::now() - FILE_CHECK;
+        assert!(verifier.verify(&bearer_headers(&new_token)).await.is_ok());
+        let old_token = token(&old, Some("old"), &claims(json!({})));
+        assert!(verifier.verify(&bearer_headers(&old_token)).await.is_err());
+        // A damaged file keeps the last good set in use.
+        std::fs::write(dir.path().join("jwks.json"), "{not json").unwrap();
+        *verifier.looked.lock().unwrap() = Instant::now() - FILE_CHECK;
+        assert!(verifier.verify(&bearer_headers(&new_token)).await.is_ok());
+    }
+
+    #[test]
+    fn a_key_set_without_a_usable_signing_key_is_an_error() {
+        assert!(parse(b"{}", "x").is_err());
+        assert!(parse(br#"{"keys": [{"kty": "oct", "k": "c2VjcmV0"}]}"#, "x").is_err());
+        let (_, mut jwk) = key("enc");
+        jwk["use"] = json!("enc");
+        assert!(parse(json!({"keys": [jwk]}).to_string().as_bytes(), "x").is_err());
+    }
+}
