@@ -669,6 +669,12 @@ pub struct FrontArgs {
     #[arg(long, env = "A2A_COMMANDS_FRONT_SENDER_HEADER")]
     pub front_sender_header: Option<String>,
 
+    /// The A2A version the agent speaks: auto (as its card says), 1.0, 0.3, or both.
+    /// The front answers a client in the version it asked in only when the agent
+    /// speaks it too [default: auto].
+    #[arg(long, env = "A2A_COMMANDS_FRONT_UPSTREAM_A2A_VERSION")]
+    pub front_upstream_a2a_version: Option<String>,
+
     /// A JWK set file that signs callers' JWTs (`Authorization: Bearer`); read again
     /// when it changes. Turns verified callers on [default: none].
     #[arg(

@@ -66,6 +66,7 @@ struct FrontFile {
     default_role: Option<String>,
     role_header: Option<String>,
     sender_header: Option<String>,
+    upstream_a2a_version: Option<String>,
     jwt_jwks_file: Option<PathBuf>,
     jwt_jwks_url: Option<String>,
     jwt_issuer: Option<String>,
@@ -376,10 +377,36 @@ fn front_options(
     args: &cli::FrontArgs,
     file: Option<FrontFile>,
 ) -> Result<Option<FrontOptions>, ConfigError> {
-    use crate::front::options::{defaults, parse_role};
+    use crate::front::callers::parse_role;
+    use crate::front::options::defaults;
     let file = file.unwrap_or_default();
     let signing = signing(args, &file)?;
     let jwt = jwt(args, &file)?;
+    let version_word = args
+        .front_upstream_a2a_version
+        .clone()
+        .or_else(|| file.upstream_a2a_version.clone())
+        .unwrap_or_else(|| "auto".into());
+    let upstream_versions = match version_word.trim() {
+        "auto" => None,
+        "1.0" => Some(crate::front::card::Versions {
+            v10: true,
+            v03: false,
+        }),
+        "0.3" => Some(crate::front::card::Versions {
+            v10: false,
+            v03: true,
+        }),
+        "both" => Some(crate::front::card::Versions {
+            v10: true,
+            v03: true,
+        }),
+        other => {
+            return Err(ConfigError(format!(
+                "front-upstream-a2a-version: {other:?} is not one of auto, 1.0, 0.3, both"
+            )))
+        }
+    };
     let Some(upstream) = args.front_upstream.clone().or(file.upstream) else {
         return Ok(None);
     };
@@ -469,6 +496,7 @@ fn front_options(
             "front-sender-header",
             args.front_sender_header.clone().or(file.sender_header),
         )?,
+        upstream_versions,
         jwt,
     };
     if options.timeout.is_zero() || options.max_body_bytes == 0 {
@@ -630,9 +658,15 @@ fn describe_front(front: &FrontOptions) -> serde_json::Value {
         "signing_key_file": front.signing.as_ref().map(|s| s.key_file.display().to_string()),
         "signing_key_id": front.signing.as_ref().map(|s| s.key_id.clone()),
         "signing_jku": front.signing.as_ref().and_then(|s| s.jku.clone()),
-        "default_role": crate::front::options::role_word(front.default_role),
+        "default_role": crate::front::callers::role_word(front.default_role),
         "role_header": front.role_header,
         "sender_header": front.sender_header,
+        "upstream_a2a_version": match front.upstream_versions {
+            None => "auto",
+            Some(v) if v.v10 && v.v03 => "both",
+            Some(v) if v.v03 => "0.3",
+            Some(_) => "1.0",
+        },
         "jwt_jwks_file": front.jwt.as_ref().and_then(|j| match &j.keys {
             crate::front::callers::KeySource::File(path) => Some(path.display().to_string()),
             crate::front::callers::KeySource::Url(_) => None,

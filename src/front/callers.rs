@@ -17,8 +17,30 @@ use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, Jwk, KeyAlgorithm, P
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde_json::Value;
 
-use crate::front::options::parse_role;
 use crate::pb::ParticipantRole;
+
+/// A role as the settings and the role header name it.
+pub fn parse_role(word: &str) -> Option<ParticipantRole> {
+    Some(match word.trim().to_ascii_lowercase().as_str() {
+        "assignee" => ParticipantRole::Assignee,
+        "reporter" => ParticipantRole::Reporter,
+        "watcher" => ParticipantRole::Watcher,
+        "admin" => ParticipantRole::Admin,
+        "none" => ParticipantRole::None,
+        _ => return None,
+    })
+}
+
+/// The word for `role` (the inverse of [`parse_role`]).
+pub fn role_word(role: ParticipantRole) -> &'static str {
+    match role {
+        ParticipantRole::Assignee => "assignee",
+        ParticipantRole::Reporter => "reporter",
+        ParticipantRole::Watcher => "watcher",
+        ParticipantRole::Admin => "admin",
+        ParticipantRole::None | ParticipantRole::Unspecified => "none",
+    }
+}
 
 /// Where the keys that sign callers' tokens are.
 #[derive(Clone, Debug, PartialEq)]
@@ -723,5 +745,20 @@ mod tests {
         let (_, mut jwk) = key("enc");
         jwk["use"] = json!("enc");
         assert!(parse(json!({"keys": [jwk]}).to_string().as_bytes(), "x").is_err());
+    }
+
+    #[test]
+    fn roles_read_back_as_written() {
+        for role in [
+            ParticipantRole::Assignee,
+            ParticipantRole::Reporter,
+            ParticipantRole::Watcher,
+            ParticipantRole::Admin,
+            ParticipantRole::None,
+        ] {
+            assert_eq!(parse_role(role_word(role)), Some(role));
+        }
+        assert_eq!(parse_role(" Admin "), Some(ParticipantRole::Admin));
+        assert_eq!(parse_role("root"), None);
     }
 }

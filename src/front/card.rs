@@ -8,6 +8,47 @@ use serde_json::{Map, Value};
 
 use crate::rules::card::EXTENSION_URI;
 
+/// Which A2A versions an agent serves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Versions {
+    /// A2A 1.0.
+    pub v10: bool,
+    /// A2A 0.3.
+    pub v03: bool,
+}
+
+impl Default for Versions {
+    /// Nothing known: 1.0, as the front assumed before it read the agent's card.
+    fn default() -> Self {
+        Self {
+            v10: true,
+            v03: false,
+        }
+    }
+}
+
+/// The versions `card` says its agent serves: each interface's `protocolVersion` (1.0
+/// cards), and a 0.3 card's top-level one. A card that names none is taken as 1.0.
+pub fn versions(card: &Value) -> Versions {
+    let mut named: Vec<&str> = card
+        .get("supportedInterfaces")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|i| i.get("protocolVersion").and_then(Value::as_str))
+        .collect();
+    if let Some(top) = card.get("protocolVersion").and_then(Value::as_str) {
+        named.push(top);
+    }
+    if named.is_empty() {
+        return Versions::default();
+    }
+    Versions {
+        v10: named.iter().any(|v| v.starts_with("1.") || *v == "1"),
+        v03: named.iter().any(|v| v.starts_with("0.3")),
+    }
+}
+
 /// The upstream's card as the front merges it: `card` with the extension entry
 /// `extension` (replacing one with the same URI), every interface URL on `upstream`
 /// moved to `public` (its path kept relative to the upstream's), and any `signatures`
@@ -156,6 +197,37 @@ pub fn freshness(cache_control: Option<&str>, default: Duration) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn versions_come_from_the_interfaces_and_a_0_3_card_s_top_level() {
+        let both = serde_json::json!({"protocolVersion": "0.3.0", "url": "http://a",
+            "supportedInterfaces": [{"url": "http://a", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
+                                    {"url": "http://a", "protocolBinding": "JSONRPC", "protocolVersion": "0.3"}]});
+        assert_eq!(
+            versions(&both),
+            Versions {
+                v10: true,
+                v03: true
+            }
+        );
+        let old = serde_json::json!({"protocolVersion": "0.3.0", "url": "http://a"});
+        assert_eq!(
+            versions(&old),
+            Versions {
+                v10: false,
+                v03: true
+            }
+        );
+        let new = serde_json::json!({"supportedInterfaces": [{"url": "http://a", "protocolVersion": "1.0"}]});
+        assert_eq!(
+            versions(&new),
+            Versions {
+                v10: true,
+                v03: false
+            }
+        );
+        assert_eq!(versions(&serde_json::json!({})), Versions::default());
+    }
     use serde_json::json;
 
     fn url(text: &str) -> url::Url {

@@ -2,7 +2,8 @@
 //! answered here, with the same rules Execute has (`run`); everything else goes to the
 //! agent as it came. A2A's JSON is `a2a`'s; the card merge is `card`'s; the agent is
 //! reached through `upstream`; what the front keeps is `records`'; `sign` signs the
-//! merged card; `callers` says who is asking (the default role, a proxy's header, or a
+//! merged card; `v03` reads and writes A2A 0.3's JSON for clients and agents still on
+//! it; `callers` says who is asking (the default role, a proxy's header, or a
 //! verified JWT); `server` is the listener that puts them together.
 
 pub mod a2a;
@@ -13,6 +14,7 @@ pub mod records;
 pub mod server;
 pub mod sign;
 pub mod upstream;
+pub mod v03;
 
 pub use options::FrontOptions;
 pub use server::Front;

@@ -38,6 +38,8 @@ pub struct FrontOptions {
     pub role_header: Option<String>,
     /// A request header, set by an authenticating proxy, that names the sender.
     pub sender_header: Option<String>,
+    /// Which A2A versions the agent serves, when configured; `None`: as its card says.
+    pub upstream_versions: Option<crate::front::card::Versions>,
     /// Callers' JWTs, verified: their claims name the sender and role.
     pub jwt: Option<crate::front::callers::JwtOptions>,
 }
@@ -73,47 +75,4 @@ pub mod defaults {
     pub const RECORDS_EXPIRY: Duration = Duration::from_secs(24 * 3600);
     /// The signing key's id when none is given.
     pub const SIGNING_KEY_ID: &str = "a2a-commands-front";
-}
-
-/// A role as the settings and the role header name it.
-pub fn parse_role(word: &str) -> Option<ParticipantRole> {
-    Some(match word.trim().to_ascii_lowercase().as_str() {
-        "assignee" => ParticipantRole::Assignee,
-        "reporter" => ParticipantRole::Reporter,
-        "watcher" => ParticipantRole::Watcher,
-        "admin" => ParticipantRole::Admin,
-        "none" => ParticipantRole::None,
-        _ => return None,
-    })
-}
-
-/// The word for `role` (the inverse of [`parse_role`]).
-pub fn role_word(role: ParticipantRole) -> &'static str {
-    match role {
-        ParticipantRole::Assignee => "assignee",
-        ParticipantRole::Reporter => "reporter",
-        ParticipantRole::Watcher => "watcher",
-        ParticipantRole::Admin => "admin",
-        ParticipantRole::None | ParticipantRole::Unspecified => "none",
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn roles_read_back_as_written() {
-        for role in [
-            ParticipantRole::Assignee,
-            ParticipantRole::Reporter,
-            ParticipantRole::Watcher,
-            ParticipantRole::Admin,
-            ParticipantRole::None,
-        ] {
-            assert_eq!(parse_role(role_word(role)), Some(role));
-        }
-        assert_eq!(parse_role(" Admin "), Some(ParticipantRole::Admin));
-        assert_eq!(parse_role("root"), None);
-    }
 }

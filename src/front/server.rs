@@ -18,11 +18,12 @@ use tokio::sync::Mutex;
 use crate::bodies::Trace;
 use crate::error::Error;
 use crate::front::a2a::{self, TASK_DATA_KEY};
-use crate::front::callers::{Refused, Verified, Verifier};
+use crate::front::callers::{parse_role, Refused, Verified, Verifier};
 use crate::front::card::{self, CardCache};
-use crate::front::options::{parse_role, FrontOptions};
+use crate::front::options::FrontOptions;
 use crate::front::records::{Kept, Records};
 use crate::front::upstream::{Upstream, UpstreamError};
+use crate::front::v03;
 use crate::metrics::{metrics, FrontLabels};
 use crate::pb::{self, ParticipantRole, SubState, TaskState};
 use crate::rules::card::EXTENSION_URI;
@@ -60,6 +61,9 @@ const TASK_ID_PREFIX: &str = "front-";
 enum Binding {
     /// JSON-RPC 2.0; the request's id.
     JsonRpc,
+    /// A2A 0.3's JSON-RPC (`message/send`, `tasks/get`, ...): read and answered in
+    /// 0.3's JSON (`v03`); the front reasons in 1.0's.
+    JsonRpc03,
     /// HTTP+JSON (REST).
     HttpJson,
 }
@@ -457,7 +461,7 @@ impl Front {
             return Handled::Forward(bytes.clone());
         };
         let (id, method, params) = match binding {
-            Binding::JsonRpc => (
+            Binding::JsonRpc | Binding::JsonRpc03 => (
                 body.get("id").cloned().unwrap_or(Value::Null),
                 body.get("method")
                     .and_then(Value::as_str)
@@ -473,19 +477,42 @@ impl Front {
                 (Value::Null, method, body.clone())
             }
         };
+        // The version the client asked in: 0.3's method names, or 1.0's. The front
+        // answers in it only if the agent speaks it too; otherwise the request goes to
+        // the agent as it came, which answers it as it would without the front.
+        let (binding, method) = match v03::method_v10(method) {
+            Some(v10) if binding == Binding::JsonRpc => {
+                if !self.agent_speaks().await.v03 {
+                    return Handled::Forward(bytes.clone());
+                }
+                (Binding::JsonRpc03, v10)
+            }
+            // Completion is the kits' method, in no A2A version.
+            _ if method != a2a::COMPLETE_METHOD && !self.agent_speaks().await.v10 => {
+                return Handled::Forward(bytes.clone())
+            }
+            _ => (binding, method),
+        };
         match method {
             "SendMessage" | "SendStreamingMessage" => {
                 let stream = method == "SendStreamingMessage";
                 let Some(message) = params.get("message") else {
                     return Handled::Forward(bytes.clone());
                 };
+                // The front reads messages in 1.0's JSON.
+                let read;
+                let message = if binding == Binding::JsonRpc03 {
+                    read = v03::message_v10(message);
+                    &read
+                } else {
+                    message
+                };
                 if a2a::command_candidate(message).is_none() {
                     return self.plain(binding, &id, &body, message, bytes).await;
                 }
-                // The front answers in A2A 1.0; a request in another version (no
-                // `A2A-Version` means 0.3) goes to the agent as it came, which answers
-                // it as it would without the front.
-                if !speaks_1_0(headers, query) {
+                // A 1.0 method without `A2A-Version` (which means 0.3) goes to the agent
+                // as it came.
+                if binding != Binding::JsonRpc03 && !speaks_1_0(headers, query) {
                     return Handled::Forward(bytes.clone());
                 }
                 self.command(
@@ -655,6 +682,9 @@ impl Front {
     ) -> Response<Body> {
         let answer = |task: Value| match binding {
             Binding::JsonRpc => json_answer(StatusCode::OK, &a2a::rpc_result(id, task)),
+            Binding::JsonRpc03 => {
+                json_answer(StatusCode::OK, &a2a::rpc_result(id, v03::task_v03(&task)))
+            }
             Binding::HttpJson => json_answer(StatusCode::OK, &task),
         };
         match call {
@@ -790,10 +820,13 @@ impl Front {
                 }
                 let expanded: Value = serde_json::from_slice(&expanded).expect("our JSON");
                 let message = match binding {
-                    Binding::JsonRpc => expanded.pointer("/params/message"),
+                    Binding::JsonRpc | Binding::JsonRpc03 => expanded.pointer("/params/message"),
                     Binding::HttpJson => expanded.pointer("/message"),
                 };
-                let message = message.cloned().unwrap_or_default();
+                let mut message = message.cloned().unwrap_or_default();
+                if binding == Binding::JsonRpc03 {
+                    message = v03::message_v10(&message);
+                }
                 self.plain(binding, id, &expanded, &message, bytes).await
             }
             Ran::Command { name, reply, .. } => {
@@ -880,6 +913,10 @@ impl Front {
                         Binding::JsonRpc => {
                             json_answer(StatusCode::OK, &a2a::rpc_result(id, result))
                         }
+                        Binding::JsonRpc03 => json_answer(
+                            StatusCode::OK,
+                            &a2a::rpc_result(id, v03::result_v03(&result)),
+                        ),
                         Binding::HttpJson => json_answer(StatusCode::OK, &result),
                     }
                 })
@@ -1046,9 +1083,14 @@ impl Front {
         asked.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
         let max = self.options.max_body_bytes;
         let answer = match binding {
-            Binding::JsonRpc => {
+            Binding::JsonRpc | Binding::JsonRpc03 => {
+                let method = if binding == Binding::JsonRpc03 {
+                    "tasks/get"
+                } else {
+                    "GetTask"
+                };
                 let call = json!({"jsonrpc": "2.0", "id": "a2a-commands-front",
-                                  "method": "GetTask", "params": {"id": task_id}});
+                                  "method": method, "params": {"id": task_id}});
                 let uri = self.upstream.uri_for(path, front_base);
                 self.upstream
                     .call(Method::POST, uri, asked, Bytes::from(call.to_string()), max)
@@ -1070,7 +1112,10 @@ impl Front {
             answer.map_err(|e| Some(upstream_failed(binding, &Value::Null, &e)))?;
         let parsed: Value = serde_json::from_slice(&bytes).map_err(|_| None)?;
         let task = match binding {
-            Binding::JsonRpc => match parsed.get("result") {
+            Binding::JsonRpc03 if parsed.get("result").is_some() => {
+                v03::task_v10(&parsed["result"])
+            }
+            Binding::JsonRpc | Binding::JsonRpc03 => match parsed.get("result") {
                 Some(task) => task.clone(),
                 None => {
                     let error = parsed.get("error").cloned().unwrap_or(Value::Null);
@@ -1178,6 +1223,19 @@ impl Front {
         self.merged_card(card)
     }
 
+    /// Which A2A versions the agent serves: as configured, or as its card says (the
+    /// last one fetched; fetched now if there is none).
+    async fn agent_speaks(&self) -> card::Versions {
+        if let Some(versions) = self.options.upstream_versions {
+            return versions;
+        }
+        let mut cache = self.card.lock().await;
+        if cache.last().is_none() {
+            self.refresh_card(&mut cache, &HeaderMap::new()).await;
+        }
+        cache.last().map(card::versions).unwrap_or_default()
+    }
+
     /// The card with this registry's entry, at the next request after any change.
     fn merged_card(&self, mut card: Value) -> Response<Body> {
         if !self.merge(&mut card) {
@@ -1252,7 +1310,7 @@ impl Front {
             Err(answer) => return answer,
         };
         let listing = match binding {
-            Binding::JsonRpc => value.get_mut("result"),
+            Binding::JsonRpc | Binding::JsonRpc03 => value.get_mut("result"),
             Binding::HttpJson if parts.status.is_success() => Some(&mut value),
             Binding::HttpJson => None,
         };
@@ -1331,7 +1389,7 @@ impl Front {
             Err(answer) => return answer,
         };
         let card = match binding {
-            Binding::JsonRpc => value.get_mut("result"),
+            Binding::JsonRpc | Binding::JsonRpc03 => value.get_mut("result"),
             Binding::HttpJson => Some(&mut value),
         };
         let merged = match card {
@@ -1472,7 +1530,7 @@ fn task_context(task: &Option<Value>, fallback: &str) -> String {
 fn prompt_body(binding: Binding, body: &Value, name: &str, text: &str) -> Bytes {
     let mut body = body.clone();
     let message = match binding {
-        Binding::JsonRpc => body.pointer_mut("/params/message"),
+        Binding::JsonRpc | Binding::JsonRpc03 => body.pointer_mut("/params/message"),
         Binding::HttpJson => body.pointer_mut("/message"),
     };
     if let Some(message) = message {
@@ -1480,7 +1538,11 @@ fn prompt_body(binding: Binding, body: &Value, name: &str, text: &str) -> Bytes 
             .pointer("/parts/0/text")
             .cloned()
             .unwrap_or(Value::Null);
-        message["parts"] = json!([{"text": text}]);
+        message["parts"] = if binding == Binding::JsonRpc03 {
+            json!([{"kind": "text", "text": text}])
+        } else {
+            json!([{"text": text}])
+        };
         if !message.get("metadata").is_some_and(Value::is_object) {
             message["metadata"] = json!({});
         }
@@ -1534,6 +1596,13 @@ fn task_id_in(value: &Value) -> Option<String> {
     .iter()
     .find_map(|at| value.pointer(at))
     .or_else(|| value.get("status").and(value.get("id")))
+    // 0.3: the result is the object itself, named by its `kind`.
+    .or_else(|| {
+        let kind = value.get("kind")?.as_str()?;
+        matches!(kind, "message" | "status-update" | "artifact-update")
+            .then(|| value.get("taskId"))
+            .flatten()
+    })
     .and_then(Value::as_str)
     .map(str::to_owned)
 }
@@ -1545,7 +1614,7 @@ fn task_id_in(value: &Value) -> Option<String> {
 fn follow_up_body(binding: Binding, body: &Value, upstream: Option<&str>, data: &Value) -> Bytes {
     let mut body = body.clone();
     let message = match binding {
-        Binding::JsonRpc => body.pointer_mut("/params/message"),
+        Binding::JsonRpc | Binding::JsonRpc03 => body.pointer_mut("/params/message"),
         Binding::HttpJson => body.pointer_mut("/message"),
     };
     if let Some(message) = message.and_then(Value::as_object_mut) {
@@ -1744,10 +1813,13 @@ struct RpcMethod(&'static str);
 
 /// The JSON-RPC calls the front looks at whatever their body holds: it answers them for
 /// its own tasks, or writes its ids, task data or card into their answers.
-const LOOKED_AT: [&str; 6] = [
+const LOOKED_AT: [&str; 9] = [
     "GetTask",
     "CancelTask",
     "SubscribeToTask",
+    "tasks/get",
+    "tasks/cancel",
+    "tasks/resubscribe",
     "ListTasks",
     "GetExtendedAgentCard",
     a2a::COMPLETE_METHOD,
@@ -1850,6 +1922,7 @@ fn stream_answer(binding: Binding, id: &Value, events: &[Value]) -> Response<Bod
     for event in events {
         let data = match binding {
             Binding::JsonRpc => a2a::rpc_result(id, event.clone()),
+            Binding::JsonRpc03 => a2a::rpc_result(id, v03::result_v03(event)),
             Binding::HttpJson => event.clone(),
         };
         text.push_str(&a2a::sse_event(&data));
@@ -1874,7 +1947,9 @@ fn error_answer(
     message: &str,
 ) -> Response<Body> {
     match binding {
-        Binding::JsonRpc => json_answer(StatusCode::OK, &a2a::rpc_error(id, code, message)),
+        Binding::JsonRpc | Binding::JsonRpc03 => {
+            json_answer(StatusCode::OK, &a2a::rpc_error(id, code, message))
+        }
         Binding::HttpJson => json_answer(
             status,
             &json!({"error": {"code": status.as_u16(), "status": status.canonical_reason(),
@@ -1925,7 +2000,7 @@ fn upstream_failed(binding: Binding, id: &Value, error: &UpstreamError) -> Respo
         UpstreamError::Unreachable(..) => StatusCode::BAD_GATEWAY,
     };
     let mut answer = match binding {
-        Binding::JsonRpc => {
+        Binding::JsonRpc | Binding::JsonRpc03 => {
             let mut answer =
                 error_answer(binding, id, status, a2a::INTERNAL_ERROR, &error.to_string());
             *answer.status_mut() = status;

@@ -55,9 +55,11 @@ class Echo(AgentExecutor):
 
 
 class Agent:
-    """The echo agent on 127.0.0.1 (a free port), in a thread."""
+    """The echo agent on 127.0.0.1 (a free port), in a thread. `versions` are the A2A
+    versions its card names; with "0.3" among them it serves 0.3's JSON-RPC too (the
+    SDK's compatibility layer)."""
 
-    def __init__(self) -> None:
+    def __init__(self, versions: tuple[str, ...] = ("1.0",)) -> None:
         sock = socket.socket()
         sock.bind(("127.0.0.1", 0))
         sock.listen()
@@ -66,8 +68,11 @@ class Agent:
         card = AgentCard(
             name="echo", description="Echoes what it is sent", version="1.0",
             supported_interfaces=[
-                AgentInterface(url=self.url, protocol_binding="JSONRPC", protocol_version="1.0"),
-                AgentInterface(url=f"{self.url}/rest", protocol_binding="HTTP+JSON", protocol_version="1.0"),
+                *([AgentInterface(url=self.url, protocol_binding="JSONRPC", protocol_version="1.0"),
+                   AgentInterface(url=f"{self.url}/rest", protocol_binding="HTTP+JSON", protocol_version="1.0")]
+                  if "1.0" in versions else []),
+                *([AgentInterface(url=self.url, protocol_binding="JSONRPC", protocol_version="0.3")]
+                  if "0.3" in versions else []),
             ],
             capabilities=AgentCapabilities(streaming=True, extended_agent_card=True),
             default_input_modes=["text/plain"], default_output_modes=["text/plain"],
@@ -82,7 +87,7 @@ class Agent:
         self.handler = handler
         app = Starlette(routes=[
             *create_agent_card_routes(card),
-            *create_jsonrpc_routes(handler, "/"),
+            *create_jsonrpc_routes(handler, "/", enable_v0_3_compat="0.3" in versions),
             *create_rest_routes(handler, path_prefix="/rest"),
         ])
         self.server = uvicorn.Server(uvicorn.Config(app, lifespan="off", log_level="warning"))
