@@ -33,6 +33,24 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             &[PathBuf::from("proto/etcd/etcd.proto")],
             &[PathBuf::from("proto"), well_known],
         )?;
+    // A2A 1.0's messages, for the front's gRPC binding: prost types, and serde for them
+    // in protobuf's canonical JSON (pbjson), so that the front reads a gRPC request as
+    // the JSON its other bindings read. Kept out of the descriptor set reflection serves
+    // (the front's gRPC surface is A2A's, on the front's port).
+    let a2a_descriptor = out_dir.join("lf_a2a_descriptor.bin");
+    tonic_prost_build::configure()
+        .build_server(false)
+        .build_client(false)
+        .compile_well_known_types(true)
+        .extern_path(".google.protobuf", "::pbjson_types")
+        .file_descriptor_set_path(&a2a_descriptor)
+        .compile_protos(
+            &[PathBuf::from("proto/lf/a2a/v1/a2a.proto")],
+            &[PathBuf::from("proto"), protoc_bin_vendored::include_path()?],
+        )?;
+    pbjson_build::Builder::new()
+        .register_descriptors(&std::fs::read(&a2a_descriptor)?)?
+        .build(&[".lf.a2a.v1"])?;
     println!("cargo:rerun-if-changed=proto");
 
     // `--version` names the commit built from: A2A_COMMANDS_COMMIT when set (an image

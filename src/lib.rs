@@ -39,6 +39,13 @@ pub mod pb {
     pub const FILE_DESCRIPTOR_SET: &[u8] =
         tonic::include_file_descriptor_set!("a2a_commands_descriptor");
 
+    /// A2A 1.0's messages as the front's gRPC binding uses them (`proto/lf/a2a/v1`),
+    /// with serde in protobuf's canonical JSON.
+    pub mod a2a_v1 {
+        include!(concat!(env!("OUT_DIR"), "/lf.a2a.v1.rs"));
+        include!(concat!(env!("OUT_DIR"), "/lf.a2a.v1.serde.rs"));
+    }
+
     /// etcd's v3 API as the fleet store uses it (`proto/etcd/etcd.proto`): a client only.
     pub mod etcd {
         tonic::include_proto!("etcdserverpb");

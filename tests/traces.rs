@@ -650,6 +650,7 @@ async fn a_front_request_is_a_server_span_and_its_agent_call_a_client_span_the_a
             default_role: Role::Assignee,
             role_header: None,
             sender_header: None,
+            upstream_grpc: None,
             upstream_versions: None,
             jwt: None,
         });

@@ -669,6 +669,12 @@ pub struct FrontArgs {
     #[arg(long, env = "A2A_COMMANDS_FRONT_SENDER_HEADER")]
     pub front_sender_header: Option<String>,
 
+    /// The agent's gRPC address (host:port), for A2A's gRPC binding through the front
+    /// (on the front's own port) [default: the card's gRPC interface, when it is on the
+    /// agent's host].
+    #[arg(long, env = "A2A_COMMANDS_FRONT_UPSTREAM_GRPC")]
+    pub front_upstream_grpc: Option<String>,
+
     /// The A2A version the agent speaks: auto (as its card says), 1.0, 0.3, or both.
     /// The front answers a client in the version it asked in only when the agent
     /// speaks it too [default: auto].

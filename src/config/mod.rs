@@ -66,6 +66,7 @@ struct FrontFile {
     default_role: Option<String>,
     role_header: Option<String>,
     sender_header: Option<String>,
+    upstream_grpc: Option<String>,
     upstream_a2a_version: Option<String>,
     jwt_jwks_file: Option<PathBuf>,
     jwt_jwks_url: Option<String>,
@@ -382,6 +383,25 @@ fn front_options(
     let file = file.unwrap_or_default();
     let signing = signing(args, &file)?;
     let jwt = jwt(args, &file)?;
+    let upstream_grpc = args
+        .front_upstream_grpc
+        .clone()
+        .or_else(|| file.upstream_grpc.clone())
+        .map(|address| {
+            let address = address.trim().to_owned();
+            let valid = url::Url::parse(&format!("http://{address}"))
+                .ok()
+                .filter(|u| u.host_str().is_some() && u.port().is_some() && u.path() == "/")
+                .is_some();
+            if valid {
+                Ok(address)
+            } else {
+                Err(ConfigError(format!(
+                    "front-upstream-grpc: {address:?} must be host:port (the agent's gRPC address)"
+                )))
+            }
+        })
+        .transpose()?;
     let version_word = args
         .front_upstream_a2a_version
         .clone()
@@ -496,6 +516,7 @@ fn front_options(
             "front-sender-header",
             args.front_sender_header.clone().or(file.sender_header),
         )?,
+        upstream_grpc,
         upstream_versions,
         jwt,
     };
@@ -661,6 +682,7 @@ fn describe_front(front: &FrontOptions) -> serde_json::Value {
         "default_role": crate::front::callers::role_word(front.default_role),
         "role_header": front.role_header,
         "sender_header": front.sender_header,
+        "upstream_grpc": front.upstream_grpc,
         "upstream_a2a_version": match front.upstream_versions {
             None => "auto",
             Some(v) if v.v10 && v.v03 => "both",

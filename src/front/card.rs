@@ -49,11 +49,43 @@ pub fn versions(card: &Value) -> Versions {
     }
 }
 
+/// The `host:port` of `card`'s gRPC interface, when it is on `upstream`'s own host
+/// (the front forwards to its one upstream only, never to an address a card names).
+pub fn grpc_address(card: &Value, upstream: &url::Url) -> Option<String> {
+    let interfaces = card.get("supportedInterfaces")?.as_array()?;
+    interfaces
+        .iter()
+        .filter(|i| i.get("protocolBinding").and_then(Value::as_str) == Some("GRPC"))
+        .filter_map(|i| i.get("url").and_then(Value::as_str))
+        .find_map(|address| {
+            let bare = address
+                .split_once("://")
+                .map_or(address, |(_, rest)| rest)
+                .trim_start_matches('/')
+                .trim_end_matches('/');
+            let parsed = url::Url::parse(&format!("http://{bare}")).ok()?;
+            let host = parsed.host_str()?;
+            let port = parsed.port()?;
+            let loopback = |h: &str| matches!(h, "localhost" | "127.0.0.1" | "[::1]" | "::1");
+            let same = Some(host) == upstream.host_str()
+                || (loopback(host) && upstream.host_str().is_some_and(loopback));
+            same.then(|| format!("{host}:{port}"))
+        })
+}
+
 /// The upstream's card as the front merges it: `card` with the extension entry
 /// `extension` (replacing one with the same URI), every interface URL on `upstream`
 /// moved to `public` (its path kept relative to the upstream's), and any `signatures`
 /// dropped (they signed another card). Returns whether signatures were dropped.
-pub fn merge(card: &mut Value, extension: &Value, upstream: &url::Url, public: &url::Url) -> bool {
+/// A gRPC interface's address becomes `grpc` (the front's `host:port`), when the front
+/// serves gRPC for this agent; otherwise it is left as it is.
+pub fn merge(
+    card: &mut Value,
+    extension: &Value,
+    upstream: &url::Url,
+    public: &url::Url,
+    grpc: Option<&str>,
+) -> bool {
     let Some(object) = card.as_object_mut() else {
         return false;
     };
@@ -79,9 +111,20 @@ pub fn merge(card: &mut Value, extension: &Value, upstream: &url::Url, public: &
         .and_then(Value::as_array_mut)
     {
         for interface in interfaces {
-            let grpc = interface.get("protocolBinding").and_then(Value::as_str) == Some("GRPC");
+            let is_grpc = interface.get("protocolBinding").and_then(Value::as_str) == Some("GRPC");
             if let Some(url) = interface.get_mut("url") {
-                if let Some(moved) = url.as_str().and_then(|u| rebase(u, grpc, upstream, public)) {
+                let moved = match (is_grpc, grpc) {
+                    // Kept in the form the agent wrote: `host:port`, or with a scheme.
+                    (true, Some(front)) => {
+                        Some(match url.as_str().and_then(|u| u.split_once("://")) {
+                            Some((scheme, _)) => format!("{scheme}://{front}"),
+                            None => front.to_owned(),
+                        })
+                    }
+                    (true, None) => None,
+                    (false, _) => url.as_str().and_then(|u| rebase(u, upstream, public)),
+                };
+                if let Some(moved) = moved {
                     *url = Value::String(moved);
                 }
             }
@@ -89,10 +132,7 @@ pub fn merge(card: &mut Value, extension: &Value, upstream: &url::Url, public: &
     }
     // A 0.3 card: its top-level URL and additional interfaces.
     if let Some(url) = object.get_mut("url") {
-        if let Some(moved) = url
-            .as_str()
-            .and_then(|u| rebase(u, false, upstream, public))
-        {
+        if let Some(moved) = url.as_str().and_then(|u| rebase(u, upstream, public)) {
             *url = Value::String(moved);
         }
     }
@@ -101,9 +141,13 @@ pub fn merge(card: &mut Value, extension: &Value, upstream: &url::Url, public: &
         .and_then(Value::as_array_mut)
     {
         for interface in interfaces {
-            let grpc = interface.get("transport").and_then(Value::as_str) == Some("GRPC");
+            // 0.3's gRPC is another service (`a2a.v1`), which the front does not read:
+            // its address is left as the agent wrote it.
+            if interface.get("transport").and_then(Value::as_str) == Some("GRPC") {
+                continue;
+            }
             if let Some(url) = interface.get_mut("url") {
-                if let Some(moved) = url.as_str().and_then(|u| rebase(u, grpc, upstream, public)) {
+                if let Some(moved) = url.as_str().and_then(|u| rebase(u, upstream, public)) {
                     *url = Value::String(moved);
                 }
             }
@@ -115,10 +159,7 @@ pub fn merge(card: &mut Value, extension: &Value, upstream: &url::Url, public: &
 /// `url` (an interface of the upstream) moved to `public`, its path relative to the
 /// upstream's base kept; `None` for an interface elsewhere (another host, or a gRPC
 /// `host:port`, which this front does not serve yet) or that does not parse.
-fn rebase(url: &str, grpc: bool, upstream: &url::Url, public: &url::Url) -> Option<String> {
-    if grpc {
-        return None;
-    }
+fn rebase(url: &str, upstream: &url::Url, public: &url::Url) -> Option<String> {
     let parsed = url::Url::parse(url).ok()?;
     let same_origin = parsed.scheme() == upstream.scheme()
         && parsed.host_str() == upstream.host_str()
@@ -256,6 +297,7 @@ mod tests {
             &entry,
             &url("http://127.0.0.1:9000/a2a"),
             &url("https://agent.example.com/"),
+            None,
         );
         assert!(dropped);
         assert!(card.get("signatures").is_none());
@@ -278,6 +320,37 @@ mod tests {
                 "https://elsewhere.example/x"
             ]
         );
+        // With the front serving gRPC for the agent, its gRPC interface is the front's.
+        merge(
+            &mut card,
+            &entry,
+            &url("http://127.0.0.1:9000/a2a"),
+            &url("https://agent.example.com/"),
+            Some("agent.example.com:443"),
+        );
+        assert_eq!(
+            card["supportedInterfaces"][2]["url"],
+            "agent.example.com:443"
+        );
+    }
+
+    #[test]
+    fn the_agent_s_grpc_address_is_taken_only_on_its_own_host() {
+        let card = |address: &str| json!({"supportedInterfaces": [{"url": address, "protocolBinding": "GRPC"}]});
+        let upstream = url("http://127.0.0.1:9000/");
+        assert_eq!(
+            grpc_address(&card("127.0.0.1:9001"), &upstream).as_deref(),
+            Some("127.0.0.1:9001")
+        );
+        assert_eq!(
+            grpc_address(&card("grpc://localhost:9001"), &upstream).as_deref(),
+            Some("localhost:9001")
+        );
+        assert_eq!(
+            grpc_address(&card("elsewhere.example:9001"), &upstream),
+            None
+        );
+        assert_eq!(grpc_address(&card("127.0.0.1"), &upstream), None);
     }
 
     #[test]
@@ -288,7 +361,8 @@ mod tests {
             &mut card,
             &entry,
             &url("http://a:1/"),
-            &url("http://b:2/")
+            &url("http://b:2/"),
+            None
         ));
         assert_eq!(card["capabilities"]["extensions"], json!([entry]));
     }
@@ -303,6 +377,7 @@ mod tests {
             &json!({}),
             &url("http://127.0.0.1:9000/"),
             &url("http://front:8080/"),
+            None,
         );
         assert_eq!(card["url"], "http://front:8080/");
         assert_eq!(card["additionalInterfaces"][0]["url"], "http://front:8080/");

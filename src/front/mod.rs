@@ -9,6 +9,7 @@
 pub mod a2a;
 pub mod callers;
 pub mod card;
+pub mod grpc;
 pub mod options;
 pub mod records;
 pub mod server;

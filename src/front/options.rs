@@ -38,6 +38,9 @@ pub struct FrontOptions {
     pub role_header: Option<String>,
     /// A request header, set by an authenticating proxy, that names the sender.
     pub sender_header: Option<String>,
+    /// The agent's gRPC address (`host:port`), when configured; `None`: its card's gRPC
+    /// interface, if that is on the agent's own host.
+    pub upstream_grpc: Option<String>,
     /// Which A2A versions the agent serves, when configured; `None`: as its card says.
     pub upstream_versions: Option<crate::front::card::Versions>,
     /// Callers' JWTs, verified: their claims name the sender and role.

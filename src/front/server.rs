@@ -9,6 +9,7 @@ use std::time::Instant;
 
 use axum::body::Body;
 use bytes::Bytes;
+use http_body::Frame;
 use http_body_util::BodyExt as _;
 use hyper::header::{self, HeaderMap, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
@@ -20,6 +21,7 @@ use crate::error::Error;
 use crate::front::a2a::{self, TASK_DATA_KEY};
 use crate::front::callers::{parse_role, Refused, Verified, Verifier};
 use crate::front::card::{self, CardCache};
+use crate::front::grpc::{self, GrpcCall};
 use crate::front::options::FrontOptions;
 use crate::front::records::{Kept, Records};
 use crate::front::upstream::{Upstream, UpstreamError};
@@ -35,12 +37,12 @@ use crate::telemetry::{CallSpan, KeyValue, SpanKind, Tracer, W3c};
 
 /// The front: its settings, the agent behind it, and what it keeps.
 pub struct Front {
-    options: FrontOptions,
+    pub(super) options: FrontOptions,
     runner: Arc<Runner>,
-    upstream: Upstream,
+    pub(super) upstream: Upstream,
     /// Where clients reach the front.
-    public: url::Url,
-    card: Mutex<CardCache>,
+    pub(super) public: url::Url,
+    pub(super) card: Mutex<CardCache>,
     records: Arc<Records>,
     /// Logged once: a signed upstream card is served unsigned.
     signature_logged: AtomicBool,
@@ -58,7 +60,7 @@ const TASK_ID_PREFIX: &str = "front-";
 
 /// Which A2A binding a request came on, for the shape of its answer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Binding {
+pub(super) enum Binding {
     /// JSON-RPC 2.0; the request's id.
     JsonRpc,
     /// A2A 0.3's JSON-RPC (`message/send`, `tasks/get`, ...): read and answered in
@@ -66,6 +68,9 @@ enum Binding {
     JsonRpc03,
     /// HTTP+JSON (REST).
     HttpJson,
+    /// A2A's gRPC binding: inside the front, read and answered as HTTP+JSON's JSON;
+    /// `grpc` converts at the edges and speaks gRPC to the agent.
+    Grpc,
 }
 
 /// A call about one task (besides a message to it).
@@ -160,17 +165,25 @@ impl Front {
             Some(span) => span.around(routed).await,
             None => routed.await,
         };
-        let binding = if is_http_json(&method, &path) {
+        // A gRPC call names its method in its path.
+        let grpc_method = path.strip_prefix(grpc::SERVICE_PATH).map(|called| {
+            METHODS
+                .iter()
+                .find(|known| **known == called)
+                .copied()
+                .unwrap_or("other")
+        });
+        let binding = if grpc_method.is_some() {
+            "grpc"
+        } else if is_http_json(&method, &path) {
             "http_json"
         } else if answer.extensions().get::<RpcMethod>().is_some() {
             "jsonrpc"
         } else {
             "other"
         };
-        let named = answer
-            .extensions()
-            .get::<RpcMethod>()
-            .map(|m| m.0)
+        let named = grpc_method
+            .or_else(|| answer.extensions().get::<RpcMethod>().map(|m| m.0))
             .unwrap_or_else(|| http_json_method(&method, &path));
         let result = if answer.extensions().get::<UpstreamFailed>().is_some() {
             "upstream_error"
@@ -232,6 +245,7 @@ impl Front {
         let is_card = method == Method::GET
             && (path.ends_with("/.well-known/agent-card.json")
                 || path.ends_with("/.well-known/agent.json"));
+        let grpc = grpc::is_grpc(request.headers());
         let mut request = request;
         if let (Some(callers), false) = (&self.callers, is_card) {
             // The card is public; every other request is the caller's, and a token that
@@ -241,9 +255,27 @@ impl Front {
                     request.extensions_mut().insert(verified);
                 }
                 Ok(None) => {}
+                Err(refused) if grpc => return grpc::refused(&refused),
                 Err(refused) => return unauthenticated(&method, &path, &refused),
             }
         }
+        if grpc {
+            return Box::pin(self.grpc_call(request)).await;
+        }
+        self.dispatch(request, &path, &method, is_card).await
+    }
+
+    /// Where an HTTP request goes (a gRPC call the front reads comes here too, as the
+    /// HTTP+JSON request it amounts to).
+    pub(super) async fn dispatch(
+        &self,
+        request: Request<Body>,
+        path: &str,
+        method: &Method,
+        is_card: bool,
+    ) -> Response<Body> {
+        let path = path.to_owned();
+        let method = method.clone();
         let answer = if is_card {
             Box::pin(self.card_answer(request.headers())).await
         } else if method == Method::GET && path.ends_with("/extendedAgentCard") {
@@ -274,7 +306,9 @@ impl Front {
     async fn post(&self, request: Request<Body>) -> Response<Body> {
         let (parts, body) = request.into_parts();
         let path = parts.uri.path().to_owned();
-        let binding = if path.ends_with("/message:send") || path.ends_with("/message:stream") {
+        let binding = if parts.extensions.get::<GrpcCall>().is_some() {
+            Binding::Grpc
+        } else if path.ends_with("/message:send") || path.ends_with("/message:stream") {
             Binding::HttpJson
         } else {
             Binding::JsonRpc
@@ -408,16 +442,22 @@ impl Front {
             };
             return Response::from_parts(parts, Body::from(body));
         }
-        let (events, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(16);
+        let (events, rx) = tokio::sync::mpsc::channel::<Result<Frame<Bytes>, std::io::Error>>(16);
         tokio::spawn(async move {
             let mut body = body;
             let mut pending: Vec<u8> = Vec::new();
             while let Some(frame) = body.frame().await {
-                let data = match frame {
-                    Ok(frame) => match frame.into_data() {
-                        Ok(data) => data,
-                        Err(_) => continue,
-                    },
+                let data = match frame.map(Frame::into_data) {
+                    Ok(Ok(data)) => data,
+                    // Trailers (a gRPC agent's status) end the stream as they came.
+                    Ok(Err(trailers)) => {
+                        if !pending.is_empty() {
+                            let rest = Bytes::from(std::mem::take(&mut pending));
+                            let _ = events.send(Ok(Frame::data(rest))).await;
+                        }
+                        let _ = events.send(Ok(trailers)).await;
+                        return;
+                    }
                     Err(e) => {
                         let _ = events.send(Err(std::io::Error::other(e.to_string()))).await;
                         return;
@@ -430,18 +470,20 @@ impl Front {
                     if let Some(found) = found {
                         join(&records, &joiner.front, &found).await;
                     }
-                    if events.send(Ok(rewritten)).await.is_err() {
+                    if events.send(Ok(Frame::data(rewritten))).await.is_err() {
                         return;
                     }
                 }
             }
             if !pending.is_empty() {
-                let _ = events.send(Ok(Bytes::from(pending))).await;
+                let _ = events.send(Ok(Frame::data(Bytes::from(pending)))).await;
             }
         });
         Response::from_parts(
             parts,
-            Body::from_stream(tokio_stream::wrappers::ReceiverStream::new(rx)),
+            Body::new(http_body_util::StreamBody::new(
+                tokio_stream::wrappers::ReceiverStream::new(rx),
+            )),
         )
     }
 
@@ -468,7 +510,7 @@ impl Front {
                     .unwrap_or_default(),
                 body.get("params").cloned().unwrap_or(Value::Null),
             ),
-            Binding::HttpJson => {
+            Binding::HttpJson | Binding::Grpc => {
                 let method = if path.ends_with("/message:stream") {
                     "SendStreamingMessage"
                 } else {
@@ -512,7 +554,9 @@ impl Front {
                 }
                 // A 1.0 method without `A2A-Version` (which means 0.3) goes to the agent
                 // as it came.
-                if binding != Binding::JsonRpc03 && !speaks_1_0(headers, query) {
+                if matches!(binding, Binding::JsonRpc | Binding::HttpJson)
+                    && !speaks_1_0(headers, query)
+                {
                     return Handled::Forward(bytes.clone());
                 }
                 self.command(
@@ -685,7 +729,7 @@ impl Front {
             Binding::JsonRpc03 => {
                 json_answer(StatusCode::OK, &a2a::rpc_result(id, v03::task_v03(&task)))
             }
-            Binding::HttpJson => json_answer(StatusCode::OK, &task),
+            Binding::HttpJson | Binding::Grpc => json_answer(StatusCode::OK, &task),
         };
         match call {
             TaskCall::Get => answer(task),
@@ -821,7 +865,7 @@ impl Front {
                 let expanded: Value = serde_json::from_slice(&expanded).expect("our JSON");
                 let message = match binding {
                     Binding::JsonRpc | Binding::JsonRpc03 => expanded.pointer("/params/message"),
-                    Binding::HttpJson => expanded.pointer("/message"),
+                    Binding::HttpJson | Binding::Grpc => expanded.pointer("/message"),
                 };
                 let mut message = message.cloned().unwrap_or_default();
                 if binding == Binding::JsonRpc03 {
@@ -917,7 +961,7 @@ impl Front {
                             StatusCode::OK,
                             &a2a::rpc_result(id, v03::result_v03(&result)),
                         ),
-                        Binding::HttpJson => json_answer(StatusCode::OK, &result),
+                        Binding::HttpJson | Binding::Grpc => json_answer(StatusCode::OK, &result),
                     }
                 })
             }
@@ -1061,6 +1105,9 @@ impl Front {
         headers: &HeaderMap,
         task_id: &str,
     ) -> Result<Value, Option<Response<Body>>> {
+        if binding == Binding::Grpc {
+            return self.grpc_task(headers, task_id).await;
+        }
         // Asked where the client's message went: the same JSON-RPC endpoint, or the
         // HTTP+JSON interface's base.
         let front_base = self.public.path();
@@ -1096,7 +1143,7 @@ impl Front {
                     .call(Method::POST, uri, asked, Bytes::from(call.to_string()), max)
                     .await
             }
-            Binding::HttpJson => {
+            Binding::HttpJson | Binding::Grpc => {
                 let base = path
                     .strip_suffix("/message:send")
                     .or_else(|| path.strip_suffix("/message:stream"))
@@ -1125,8 +1172,8 @@ impl Front {
                     )));
                 }
             },
-            Binding::HttpJson if status.is_success() => parsed,
-            Binding::HttpJson => return Err(Some(json_answer(status, &parsed))),
+            Binding::HttpJson | Binding::Grpc if status.is_success() => parsed,
+            Binding::HttpJson | Binding::Grpc => return Err(Some(json_answer(status, &parsed))),
         };
         if task.get("id").and_then(Value::as_str).is_some() {
             Ok(task)
@@ -1255,7 +1302,21 @@ impl Front {
         };
         let extension =
             serde_json::from_str::<Value>(&snapshot.card().extension_json).expect("our JSON");
-        let dropped = card::merge(card, &extension, self.upstream.base(), &self.public);
+        // The front serves gRPC on its own port for an agent whose gRPC it reaches.
+        let grpc = (self.options.upstream_grpc.is_some()
+            || card::grpc_address(card, self.upstream.base()).is_some())
+        .then(|| {
+            let host = self.public.host_str().unwrap_or("127.0.0.1");
+            let port = self.public.port_or_known_default().unwrap_or(80);
+            format!("{host}:{port}")
+        });
+        let dropped = card::merge(
+            card,
+            &extension,
+            self.upstream.base(),
+            &self.public,
+            grpc.as_deref(),
+        );
         if let Some(signing) = &self.options.signing {
             signing.signer.sign(card);
         } else if dropped && !self.signature_logged.swap(true, Ordering::Relaxed) {
@@ -1311,8 +1372,8 @@ impl Front {
         };
         let listing = match binding {
             Binding::JsonRpc | Binding::JsonRpc03 => value.get_mut("result"),
-            Binding::HttpJson if parts.status.is_success() => Some(&mut value),
-            Binding::HttpJson => None,
+            Binding::HttpJson | Binding::Grpc if parts.status.is_success() => Some(&mut value),
+            Binding::HttpJson | Binding::Grpc => None,
         };
         let Some(listing) = listing.and_then(Value::as_object_mut) else {
             return Response::from_parts(parts, Body::from(bytes));
@@ -1390,7 +1451,7 @@ impl Front {
         };
         let card = match binding {
             Binding::JsonRpc | Binding::JsonRpc03 => value.get_mut("result"),
-            Binding::HttpJson => Some(&mut value),
+            Binding::HttpJson | Binding::Grpc => Some(&mut value),
         };
         let merged = match card {
             Some(card) if card.is_object() => self.merge(card),
@@ -1406,7 +1467,7 @@ impl Front {
     /// Fetches the upstream's card into `cache` (conditionally, with its ETag); keeps
     /// the last good one when the upstream fails or answers something that is not a
     /// card.
-    async fn refresh_card(&self, cache: &mut CardCache, headers: &HeaderMap) {
+    pub(super) async fn refresh_card(&self, cache: &mut CardCache, headers: &HeaderMap) {
         let mut asked = HeaderMap::new();
         asked.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
         identity_only(&mut asked);
@@ -1466,6 +1527,9 @@ impl Front {
 
     /// Hands `request` to the agent and streams its answer back.
     async fn forward(&self, request: Request<Body>, binding: Option<Binding>) -> Response<Body> {
+        if request.extensions().get::<GrpcCall>().is_some() {
+            return Box::pin(self.forward_grpc(request)).await;
+        }
         let (mut parts, body) = request.into_parts();
         let path_and_query = parts
             .uri
@@ -1531,7 +1595,7 @@ fn prompt_body(binding: Binding, body: &Value, name: &str, text: &str) -> Bytes 
     let mut body = body.clone();
     let message = match binding {
         Binding::JsonRpc | Binding::JsonRpc03 => body.pointer_mut("/params/message"),
-        Binding::HttpJson => body.pointer_mut("/message"),
+        Binding::HttpJson | Binding::Grpc => body.pointer_mut("/message"),
     };
     if let Some(message) = message {
         let typed = message
@@ -1615,7 +1679,7 @@ fn follow_up_body(binding: Binding, body: &Value, upstream: Option<&str>, data: 
     let mut body = body.clone();
     let message = match binding {
         Binding::JsonRpc | Binding::JsonRpc03 => body.pointer_mut("/params/message"),
-        Binding::HttpJson => body.pointer_mut("/message"),
+        Binding::HttpJson | Binding::Grpc => body.pointer_mut("/message"),
     };
     if let Some(message) = message.and_then(Value::as_object_mut) {
         match upstream {
@@ -1637,7 +1701,7 @@ fn follow_up_body(binding: Binding, body: &Value, upstream: Option<&str>, data: 
 }
 
 /// Where the first whole server-sent event in `pending` ends (after its blank line).
-fn event_end(pending: &[u8]) -> Option<usize> {
+pub(super) fn event_end(pending: &[u8]) -> Option<usize> {
     let lf = pending
         .windows(2)
         .position(|w| w == b"\n\n")
@@ -1795,17 +1859,18 @@ fn backoff(cache: &mut CardCache, refresh: std::time::Duration) {
     }
 }
 
-fn urlencode(segment: &str) -> String {
+/// `segment` percent-encoded for one path segment.
+pub(crate) fn urlencode(segment: &str) -> String {
     url::form_urlencoded::byte_serialize(segment.as_bytes()).collect()
 }
 
 /// Marks an answer the front made itself (for the metrics).
 #[derive(Clone, Copy)]
-struct FrontAnswered;
+pub(super) struct FrontAnswered;
 
 /// Marks the answer to a request the agent could not take.
 #[derive(Clone, Copy)]
-struct UpstreamFailed;
+pub(super) struct UpstreamFailed;
 
 /// A JSON-RPC request's method, as the metrics name it.
 #[derive(Clone, Copy)]
@@ -1923,7 +1988,7 @@ fn stream_answer(binding: Binding, id: &Value, events: &[Value]) -> Response<Bod
         let data = match binding {
             Binding::JsonRpc => a2a::rpc_result(id, event.clone()),
             Binding::JsonRpc03 => a2a::rpc_result(id, v03::result_v03(event)),
-            Binding::HttpJson => event.clone(),
+            Binding::HttpJson | Binding::Grpc => event.clone(),
         };
         text.push_str(&a2a::sse_event(&data));
     }
@@ -1950,7 +2015,7 @@ fn error_answer(
         Binding::JsonRpc | Binding::JsonRpc03 => {
             json_answer(StatusCode::OK, &a2a::rpc_error(id, code, message))
         }
-        Binding::HttpJson => json_answer(
+        Binding::HttpJson | Binding::Grpc => json_answer(
             status,
             &json!({"error": {"code": status.as_u16(), "status": status.canonical_reason(),
                               "message": message}}),
@@ -1994,7 +2059,11 @@ fn unauthenticated(method: &Method, path: &str, refused: &Refused) -> Response<B
 
 /// The answer when the agent could not be reached in time: 504 for a timeout, 502
 /// otherwise (JSON-RPC: an error naming the agent).
-fn upstream_failed(binding: Binding, id: &Value, error: &UpstreamError) -> Response<Body> {
+pub(super) fn upstream_failed(
+    binding: Binding,
+    id: &Value,
+    error: &UpstreamError,
+) -> Response<Body> {
     let status = match error {
         UpstreamError::Timeout(..) => StatusCode::GATEWAY_TIMEOUT,
         UpstreamError::Unreachable(..) => StatusCode::BAD_GATEWAY,
@@ -2006,7 +2075,9 @@ fn upstream_failed(binding: Binding, id: &Value, error: &UpstreamError) -> Respo
             *answer.status_mut() = status;
             answer
         }
-        Binding::HttpJson => error_answer(binding, id, status, 0, &error.to_string()),
+        Binding::HttpJson | Binding::Grpc => {
+            error_answer(binding, id, status, 0, &error.to_string())
+        }
     };
     answer.extensions_mut().insert(UpstreamFailed);
     answer

@@ -43,6 +43,8 @@ pub enum UpstreamError {
 pub struct Upstream {
     base: url::Url,
     client: Client<HttpConnector, Body>,
+    /// HTTP/2 only (prior knowledge), for the agent's gRPC interface.
+    grpc: Client<HttpConnector, Body>,
     timeout: Duration,
     tracer: Option<Tracer>,
 }
@@ -55,7 +57,10 @@ impl Upstream {
         connector.set_connect_timeout(Some(timeout));
         Self {
             base,
-            client: Client::builder(TokioExecutor::new()).build(connector),
+            client: Client::builder(TokioExecutor::new()).build(connector.clone()),
+            grpc: Client::builder(TokioExecutor::new())
+                .http2_only(true)
+                .build(connector),
             timeout,
             tracer: None,
         }
@@ -91,8 +96,29 @@ impl Upstream {
 
     /// Sends `request` (its URI already the upstream's) and waits for the answer's
     /// head; its body streams after that.
-    pub async fn send(&self, mut request: Request<Body>) -> Result<Response<Body>, UpstreamError> {
+    pub async fn send(&self, request: Request<Body>) -> Result<Response<Body>, UpstreamError> {
+        self.send_with(&self.client, request, false).await
+    }
+
+    /// As [`Upstream::send`], to the agent's gRPC interface (its URI already that
+    /// interface's): HTTP/2, the answer's trailers (its gRPC status) kept.
+    pub async fn send_grpc(&self, request: Request<Body>) -> Result<Response<Body>, UpstreamError> {
+        self.send_with(&self.grpc, request, true).await
+    }
+
+    async fn send_with(
+        &self,
+        client: &Client<HttpConnector, Body>,
+        mut request: Request<Body>,
+        grpc: bool,
+    ) -> Result<Response<Body>, UpstreamError> {
         strip_hop_by_hop(request.headers_mut());
+        if grpc {
+            // The one `TE` gRPC has (and some servers require): it will read trailers.
+            request
+                .headers_mut()
+                .insert(header::TE, HeaderValue::from_static("trailers"));
+        }
         if let Some(authority) = request.uri().authority() {
             if let Ok(host) = HeaderValue::from_str(authority.as_str()) {
                 request.headers_mut().insert(header::HOST, host);
@@ -100,7 +126,7 @@ impl Upstream {
         }
         let span = self.span(&mut request);
         let where_ = self.base.to_string();
-        let answer = tokio::time::timeout(self.timeout, self.client.request(request))
+        let answer = tokio::time::timeout(self.timeout, client.request(request))
             .await
             .map_err(|_| UpstreamError::Timeout(where_.clone(), self.timeout.as_millis()))
             .and_then(|answer| {

@@ -57,14 +57,15 @@ class Echo(AgentExecutor):
 class Agent:
     """The echo agent on 127.0.0.1 (a free port), in a thread. `versions` are the A2A
     versions its card names; with "0.3" among them it serves 0.3's JSON-RPC too (the
-    SDK's compatibility layer)."""
+    SDK's compatibility layer). `executor` stands in for the echo (scripts/tck_agent.py
+    gives the conformance suite's scenarios)."""
 
-    def __init__(self, versions: tuple[str, ...] = ("1.0",)) -> None:
+    def __init__(self, versions: tuple[str, ...] = ("1.0",), executor: AgentExecutor | None = None) -> None:
         sock = socket.socket()
         sock.bind(("127.0.0.1", 0))
         sock.listen()
         self.url = f"http://127.0.0.1:{sock.getsockname()[1]}"
-        self.echo = Echo()
+        self.echo = executor or Echo()
         card = AgentCard(
             name="echo", description="Echoes what it is sent", version="1.0",
             supported_interfaces=[

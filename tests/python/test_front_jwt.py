@@ -164,6 +164,16 @@ def test_a_required_token_refuses_a_request_without_one(tmp_path, agent):
         assert "required" in answer.json()["error"]["message"]
         assert front.send("/status", keys.token(role="admin")).status_code == 200
         assert httpx.get(f"{front.url}/.well-known/agent-card.json", timeout=30).status_code == 200
+        # On the gRPC binding too: UNAUTHENTICATED, before anything is forwarded.
+        import grpc
+        from a2a.types import a2a_pb2, a2a_pb2_grpc
+        with grpc.insecure_channel(front.url.removeprefix("http://")) as channel:
+            request = a2a_pb2.SendMessageRequest(message=a2a_pb2.Message(
+                message_id="m-1", role=a2a_pb2.ROLE_USER, parts=[a2a_pb2.Part(text="/status")]))
+            with pytest.raises(grpc.RpcError) as refused:
+                a2a_pb2_grpc.A2AServiceStub(channel).SendMessage(request, timeout=30)
+            assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
+            assert "required" in refused.value.details()
     finally:
         front.stop()
 

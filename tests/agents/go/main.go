@@ -4,7 +4,8 @@
 // TypeScript echo agents do. JSON-RPC is served at "/", HTTP+JSON under "/rest"; the
 // first line it prints is the URL it serves at. With ECHO_AGENT_KEEP_TASKS=N (the
 // benchmarks) it keeps only about the last N to 2N tasks, so that its cost per message
-// does not grow over a long run.
+// does not grow over a long run. With ECHO_AGENT_GRPC=1 it serves A2A's gRPC binding
+// too, on a port of its own named by its card (the second line it prints).
 package main
 
 import (
@@ -20,8 +21,10 @@ import (
 	"sync"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
+	a2agrpc "github.com/a2aproject/a2a-go/v2/a2agrpc/v1"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 	"github.com/a2aproject/a2a-go/v2/a2asrv/taskstore"
+	"google.golang.org/grpc"
 )
 
 // generations is a task store that forgets: tasks live in the current generation of
@@ -128,10 +131,25 @@ func main() {
 		options = append(options, a2asrv.WithTaskStore(newGenerations(keep)))
 	}
 	handler := a2asrv.NewHandler(echo{}, options...)
+	var grpcListener net.Listener
+	if os.Getenv("ECHO_AGENT_GRPC") == "1" {
+		grpcListener, err = net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			log.Fatal(err)
+		}
+		card.SupportedInterfaces = append(card.SupportedInterfaces,
+			&a2a.AgentInterface{URL: grpcListener.Addr().String(), ProtocolBinding: a2a.TransportProtocolGRPC, ProtocolVersion: a2a.Version})
+		server := grpc.NewServer()
+		a2agrpc.NewHandler(handler).RegisterWith(server)
+		go func() { log.Fatal(server.Serve(grpcListener)) }()
+	}
 	mux := http.NewServeMux()
 	mux.Handle(a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(card))
 	mux.Handle("/rest/", http.StripPrefix("/rest", a2asrv.NewRESTHandler(handler)))
 	mux.Handle("/", a2asrv.NewJSONRPCHandler(handler))
 	fmt.Println(url)
+	if grpcListener != nil {
+		fmt.Println(grpcListener.Addr().String())
+	}
 	log.Fatal(http.Serve(listener, mux))
 }
