@@ -12,6 +12,10 @@
 #   /status answered by the front, and by the Go kit's gateway (clients/go/tools/
 #   benchgateway, the README's gateway, on the same sidecar): the ratio of the two.
 #
+#   gRPC SendMessage (h2load, unary, the same plain message) straight to the agent's
+#   gRPC port and through the front's, direct, front, front, direct, sharing the CPUs
+#   and pinned as above (issue 44: at least 0.95 of direct).
+#
 # Then, once: the first event of a stream (SendStreamingMessage, 300 one at a time,
 # direct and through the front: the median time to the first event), and the front's
 # memory per idle keep-alive connection (1,000 of them, its resident set before and
@@ -45,9 +49,11 @@ first_line() { # $1: file
 }
 # The agent forgets old tasks (ECHO_AGENT_KEEP_TASKS): its cost per message stays the
 # same over the whole run, so rows taken minutes apart compare.
-ECHO_AGENT_KEEP_TASKS=5000 "$work/agent" >"$work/agent.out" &
+ECHO_AGENT_KEEP_TASKS=5000 ECHO_AGENT_GRPC=1 "$work/agent" >"$work/agent.out" &
 pids+=($!)
 agent=$(first_line "$work/agent.out")
+for _ in $(seq 300); do [[ $(wc -l <"$work/agent.out") -ge 2 ]] && break; sleep 0.1; done
+agent_grpc=$(sed -n 2p "$work/agent.out")
 
 "$bin" serve --listen 127.0.0.1:0 --data-dir "$work/data" --log-format json \
   --front-upstream "$agent" --front-listen 127.0.0.1:0 --front-default-role assignee \
@@ -109,6 +115,30 @@ pin() { taskset -apc "$2" "$1" >/dev/null; } # $1: pid, $2: CPU list
 agent_pid=${pids[0]}
 all_cpus="0-$(($(nproc) - 1))"
 pinned=$([[ $(nproc) -ge 2 ]] && command -v taskset >/dev/null && echo 1 || echo 0)
+# One gRPC SendMessageRequest in its frame, by hand: message (2) { message_id (1),
+# role (4) = ROLE_USER, parts (5) { text (1) = "hello" } }.
+python3 - "$work/grpc.body" <<'PY'
+import struct, sys
+def field(number, payload):  # a length-delimited field
+    return bytes([number << 3 | 2, len(payload)]) + payload
+message = field(1, b"m-grpc-bench") + bytes([4 << 3, 1]) + field(5, field(1, b"hello"))
+request = field(2, message)
+open(sys.argv[1], "wb").write(b"\0" + struct.pack(">I", len(request)) + request)
+PY
+grpc_run() { # $1: host:port [, $2: CPUs for h2load] -> requests a second
+  local pin=()
+  [[ -n ${2:-} ]] && pin=(taskset -c "$2")
+  "${pin[@]}" h2load -n "$((seconds * 1500))" -c "$connections" -m 1 -t 2 -d "$work/grpc.body" \
+    -H 'content-type: application/grpc' -H 'te: trailers' \
+    "http://$1/lf.a2a.v1.A2AService/SendMessage" | awk '/^finished in/ {print $4}'
+}
+grpc_pair() { # [$1: CPUs for h2load] -> "direct front" requests a second, each a mean of two
+  local a b c d
+  a=$(grpc_run "$agent_grpc" "${1:-}"); b=$(grpc_run "$front_addr" "${1:-}")
+  c=$(grpc_run "$front_addr" "${1:-}"); d=$(grpc_run "$agent_grpc" "${1:-}")
+  python3 -c "import sys; a,b,c,d=map(float,sys.argv[1:]); print(f'{(a+d)/2:.1f} {(b+c)/2:.1f}')" "$a" "$b" "$c" "$d"
+}
+front_addr=${front#http://}
 row() { printf "%-5s %-34s %10s %9s %9s %7s %8s\n" "$@"; }
 ratio() { python3 -c "print(f'{$1 / $2:.3f}')"; }
 
@@ -130,6 +160,20 @@ for r in $(seq "$rounds"); do
     dp_rps=1 fp_rps=0
   fi
   read -r d1_rps d1_p50 d1_p99 d1_err f1_rps f1_p50 f1_p99 f1_err < <(pair 1)
+  if command -v h2load >/dev/null; then
+    read -r gd_rps gf_rps < <(grpc_pair)
+    if [[ $pinned == 1 ]]; then
+      pin "$agent_pid" 0
+      pin "$sidecar_pid" 1
+      read -r gdp_rps gfp_rps < <(grpc_pair 0)
+      pin "$agent_pid" "$all_cpus"
+      pin "$sidecar_pid" "$all_cpus"
+    else
+      gdp_rps=1 gfp_rps=0
+    fi
+  else
+    gd_rps=1 gf_rps=0 gdp_rps=1 gfp_rps=0
+  fi
   read -r s_rps s_p50 s_p99 s_err < <(run "$front" "$work/status.lua" "$connections")
   read -r g_rps g_p50 g_p99 g_err < <(run "$gateway" "$work/status.lua" "$connections")
   row "$r" "SendMessage, direct, c=$connections" "$d_rps" "$d_p50" "$d_p99" "$d_err" "1.000"
@@ -140,17 +184,22 @@ for r in $(seq "$rounds"); do
   fi
   row "$r" "SendMessage, direct, c=1" "$d1_rps" "$d1_p50" "$d1_p99" "$d1_err" "1.000"
   row "$r" "SendMessage, front, c=1" "$f1_rps" "$f1_p50" "$f1_p99" "$f1_err" "$(ratio "$f1_rps" "$d1_rps")"
+  row "$r" "gRPC SendMessage, direct, c=$connections" "$gd_rps" - - - "1.000"
+  row "$r" "gRPC SendMessage, front, c=$connections" "$gf_rps" - - - "$(ratio "$gf_rps" "$gd_rps")"
+  row "$r" "gRPC SendMessage, direct, pinned" "$gdp_rps" - - - "1.000"
+  row "$r" "gRPC SendMessage, front, pinned" "$gfp_rps" - - - "$(ratio "$gfp_rps" "$gdp_rps")"
   row "$r" "/status, Go kit gateway, c=$connections" "$g_rps" "$g_p50" "$g_p99" "$g_err" "1.000"
   row "$r" "/status, front, c=$connections" "$s_rps" "$s_p50" "$s_p99" "$s_err" "$(ratio "$s_rps" "$g_rps")"
-  echo "$(ratio "$f_rps" "$d_rps") $(ratio "$fp_rps" "$dp_rps") $(python3 -c "print(f'{$f1_p50 - $d1_p50:.3f}')") $(ratio "$s_rps" "$g_rps")" >>"$work/ratios"
+  echo "$(ratio "$f_rps" "$d_rps") $(ratio "$fp_rps" "$dp_rps") $(python3 -c "print(f'{$f1_p50 - $d1_p50:.3f}')") $(ratio "$s_rps" "$g_rps") $(ratio "$gf_rps" "$gd_rps") $(ratio "$gfp_rps" "$gdp_rps")" >>"$work/ratios"
 done
 python3 - "$work/ratios" <<'PY'
 import statistics, sys
 rows = [list(map(float, line.split())) for line in open(sys.argv[1])]
-through, pinned, added, status = (statistics.median(col) for col in zip(*rows))
+through, pinned, added, status, grpc, grpc_pinned = (statistics.median(col) for col in zip(*rows))
 print(f"median: SendMessage through the front {through:.3f} of direct (sharing the CPUs), "
       f"{pinned:.3f} (the sidecar on a CPU of its own; 0 if not run); p50 added at c=1 "
-      f"{added:+.3f} ms; /status through the front {status:.2f}x the Go kit gateway's")
+      f"{added:+.3f} ms; /status through the front {status:.2f}x the Go kit gateway's; "
+      f"gRPC SendMessage through the front {grpc:.3f} of direct, {grpc_pinned:.3f} pinned")
 PY
 
 # The first event of a stream, and memory per idle connection: one client, in Python.

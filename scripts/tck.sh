@@ -77,7 +77,7 @@ run_tck() {
   echo "tck: $1, $2: $3" >&2
   # From the checkout: its pyproject.toml sets pytest's options (asyncio mode) and its
   # folder holds the tck package the tests import.
-  (cd "$tck" && PYTHONPATH="$here/scripts${PYTHONPATH:+:$PYTHONPATH}" \
+  (cd "$tck" && PYTHONDONTWRITEBYTECODE=1 PYTHONPATH="$here/scripts${PYTHONPATH:+:$PYTHONPATH}" \
     timeout "$run_timeout" "$venv/bin/python" -m pytest tests/compatibility/ -q --tb=short \
     -p no:cacheprovider -p tck_results --tck-results="$out/$1.$2.json" \
     --sut-host="$3" --compatibility-report="$out/$1.$2.compat" >"$out/$1.$2.log" 2>&1) || rc=$?

@@ -9,7 +9,8 @@ card's, and a few that use whichever binding comes first) are "any".
 As a program (`python3 scripts/tck_results.py DIR`): reads DIR/<agent>.direct.json and
 DIR/<agent>.front.json and prints, per agent and binding, how many tests passed, failed
 and were skipped straight to the agent and through the front, then the tests that fail
-through the front but not direct. Exits 1 if there are any.
+through the front but not direct (exit status 1 if there are any), and those that pass
+direct but are skipped through the front.
 """
 
 from __future__ import annotations

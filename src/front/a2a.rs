@@ -43,9 +43,14 @@ pub fn command_candidate(message: &Value) -> Option<&str> {
         return None;
     };
     let text = part.get("text")?.as_str()?;
+    may_be_command(text).then_some(text)
+}
+
+/// Whether a message's one text part could be a command: `/` and a lower-case letter
+/// (the name's first character). Whether it is one is the registry's to say.
+pub fn may_be_command(text: &str) -> bool {
     let mut chars = text.chars();
-    (chars.next() == Some('/') && chars.next().is_some_and(|c| c.is_ascii_lowercase()))
-        .then_some(text)
+    chars.next() == Some('/') && chars.next().is_some_and(|c| c.is_ascii_lowercase())
 }
 
 /// The A2A message `message` (1.0 JSON) as our protobuf type, for the rules and the

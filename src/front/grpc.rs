@@ -401,6 +401,26 @@ fn json_error(status: StatusCode, message: &str) -> Response<Body> {
     answer
 }
 
+/// Whether a `SendMessageRequest` holds a message that is not a command candidate (one
+/// text part starting with `/` and a lower-case letter) and names no task.
+fn is_plain_new_message(request: &[u8]) -> bool {
+    use prost::Message as _;
+    let Ok(request) = pb::SendMessageRequest::decode(request) else {
+        return false;
+    };
+    let Some(message) = request.message else {
+        return true;
+    };
+    let candidate = match message.parts.as_slice() {
+        [part] => match &part.content {
+            Some(pb::part::Content::Text(text)) => a2a::may_be_command(text),
+            _ => false,
+        },
+        _ => false,
+    };
+    !candidate && message.task_id.is_empty()
+}
+
 /// The task id a task call's path names (`.../tasks/{id}`, with `:cancel` or
 /// `:subscribe`), decoded.
 fn task_id_in_path(path: &str) -> Option<String> {
@@ -449,12 +469,14 @@ impl Front {
         let max = self.options.max_body_bytes;
         let bytes = match http_body_util::Limited::new(body, max).collect().await {
             Ok(collected) => collected.to_bytes(),
-            Err(_) => return status_answer(
-                Code::ResourceExhausted,
-                &format!(
+            Err(_) => {
+                return status_answer(
+                    Code::ResourceExhausted,
+                    &format!(
                     "the request is over the front's limit of {max} bytes; nothing was forwarded"
                 ),
-            ),
+                )
+            }
         };
         // Compressed, not one message, or a message too large to be a command: the
         // agent reads it, as it came.
@@ -466,6 +488,14 @@ impl Front {
             let request = Request::from_parts(parts, Body::from(bytes));
             return self.grpc_pass(request, &agent).await;
         };
+        // The hot path: a message that cannot be a command and names no task (so no
+        // record of the front's can concern it) passes as it came, never converted.
+        if matches!(method, Method::SendMessage | Method::SendStreamingMessage)
+            && is_plain_new_message(message)
+        {
+            let request = Request::from_parts(parts, Body::from(bytes));
+            return self.grpc_pass(request, &agent).await;
+        }
         let request_json = match method.request_json(message) {
             Ok(json) => json,
             Err(why) => return status_answer(Code::InvalidArgument, &why),

@@ -44,6 +44,8 @@ pub struct Front {
     pub(super) public: url::Url,
     pub(super) card: Mutex<CardCache>,
     records: Arc<Records>,
+    /// The merged card last served (its ETag) and when it changed to that.
+    card_served: std::sync::Mutex<Option<(String, std::time::SystemTime)>>,
     /// Logged once: a signed upstream card is served unsigned.
     signature_logged: AtomicBool,
     /// Draws the ids of the tasks the front makes.
@@ -131,6 +133,7 @@ impl Front {
             public,
             card: Mutex::new(CardCache::default()),
             records: Arc::new(records),
+            card_served: std::sync::Mutex::new(None),
             signature_logged: AtomicBool::new(false),
             random: ring::rand::SystemRandom::new(),
             tracer,
@@ -1267,7 +1270,7 @@ impl Front {
             );
         };
         drop(cache);
-        self.merged_card(card)
+        self.merged_card(card, headers)
     }
 
     /// Which A2A versions the agent serves: as configured, or as its card says (the
@@ -1283,22 +1286,64 @@ impl Front {
         cache.last().map(card::versions).unwrap_or_default()
     }
 
-    /// The card with this registry's entry, at the next request after any change.
-    fn merged_card(&self, mut card: Value) -> Response<Body> {
-        if !self.merge(&mut card) {
+    /// The card with this registry's entry, at the next request after any change. It
+    /// carries its ETag and when it last changed, and must be revalidated at each use
+    /// (`max-age=0`): the commands on it change with the registry. A client's matching
+    /// `If-None-Match` gets 304.
+    fn merged_card(&self, mut card: Value, asked: &HeaderMap) -> Response<Body> {
+        let Some(etag) = self.merge(&mut card) else {
             return json_answer(
                 StatusCode::SERVICE_UNAVAILABLE,
                 &json!({"error": "the command registry is not ready yet"}),
             );
+        };
+        let changed = {
+            let mut served = self.card_served.lock().expect("card lock");
+            match &*served {
+                Some((last, at)) if *last == etag => *at,
+                _ => {
+                    let now = std::time::SystemTime::now();
+                    *served = Some((etag.clone(), now));
+                    now
+                }
+            }
+        };
+        let matched = asked
+            .get_all(header::IF_NONE_MATCH)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(','))
+            .map(|v| v.trim().trim_start_matches("W/"))
+            .any(|v| v == "*" || v == etag.trim_start_matches("W/"));
+        let mut answer = if matched {
+            let mut answer = Response::new(Body::empty());
+            *answer.status_mut() = StatusCode::NOT_MODIFIED;
+            answer.extensions_mut().insert(FrontAnswered);
+            answer
+        } else {
+            json_answer(StatusCode::OK, &card)
+        };
+        let headers = answer.headers_mut();
+        if let Ok(value) = HeaderValue::from_str(&etag) {
+            headers.insert(header::ETAG, value);
         }
-        json_answer(StatusCode::OK, &card)
+        headers.insert(
+            header::CACHE_CONTROL,
+            HeaderValue::from_static("max-age=0, must-revalidate"),
+        );
+        if let Ok(value) = HeaderValue::from_str(&httpdate::fmt_http_date(changed)) {
+            headers.insert(header::LAST_MODIFIED, value);
+        }
+        answer
     }
 
-    /// Merges this registry's entry and the front's URLs into `card`; `false` when
-    /// there is no registry to take the entry from yet.
-    fn merge(&self, card: &mut Value) -> bool {
+    /// Merges this registry's entry and the front's URLs into `card`, and returns the
+    /// merged card's weak ETag (of its content, before any signature: an ES256 signature
+    /// differs at each signing); `None` when there is no registry to take the entry from
+    /// yet.
+    fn merge(&self, card: &mut Value) -> Option<String> {
         let Ok(snapshot) = self.runner.registry().read() else {
-            return false;
+            return None;
         };
         let extension =
             serde_json::from_str::<Value>(&snapshot.card().extension_json).expect("our JSON");
@@ -1317,12 +1362,17 @@ impl Front {
             &self.public,
             grpc.as_deref(),
         );
+        let digest = ring::digest::digest(&ring::digest::SHA256, card.to_string().as_bytes());
+        let hex: String = digest.as_ref()[..16]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
         if let Some(signing) = &self.options.signing {
             signing.signer.sign(card);
         } else if dropped && !self.signature_logged.swap(true, Ordering::Relaxed) {
             tracing::warn!(upstream = %self.upstream.base(), "the agent's card is signed; the front serves it merged without the signatures, which no longer match (configure a signing key to sign the merged card)");
         }
-        true
+        Some(format!("W/\"{hex}\""))
     }
 
     /// A whole 200 answer of the agent's, read (within the body limit) and parsed; any
@@ -1454,7 +1504,7 @@ impl Front {
             Binding::HttpJson | Binding::Grpc => Some(&mut value),
         };
         let merged = match card {
-            Some(card) if card.is_object() => self.merge(card),
+            Some(card) if card.is_object() => self.merge(card).is_some(),
             _ => false,
         };
         if !merged {

@@ -110,6 +110,22 @@ def test_the_card_is_the_agent_s_with_the_commands_and_the_front_s_urls(front, a
     assert urls == {"JSONRPC": url, "HTTP+JSON": f"{url}/rest"}
 
 
+def test_the_card_carries_its_etag_and_is_revalidated(front):
+    """The merged card has an ETag (of its content), a Last-Modified and max-age=0: a
+    client revalidates it each time (the commands on it change with the registry), and
+    a matching If-None-Match gets 304 with no body."""
+    url = f"{front_url(front)}/.well-known/agent-card.json"
+    first = httpx.get(url, timeout=30)
+    etag = first.headers["etag"]
+    assert etag.startswith('W/"') and "max-age=0" in first.headers["cache-control"]
+    assert first.headers["last-modified"].endswith("GMT")
+    again = httpx.get(url, timeout=30)
+    assert again.headers["etag"] == etag and again.headers["last-modified"] == first.headers["last-modified"]
+    cached = httpx.get(url, headers={"If-None-Match": etag}, timeout=30)
+    assert cached.status_code == 304 and cached.content == b"" and cached.headers["etag"] == etag
+    assert httpx.get(url, headers={"If-None-Match": 'W/"other"'}, timeout=30).status_code == 200
+
+
 @pytest.mark.parametrize("binding", BINDINGS)
 def test_the_extended_card_is_merged_as_the_card_is(front, binding):
     async def go():
