@@ -1594,14 +1594,50 @@ impl Front {
                     .front
                     .upstream_seconds
                     .observe(started.elapsed().as_secs_f64());
-                answer
+                Box::pin(self.whole_if_small(answer, binding)).await
             }
             Err(error) => {
                 upstream_failed(binding.unwrap_or(Binding::HttpJson), &Value::Null, &error)
             }
         }
     }
+
+    /// A small answer of known length (not a stream) read whole, so that the client is
+    /// sent its head and body in one write: one packet and one wakeup where a head and
+    /// a body sent as they come would be two. Anything else passes as it arrives.
+    async fn whole_if_small(
+        &self,
+        answer: Response<Body>,
+        binding: Option<Binding>,
+    ) -> Response<Body> {
+        let length = answer
+            .headers()
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<usize>().ok());
+        let streaming = answer
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/event-stream"));
+        if streaming || !length.is_some_and(|n| n <= WHOLE_ANSWER_MAX_BYTES) {
+            return answer;
+        }
+        let (parts, body) = answer.into_parts();
+        match body.collect().await {
+            Ok(collected) => Response::from_parts(parts, Body::from(collected.to_bytes())),
+            Err(error) => upstream_failed(
+                binding.unwrap_or(Binding::HttpJson),
+                &Value::Null,
+                &UpstreamError::Unreachable(self.upstream.base().to_string(), error.to_string()),
+            ),
+        }
+    }
 }
+
+/// The largest answer of the agent's read whole before it is passed on (see
+/// [`Front::whole_if_small`]).
+const WHOLE_ANSWER_MAX_BYTES: usize = 16 << 10;
 
 /// Asks for an uncompressed answer, which the front reads (it decodes none).
 fn identity_only(headers: &mut HeaderMap) {

@@ -1,11 +1,12 @@
-"""A2A's gRPC binding through the front (issue 44, point 1): the a2a-go echo agent
-serving `lf.a2a.v1.A2AService` on a port of its own, the front in front of it (gRPC
-on the front's own port, named by the card it serves), and a2a-sdk's own gRPC client.
+"""A2A's gRPC binding through the front (issue 44, point 1): the a2a-go and @a2a-js/sdk
+echo agents serving `lf.a2a.v1.A2AService` on a port of their own, the front in front
+of each (gRPC on the front's own port, named by the card it serves), and a2a-sdk's own
+gRPC client.
 Commands are answered by the front in the same shapes as on the other bindings; plain
 calls reach the agent; the agent's status codes come back unchanged.
 
-scripts/test.sh builds the Go agent; with CI set, a missing one fails rather than
-skips."""
+scripts/test.sh builds the Go agent and installs the TypeScript one's packages; with CI
+set, a missing one fails rather than skips."""
 
 from __future__ import annotations
 
@@ -36,20 +37,20 @@ from a2a.types.a2a_pb2 import (
 )
 from google.protobuf import json_format
 
-from conftest import ROOT, start_server_line
+from conftest import start_server_line
 from test_front import EXTENSION
+from test_front_sdks import AGENTS, _missing
 
-AGENT = os.environ.get("A2A_COMMANDS_GO_ECHO_AGENT", str(ROOT / "target/agents/go-echo-agent"))
 
-
-@pytest.fixture(scope="module")
-def agent():
-    if not os.path.exists(AGENT):
-        why = f"{AGENT} is not built (scripts/test.sh builds it)"
+@pytest.fixture(scope="module", params=sorted(AGENTS))
+def agent(request):
+    why = _missing(request.param)
+    if why:
         if os.environ.get("CI"):
             pytest.fail(why)
         pytest.skip(why)
-    proc = subprocess.Popen([AGENT], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    command, _ = AGENTS[request.param]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             stdin=subprocess.DEVNULL, env={**os.environ, "ECHO_AGENT_GRPC": "1"})
     lines: "queue.Queue[str | None]" = queue.Queue()
 
@@ -61,7 +62,7 @@ def agent():
     threading.Thread(target=pump, daemon=True).start()
     url, grpc_address = lines.get(timeout=60), lines.get(timeout=60)  # readiness: the lines
     if not url or not grpc_address:
-        raise RuntimeError(f"the Go echo agent exited: {proc.stderr.read()}")
+        raise RuntimeError(f"the {request.param} echo agent exited: {proc.stderr.read()}")
     yield url, grpc_address
     proc.terminate()
     proc.wait(timeout=30)
@@ -86,13 +87,35 @@ def said(text: str, task_id: str = "", context_id: str = "") -> Message:
                    task_id=task_id, context_id=context_id)
 
 
+# A 1.0 client says so (without it @a2a-js/sdk's server takes a call for 0.3).
+V1 = [("a2a-version", "1.0")]
+
+
+class Stub:
+    """A2AService over one channel, every call sent as A2A 1.0 with a deadline."""
+
+    def __init__(self, address: str):
+        self.channel = grpc.insecure_channel(address)
+        self.stub = a2a_pb2_grpc.A2AServiceStub(self.channel)
+
+    def __getattr__(self, method):
+        call = getattr(self.stub, method)
+        return lambda request: call(request, timeout=30, metadata=V1)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.channel.close()
+
+
 def stub(address: str):
-    channel = grpc.insecure_channel(address)
-    return channel, a2a_pb2_grpc.A2AServiceStub(channel)
+    client = Stub(address)
+    return client, client
 
 
 def test_the_card_names_the_front_for_grpc(front, agent):
-    card = httpx.get(f"http://{front}/.well-known/agent-card.json", timeout=30).json()
+    card = httpx.get(f"http://{front}/.well-known/agent-card.json").json()
     urls = {i["protocolBinding"]: i["url"] for i in card["supportedInterfaces"]}
     assert urls["GRPC"] == front, urls
     assert any(e["uri"] == EXTENSION for e in card["capabilities"]["extensions"])
@@ -101,51 +124,51 @@ def test_the_card_names_the_front_for_grpc(front, agent):
 def test_a_command_is_answered_and_a_plain_message_reaches_the_agent(front):
     channel, a2a = stub(front)
     with channel:
-        made = a2a.SendMessage(SendMessageRequest(message=said("/model gpt-x-mini")), timeout=30).task
+        made = a2a.SendMessage(SendMessageRequest(message=said("/model gpt-x-mini"))).task
         assert made.id.startswith("front-") and made.status.state == TASK_STATE_INPUT_REQUIRED
         assert made.status.message.parts[0].text == "Model set to gpt-x-mini."
         assert json_format.MessageToDict(made.status.message.metadata) == {"command": "model"}
         # The front's own task, read over gRPC.
-        read = a2a.GetTask(GetTaskRequest(id=made.id), timeout=30)
+        read = a2a.GetTask(GetTaskRequest(id=made.id))
         assert read.id == made.id
         assert json_format.MessageToDict(read.metadata)["a2a-commands"]["settings"] == {"model": "gpt-x-mini"}
-        # a2a-go lists tasks for authenticated callers only: its refusal comes back as
-        # the agent gave it, not replaced by the front's listing.
-        with pytest.raises(grpc.RpcError) as refused:
-            a2a.ListTasks(ListTasksRequest(context_id=made.context_id), timeout=30)
-        assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
+        # Listed first (the agent does not hold it yet); an agent that lists only for
+        # authenticated callers (a2a-go) refuses, and its refusal comes back as it gave it.
+        try:
+            listed = a2a.ListTasks(ListTasksRequest(context_id=made.context_id))
+            assert [t.id for t in listed.tasks] == [made.id]
+        except grpc.RpcError as refused:
+            assert refused.code() == grpc.StatusCode.UNAUTHENTICATED
         # A plain message on it reaches the agent, under the front's id, with the settings.
-        answer = a2a.SendMessage(SendMessageRequest(message=said("next over grpc", made.id, made.context_id)),
-                                 timeout=30)
+        answer = a2a.SendMessage(SendMessageRequest(message=said("next over grpc", made.id, made.context_id)))
         task_id = answer.task.id if answer.HasField("task") else answer.message.task_id
         assert task_id == made.id, answer
         text = (answer.task.status.message if answer.HasField("task") else answer.message).parts[0].text
         assert text.startswith("echo: next over grpc") and "gpt-x-mini" in text, text
         # A command on it now reads the agent's task (GetTask over gRPC).
-        status = a2a.SendMessage(SendMessageRequest(message=said("/status", made.id, made.context_id)),
-                                 timeout=30).task
+        status = a2a.SendMessage(SendMessageRequest(message=said("/status", made.id, made.context_id))).task
         assert status.id == made.id and "gpt-x-mini" in status.status.message.parts[0].text
 
 
 def test_a_streamed_command_is_the_task_then_its_status_update(front):
     channel, a2a = stub(front)
     with channel:
-        events = list(a2a.SendStreamingMessage(SendMessageRequest(message=said("/status")), timeout=30))
+        events = list(a2a.SendStreamingMessage(SendMessageRequest(message=said("/status"))))
         assert [e.WhichOneof("payload") for e in events] == ["task", "status_update"]
         assert events[0].task.status.state == TASK_STATE_SUBMITTED
         update = events[1].status_update
         assert update.task_id == events[0].task.id and update.status.state == TASK_STATE_INPUT_REQUIRED
         # Subscribed to and canceled at the front.
-        seen = list(a2a.SubscribeToTask(SubscribeToTaskRequest(id=update.task_id), timeout=30))
+        seen = list(a2a.SubscribeToTask(SubscribeToTaskRequest(id=update.task_id)))
         assert [e.WhichOneof("payload") for e in seen] == ["task"]
-        canceled = a2a.CancelTask(CancelTaskRequest(id=update.task_id), timeout=30)
+        canceled = a2a.CancelTask(CancelTaskRequest(id=update.task_id))
         assert canceled.status.state == TASK_STATE_CANCELED
 
 
 def test_a_plain_stream_passes_message_by_message(front):
     channel, a2a = stub(front)
     with channel:
-        events = list(a2a.SendStreamingMessage(SendMessageRequest(message=said("hello stream")), timeout=30))
+        events = list(a2a.SendStreamingMessage(SendMessageRequest(message=said("hello stream"))))
         kinds = [e.WhichOneof("payload") for e in events]
         assert kinds[-1] == "status_update", kinds
         assert events[-1].status_update.status.message.parts[0].text.startswith("echo: hello stream")
@@ -157,7 +180,7 @@ def test_the_agent_s_status_comes_back_unchanged(front, agent):
         channel, a2a = stub(address)
         with channel:
             with pytest.raises(grpc.RpcError) as failed:
-                a2a.GetTask(GetTaskRequest(id="no-such-task"), timeout=30)
+                a2a.GetTask(GetTaskRequest(id="no-such-task"))
             # Compared between the agent and the front below.
             if address == direct:
                 expected = (failed.value.code(), failed.value.details())

@@ -732,3 +732,84 @@ def test_the_check_catches_a_missing_sync(mode, drop, stubs, tmp_path):
         fs.close()
     assert run.t["lost"] + run.t["refused"] > 0, summary
     assert run.t["acked"] > 0
+
+
+def test_acknowledged_front_tasks_survive_power_cuts(fs, tmp_path):
+    """The front's records have the registry's discipline: a task the front made for a
+    command is answered only once it is durable (sled's flush, then the fdatasync of
+    registry/durable.rs). Rounds of: the sidecar with its front on the mount, clients
+    making tasks with commands, a kill and a cut mid-traffic; after each restart every
+    task a client was answered with is found, with the settings its command chose."""
+    import httpx
+    import socket
+    import uuid
+
+    rounds = max(3, int(os.environ.get("A2A_COMMANDS_POWER_CUTS", "20")) // 4)
+    # No agent is needed: a command as a task's first message is the front's alone.
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        nobody = f"http://127.0.0.1:{s.getsockname()[1]}"
+    data = os.path.join(fs.mountpoint, "data")
+    flags = ("--front-upstream", nobody, "--front-listen", "127.0.0.1:0", "--front-default-role", "assignee")
+    acked = {}  # task id -> the model its command chose
+    total_lost = 0
+    for number in range(rounds):
+        svc = Service(data, *flags)
+        svc.wait_serving()
+        front = f"http://{svc.serving['front_addr']}"
+        with httpx.Client(timeout=WAIT) as http:
+            for task_id, model in acked.items():
+                answer = http.post(front, headers={"A2A-Version": "1.0"}, json={
+                    "jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": task_id}}).json()
+                task = answer.get("result")
+                if not task or task["metadata"]["a2a-commands"].get("settings") != {"model": model}:
+                    total_lost += 1
+        stop = threading.Event()
+        lock = threading.Lock()
+
+        def writer(seed):
+            models = ("gpt-x", "gpt-x-mini")
+            with httpx.Client(timeout=WAIT) as http:
+                n = 0
+                while not stop.is_set():
+                    model = models[(seed + n) % 2]
+                    n += 1
+                    body = {"jsonrpc": "2.0", "id": n, "method": "SendMessage", "params": {"message": {
+                        "messageId": str(uuid.uuid4()), "role": "ROLE_USER",
+                        "parts": [{"text": f"/model {model}"}]}}}
+                    try:
+                        answer = http.post(front, headers={"A2A-Version": "1.0"}, json=body).json()
+                    except httpx.HTTPError:
+                        return  # the cut
+                    task = (answer.get("result") or {}).get("task")
+                    if task:
+                        with lock:
+                            acked[task["id"]] = model
+
+        threads = [threading.Thread(target=writer, args=(i,)) for i in range(4)]
+        before = len(acked)
+        for t in threads:
+            t.start()
+        deadline = time.monotonic() + WAIT
+        while len(acked) < before + 20 + number * 3 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        svc.kill()  # a power cut kills the process, mid-traffic
+        fs.cut()
+        stop.set()
+        for t in threads:
+            t.join(timeout=WAIT)
+        print(f"front round {number}: {len(acked)} tasks acknowledged so far")
+    svc = Service(data, *flags)
+    svc.wait_serving()
+    front = f"http://{svc.serving['front_addr']}"
+    with httpx.Client(timeout=WAIT) as http:
+        for task_id, model in acked.items():
+            answer = http.post(front, headers={"A2A-Version": "1.0"}, json={
+                "jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": task_id}}).json()
+            task = answer.get("result")
+            if not task or task["metadata"]["a2a-commands"].get("settings") != {"model": model}:
+                total_lost += 1
+    svc.kill()
+    print(f"front tasks: {rounds} cuts, {len(acked)} acknowledged, {total_lost} lost")
+    assert total_lost == 0
+    assert len(acked) >= rounds * 20
