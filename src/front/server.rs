@@ -1620,7 +1620,7 @@ impl Front {
             .get(header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.starts_with("text/event-stream"));
-        if streaming || !length.is_some_and(|n| n <= WHOLE_ANSWER_MAX_BYTES) {
+        if streaming || length.is_none_or(|n| n > WHOLE_ANSWER_MAX_BYTES) {
             return answer;
         }
         let (parts, body) = answer.into_parts();
