@@ -3,13 +3,13 @@
 # alone and against the same agent behind the front: what the front changes in it.
 #
 # The agent is the front's test agent (tests/python/front_agent.py, a2a-sdk 1.3: JSON-RPC
-# at /, HTTP+JSON under /rest), started by scripts/tck_agent.py, in each of two modes
-# (TCK_AGENTS, "echo scenarios"): "echo", the plain echo agent, which leaves every task
-# waiting for input; "scenarios", which answers as the TCK's scenarios ask (completed
-# tasks, artifacts, a message answer; see tck_agent.py), so that the TCK's tests that need
-# them reach the front too. For each, the TCK runs straight to the agent, then through
-# `a2a-commands serve --front-upstream` on it, on every binding the card names (the
-# front's card names the same ones, at its own address).
+# at /, HTTP+JSON under /rest, gRPC on a port of its own), started by scripts/tck_agent.py,
+# in each of two modes (TCK_AGENTS, "echo scenarios"): "echo", the plain echo agent,
+# which leaves every task waiting for input; "scenarios", which answers as the TCK's
+# scenarios ask (completed tasks, artifacts, a message answer; see tck_agent.py), so that
+# the TCK's tests that need them reach the front too. For each, the TCK runs straight to
+# the agent, then through `a2a-commands serve --front-upstream` on it, on every binding
+# the card names (the front's card names the same ones, at its own address).
 #
 # Printed at the end, per agent mode and binding: tests passed, failed (xfails, a SHOULD
 # missed, included) and skipped, direct and through the front; then each test that fails

@@ -1,6 +1,7 @@
 """The agent scripts/tck.sh puts under the A2A conformance suite (the TCK): the front's
 test agent (tests/python/front_agent.py, a2a-sdk 1.3, JSON-RPC at / and HTTP+JSON under
-/rest). Prints its URL on the first line of stdout, then serves until it is stopped.
+/rest, and the SDK's gRPC binding on a port of its own, all three on its card). Prints
+its URL on the first line of stdout, then serves until it is stopped.
 
     python3 scripts/tck_agent.py              # the plain echo agent
     python3 scripts/tck_agent.py --scenarios  # answers as the TCK's scenarios ask
@@ -128,7 +129,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--scenarios", action="store_true", help="answer as the TCK's scenarios ask")
     args = parser.parse_args()
-    agent = Agent(executor=Scenarios() if args.scenarios else None)
+    agent = Agent(executor=Scenarios() if args.scenarios else None, serve_grpc=True)
     print(agent.url, flush=True)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -18,7 +18,7 @@ use crate::front::a2a;
 use crate::front::callers::{Refused, Verified};
 use crate::front::card;
 use crate::front::server::{
-    event_end, upstream_failed, Binding, Front, FrontAnswered, UpstreamFailed,
+    event_end, own_call_headers, upstream_failed, Binding, Front, FrontAnswered, UpstreamFailed,
 };
 use crate::pb::a2a_v1 as pb;
 
@@ -625,23 +625,7 @@ impl Front {
             .uri(format!("{agent}{SERVICE_PATH}GetTask"))
             .body(Body::from(frame(&message)))
             .expect("a valid request");
-        let mut sent = HeaderMap::new();
-        for name in [
-            "authorization",
-            "a2a-version",
-            "a2a-extensions",
-            "traceparent",
-            "tracestate",
-        ] {
-            if let Some(value) = headers.get(name) {
-                sent.insert(name, value.clone());
-            }
-        }
-        sent.insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/grpc"),
-        );
-        *asked.headers_mut() = sent;
+        *asked.headers_mut() = own_call_headers(headers, "application/grpc");
         let answer = self
             .upstream
             .send_grpc(asked)

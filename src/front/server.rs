@@ -1114,22 +1114,7 @@ impl Front {
         // Asked where the client's message went: the same JSON-RPC endpoint, or the
         // HTTP+JSON interface's base.
         let front_base = self.public.path();
-        let mut asked = HeaderMap::new();
-        for name in [
-            "authorization",
-            "a2a-version",
-            "a2a-extensions",
-            "traceparent",
-            "tracestate",
-        ] {
-            if let Some(value) = headers.get(name) {
-                asked.insert(name, value.clone());
-            }
-        }
-        asked.insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        );
+        let mut asked = own_call_headers(headers, "application/json");
         asked.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
         let max = self.options.max_body_bytes;
         let answer = match binding {
@@ -1638,6 +1623,25 @@ impl Front {
 /// The largest answer of the agent's read whole before it is passed on (see
 /// [`Front::whole_if_small`]).
 const WHOLE_ANSWER_MAX_BYTES: usize = 16 << 10;
+
+/// The headers of a call the front makes itself about the caller's task: the caller's
+/// credentials, version, extensions and trace context, and `content_type`.
+pub(super) fn own_call_headers(headers: &HeaderMap, content_type: &'static str) -> HeaderMap {
+    let mut sent = HeaderMap::new();
+    for name in [
+        "authorization",
+        "a2a-version",
+        "a2a-extensions",
+        "traceparent",
+        "tracestate",
+    ] {
+        if let Some(value) = headers.get(name) {
+            sent.insert(name, value.clone());
+        }
+    }
+    sent.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    sent
+}
 
 /// Asks for an uncompressed answer, which the front reads (it decodes none).
 fn identity_only(headers: &mut HeaderMap) {

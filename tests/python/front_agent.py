@@ -2,8 +2,9 @@
 
 It answers ``echo: <text>`` (and the metadata it was sent, for the prompt-command test)
 and leaves its task waiting for the next message. It serves the JSON-RPC binding at
-``/`` and the HTTP+JSON binding under ``/rest``, both on its card, and runs in a thread
-of its own so that synchronous tests can use it.
+``/`` and the HTTP+JSON binding under ``/rest``, both on its card (and, if asked, the
+gRPC binding on a port of its own), and runs in a thread of its own so that synchronous
+tests can use it.
 """
 
 from __future__ import annotations
@@ -13,13 +14,16 @@ import json
 import socket
 import threading
 
+import grpc
 import uvicorn
 from a2a.helpers import new_task_from_user_message, new_text_status_update_event
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.server.request_handlers.grpc_handler import GrpcHandler
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes, create_rest_routes
 from a2a.server.tasks import InMemoryTaskStore
+from a2a.types import a2a_pb2_grpc
 from a2a.types.a2a_pb2 import (
     TASK_STATE_INPUT_REQUIRED,
     AgentCapabilities,
@@ -58,13 +62,21 @@ class Agent:
     """The echo agent on 127.0.0.1 (a free port), in a thread. `versions` are the A2A
     versions its card names; with "0.3" among them it serves 0.3's JSON-RPC too (the
     SDK's compatibility layer). `executor` stands in for the echo (scripts/tck_agent.py
-    gives the conformance suite's scenarios)."""
+    gives the conformance suite's scenarios). With `serve_grpc` it serves the gRPC
+    binding too, on a free port of its own, named on its card."""
 
-    def __init__(self, versions: tuple[str, ...] = ("1.0",), executor: AgentExecutor | None = None) -> None:
+    def __init__(self, versions: tuple[str, ...] = ("1.0",), executor: AgentExecutor | None = None,
+                 serve_grpc: bool = False) -> None:
         sock = socket.socket()
         sock.bind(("127.0.0.1", 0))
         sock.listen()
         self.url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+        self.loop = asyncio.new_event_loop()
+        self.grpc_server: grpc.aio.Server | None = None
+        if serve_grpc:
+            # A grpc.aio server belongs to the loop it is made on: this one, which the
+            # thread below runs. Its port is bound now, for the card; it serves from start().
+            self.grpc_server, grpc_port = self.loop.run_until_complete(_grpc_server())
         self.echo = executor or Echo()
         card = AgentCard(
             name="echo", description="Echoes what it is sent", version="1.0",
@@ -74,6 +86,9 @@ class Agent:
                   if "1.0" in versions else []),
                 *([AgentInterface(url=self.url, protocol_binding="JSONRPC", protocol_version="0.3")]
                   if "0.3" in versions else []),
+                # gRPC's interface URL is a bare host:port (a channel target), no scheme.
+                *([AgentInterface(url=f"127.0.0.1:{grpc_port}", protocol_binding="GRPC", protocol_version="1.0")]
+                  if self.grpc_server else []),
             ],
             capabilities=AgentCapabilities(streaming=True, extended_agent_card=True),
             default_input_modes=["text/plain"], default_output_modes=["text/plain"],
@@ -86,19 +101,26 @@ class Agent:
         handler = DefaultRequestHandler(agent_executor=self.echo, task_store=InMemoryTaskStore(), agent_card=card,
                                         extended_agent_card=extended)
         self.handler = handler
+        if self.grpc_server:
+            # The SDK's own gRPC servicer, over the same handler as the HTTP routes.
+            a2a_pb2_grpc.add_A2AServiceServicer_to_server(GrpcHandler(handler), self.grpc_server)
         app = Starlette(routes=[
             *create_agent_card_routes(card),
             *create_jsonrpc_routes(handler, "/", enable_v0_3_compat="0.3" in versions),
             *create_rest_routes(handler, path_prefix="/rest"),
         ])
         self.server = uvicorn.Server(uvicorn.Config(app, lifespan="off", log_level="warning"))
-        self.loop = asyncio.new_event_loop()
         started = threading.Event()
 
         def run() -> None:
             asyncio.set_event_loop(self.loop)
+            if self.grpc_server:
+                self.loop.run_until_complete(self.grpc_server.start())
             self.loop.call_soon(started.set)
             self.loop.run_until_complete(self.server.serve(sockets=[sock]))
+            if self.grpc_server:
+                # No grace: an open stream (a subscription) would hold the stop up.
+                self.loop.run_until_complete(self.grpc_server.stop(None))
             # Every task of the SDK ends on this loop, before it closes: a task left
             # pending would run its cleanup later, from the garbage collector, on no
             # loop at all, and hang the interpreter's exit.
@@ -117,3 +139,9 @@ class Agent:
     def stop(self) -> None:
         self.server.should_exit = True
         self.thread.join(30)
+
+
+async def _grpc_server() -> tuple[grpc.aio.Server, int]:
+    """A gRPC server made on the running loop, bound to a free port on 127.0.0.1."""
+    server = grpc.aio.server()
+    return server, server.add_insecure_port("127.0.0.1:0")

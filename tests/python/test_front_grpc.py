@@ -11,10 +11,6 @@ set, a missing one fails rather than skips."""
 from __future__ import annotations
 
 import asyncio
-import os
-import queue
-import subprocess
-import threading
 import uuid
 
 import grpc
@@ -39,30 +35,12 @@ from google.protobuf import json_format
 
 from conftest import start_server_line
 from test_front import EXTENSION
-from test_front_sdks import AGENTS, _missing
+from test_front_sdks import AGENTS, start_agent
 
 
 @pytest.fixture(scope="module", params=sorted(AGENTS))
 def agent(request):
-    why = _missing(request.param)
-    if why:
-        if os.environ.get("CI"):
-            pytest.fail(why)
-        pytest.skip(why)
-    command, _ = AGENTS[request.param]
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            stdin=subprocess.DEVNULL, env={**os.environ, "ECHO_AGENT_GRPC": "1"})
-    lines: "queue.Queue[str | None]" = queue.Queue()
-
-    def pump():
-        for line in proc.stdout:
-            lines.put(line.strip())
-        lines.put(None)
-
-    threading.Thread(target=pump, daemon=True).start()
-    url, grpc_address = lines.get(timeout=60), lines.get(timeout=60)  # readiness: the lines
-    if not url or not grpc_address:
-        raise RuntimeError(f"the {request.param} echo agent exited: {proc.stderr.read()}")
+    proc, (url, grpc_address) = start_agent(request.param, 2, ECHO_AGENT_GRPC="1")
     yield url, grpc_address
     proc.terminate()
     proc.wait(timeout=30)

@@ -40,16 +40,18 @@ def _missing(kind: str) -> str | None:
     return None
 
 
-@pytest.fixture(scope="module", params=sorted(AGENTS))
-def sdk_agent(request):
-    why = _missing(request.param)
+def start_agent(kind: str, lines_wanted: int, **env: str):
+    """Starts the `kind` echo agent (skipped, or failed with CI set, when it is not
+    built) and returns it with the first `lines_wanted` lines it prints (its URL, and
+    with gRPC on its gRPC address): readiness is the lines themselves."""
+    why = _missing(kind)
     if why:
         if os.environ.get("CI"):
             pytest.fail(why)
         pytest.skip(why)
-    command, _ = AGENTS[request.param]
+    command, _ = AGENTS[kind]
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            stdin=subprocess.DEVNULL)
+                            stdin=subprocess.DEVNULL, env={**os.environ, **env})
     lines: "queue.Queue[str | None]" = queue.Queue()
 
     def pump():
@@ -58,9 +60,15 @@ def sdk_agent(request):
         lines.put(None)
 
     threading.Thread(target=pump, daemon=True).start()
-    url = lines.get(timeout=60)  # a bound against a hang; readiness is the line itself
-    if not url:
-        raise RuntimeError(f"the {request.param} echo agent exited: {proc.stderr.read()}")
+    printed = [lines.get(timeout=60) for _ in range(lines_wanted)]  # a bound against a hang
+    if not all(printed):
+        raise RuntimeError(f"the {kind} echo agent exited: {proc.stderr.read()}")
+    return proc, printed
+
+
+@pytest.fixture(scope="module", params=sorted(AGENTS))
+def sdk_agent(request):
+    proc, (url,) = start_agent(request.param, 1)
     yield request.param, url
     proc.terminate()
     proc.wait(timeout=30)
