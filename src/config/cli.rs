@@ -670,8 +670,8 @@ pub struct FrontArgs {
     pub front_sender_header: Option<String>,
 
     /// The agent's gRPC address (host:port), for A2A's gRPC binding through the front
-    /// (on the front's own port) [default: the card's gRPC interface, when it is on the
-    /// agent's host].
+    /// (on the front's own port); without it, the card's gRPC interface when that is on
+    /// the agent's host [default: none].
     #[arg(long, env = "A2A_COMMANDS_FRONT_UPSTREAM_GRPC")]
     pub front_upstream_grpc: Option<String>,
 
