@@ -396,6 +396,11 @@ impl ListAsked {
     }
 }
 
+/// `segment` percent-encoded for one path segment (a task id in an HTTP+JSON path).
+pub fn urlencode(segment: &str) -> String {
+    url::form_urlencoded::byte_serialize(segment.as_bytes()).collect()
+}
+
 /// A JSON-RPC success answer.
 pub fn rpc_result(id: &Value, result: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "result": result})

@@ -10,6 +10,7 @@ pub mod a2a;
 pub mod callers;
 pub mod card;
 pub mod grpc;
+pub mod grpc_calls;
 pub mod options;
 pub mod records;
 pub mod server;

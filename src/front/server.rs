@@ -258,7 +258,11 @@ impl Front {
                     request.extensions_mut().insert(verified);
                 }
                 Ok(None) => {}
-                Err(refused) if grpc => return grpc::refused(&refused),
+                Err(refused) if grpc => {
+                    let mut answer = grpc::refused(&refused);
+                    answer.extensions_mut().insert(FrontAnswered);
+                    return answer;
+                }
                 Err(refused) => return unauthenticated(&method, &path, &refused),
             }
         }
@@ -707,7 +711,7 @@ impl Front {
                     .query()
                     .map(|q| format!("?{q}"))
                     .unwrap_or_default();
-                let asked = format!("{base}/tasks/{}{suffix}{query}", urlencode(&upstream));
+                let asked = format!("{base}/tasks/{}{suffix}{query}", a2a::urlencode(&upstream));
                 parts.uri = asked.parse().unwrap_or(parts.uri);
                 let answer = self
                     .forward(Request::from_parts(parts, body), Some(Binding::HttpJson))
@@ -1136,7 +1140,7 @@ impl Front {
                     .strip_suffix("/message:send")
                     .or_else(|| path.strip_suffix("/message:stream"))
                     .unwrap_or_default();
-                let tasks = format!("{base}/tasks/{}", urlencode(task_id));
+                let tasks = format!("{base}/tasks/{}", a2a::urlencode(task_id));
                 let uri = self.upstream.uri_for(&tasks, front_base);
                 self.upstream
                     .call(Method::GET, uri, asked, Bytes::new(), max)
@@ -1947,11 +1951,6 @@ fn backoff(cache: &mut CardCache, refresh: std::time::Duration) {
     if let Some((_, until)) = cache.card.as_mut() {
         *until = Instant::now() + wait;
     }
-}
-
-/// `segment` percent-encoded for one path segment.
-pub(crate) fn urlencode(segment: &str) -> String {
-    url::form_urlencoded::byte_serialize(segment.as_bytes()).collect()
 }
 
 /// Marks an answer the front made itself (for the metrics).
