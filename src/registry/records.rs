@@ -31,6 +31,9 @@ use crate::registry::store::{self, RECORDS_DIR as DIR_NAME};
 /// sled's page cache for the records (they are small and read one at a time).
 const CACHE_BYTES: u64 = 16 << 20;
 
+/// How long an open waits for the records' lock to be let go.
+const LOCK_WAIT: Duration = Duration::from_secs(5);
+
 /// How many records one etcd transaction removes (etcd's default `--max-txn-ops`).
 const DELETES_PER_TXN: usize = 128;
 
@@ -185,6 +188,14 @@ impl Local {
     fn open(data_dir: &Path, limits: Limits) -> Result<Self, String> {
         let dir = data_dir.join(DIR_NAME);
         durable::create_dir_all(&dir).map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
+        // A store whose lock is held is in use, not damaged: never set aside. sled may
+        // hold it a moment after its last handle is dropped (a restart in process).
+        if !store::wait_unlocked(&dir, LOCK_WAIT) {
+            return Err(format!(
+                "{} is in use by another running instance (its lock is held)",
+                dir.display()
+            ));
+        }
         let db = match store::open(&dir, CACHE_BYTES) {
             Ok(db) => db,
             Err(cause) => {
@@ -631,6 +642,18 @@ mod tests {
         let records = Records::open(&home, limits(10, Duration::from_secs(3600))).unwrap();
         assert_eq!(records.get("t-older").await.unwrap(), None);
         assert_eq!(records.get("t-1").await.unwrap(), Some(json!({"task": 1})));
+        // Reopened at once, while sled may still hold its lock: waited for, never taken
+        // for damage and set aside.
+        let aside = std::fs::read_dir(dir.path())
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .starts_with("damaged-records-")
+            })
+            .count();
+        assert_eq!(aside, 0);
     }
 
     #[tokio::test]
