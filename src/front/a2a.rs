@@ -451,6 +451,16 @@ pub fn cancel(task: &mut Value, timestamp: &str) -> bool {
     true
 }
 
+/// The data of one server-sent event: its `data:` lines, joined.
+pub fn sse_data(event: &[u8]) -> String {
+    String::from_utf8_lossy(event)
+        .lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .map(str::trim_start)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// One server-sent event carrying `data`.
 pub fn sse_event(data: &Value) -> String {
     format!("data: {data}\n\n")

@@ -19,7 +19,8 @@ use crate::front::grpc::{
     status_trailers, take_frames, task_id_in_path, GrpcCall, Method, SERVICE_PATH,
 };
 use crate::front::server::{
-    event_end, own_call_headers, upstream_failed, Binding, Front, FrontAnswered, UpstreamFailed,
+    event_end, frames_body, own_call_headers, upstream_failed, Binding, Front, FrontAnswered,
+    UpstreamFailed,
 };
 
 /// The status an agent's gRPC answer ended with (its `grpc-status`, `grpc-message`
@@ -384,9 +385,7 @@ async fn json_of_grpc(method: Method, answer: Response<Body>, max: usize) -> Res
             }
         }
     });
-    let mut answer = Response::new(Body::new(http_body_util::StreamBody::new(
-        tokio_stream::wrappers::ReceiverStream::new(rx),
-    )));
+    let mut answer = Response::new(frames_body(rx));
     answer.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("text/event-stream"),
@@ -496,13 +495,7 @@ async fn grpc_answer(method: Method, answer: Response<Body>) -> Response<Body> {
             pending.extend_from_slice(&data);
             while let Some(end) = event_end(&pending) {
                 let event: Vec<u8> = pending.drain(..end).collect();
-                let text = String::from_utf8_lossy(&event);
-                let data: String = text
-                    .lines()
-                    .filter_map(|line| line.strip_prefix("data:"))
-                    .map(str::trim_start)
-                    .collect::<Vec<_>>()
-                    .join("\n");
+                let data = a2a::sse_data(&event);
                 if data.is_empty() {
                     continue;
                 }
@@ -527,10 +520,5 @@ async fn grpc_answer(method: Method, answer: Response<Body>) -> Response<Body> {
         };
         let _ = events.send(Ok(Frame::trailers(ended))).await;
     });
-    with_parts(
-        Body::new(http_body_util::StreamBody::new(
-            tokio_stream::wrappers::ReceiverStream::new(rx),
-        )),
-        HeaderMap::new(),
-    )
+    with_parts(frames_body(rx), HeaderMap::new())
 }

@@ -486,12 +486,7 @@ impl Front {
                 let _ = events.send(Ok(Frame::data(Bytes::from(pending)))).await;
             }
         });
-        Response::from_parts(
-            parts,
-            Body::new(http_body_util::StreamBody::new(
-                tokio_stream::wrappers::ReceiverStream::new(rx),
-            )),
-        )
+        Response::from_parts(parts, frames_body(rx))
     }
 
     /// A body that may be a command (or a call about a task the front made): parsed,
@@ -1647,6 +1642,16 @@ pub(super) fn own_call_headers(headers: &HeaderMap, content_type: &'static str) 
     sent
 }
 
+/// A body of the frames sent on `rx` (data, then perhaps trailers), as they come.
+pub(super) fn frames_body(rx: FrameReceiver) -> Body {
+    Body::new(http_body_util::StreamBody::new(
+        tokio_stream::wrappers::ReceiverStream::new(rx),
+    ))
+}
+
+/// What a task that writes a body frame by frame sends its frames on.
+pub(super) type FrameReceiver = tokio::sync::mpsc::Receiver<Result<Frame<Bytes>, std::io::Error>>;
+
 /// Asks for an uncompressed answer, which the front reads (it decodes none).
 fn identity_only(headers: &mut HeaderMap) {
     headers.insert(
@@ -1856,13 +1861,7 @@ impl Joiner {
     /// Rewrites one server-sent event (its `data:` lines as one JSON value).
     fn rewrite_event(&mut self, event: &[u8]) -> (Bytes, Option<String>) {
         let text = String::from_utf8_lossy(event);
-        let data: String = text
-            .lines()
-            .filter_map(|line| line.strip_prefix("data:"))
-            .map(str::trim_start)
-            .collect::<Vec<_>>()
-            .join("\n");
-        let Ok(mut value) = serde_json::from_str::<Value>(&data) else {
+        let Ok(mut value) = serde_json::from_str::<Value>(&a2a::sse_data(event)) else {
             return (Bytes::copy_from_slice(event), None);
         };
         let found = self.rewrite(&mut value);

@@ -69,8 +69,8 @@ pub enum StartError {
     /// The front's task records could not be opened.
     #[error("cannot open the front's task records: {0}")]
     FrontRecords(String),
-    /// The key set that verifies callers' JWTs could not be read.
-    #[error("cannot read the JWT key set (--front-jwt-jwks-file): {0}")]
+    /// The verifier of callers' JWTs could not start (its key set file unreadable).
+    #[error("cannot start verifying callers' JWTs: {0}")]
     FrontCallers(String),
     /// Reflection could not be built from the descriptors.
     #[error("cannot build server reflection: {0}")]
