@@ -51,34 +51,62 @@ pub fn versions(card: &Value) -> Versions {
 
 /// The `host:port` of `card`'s gRPC interface, when it is on `upstream`'s own host
 /// (the front forwards to its one upstream only, never to an address a card names).
+/// A 1.0 interface (`supportedInterfaces`) is taken first, then a 0.3 card's
+/// (`additionalInterfaces`, and its `url` when its preferred transport is gRPC).
 pub fn grpc_address(card: &Value, upstream: &url::Url) -> Option<String> {
-    let interfaces = card.get("supportedInterfaces")?.as_array()?;
-    interfaces
-        .iter()
-        .filter(|i| i.get("protocolBinding").and_then(Value::as_str) == Some("GRPC"))
-        .filter_map(|i| i.get("url").and_then(Value::as_str))
-        .find_map(|address| {
-            let bare = address
-                .split_once("://")
-                .map_or(address, |(_, rest)| rest)
-                .trim_start_matches('/')
-                .trim_end_matches('/');
-            let parsed = url::Url::parse(&format!("http://{bare}")).ok()?;
-            let host = parsed.host_str()?;
-            let port = parsed.port()?;
-            let loopback = |h: &str| matches!(h, "localhost" | "127.0.0.1" | "[::1]" | "::1");
-            let same = Some(host) == upstream.host_str()
-                || (loopback(host) && upstream.host_str().is_some_and(loopback));
-            same.then(|| format!("{host}:{port}"))
-        })
+    grpc_urls(card).into_iter().find_map(|address| {
+        let bare = address
+            .split_once("://")
+            .map_or(address, |(_, rest)| rest)
+            .trim_start_matches('/')
+            .trim_end_matches('/');
+        let parsed = url::Url::parse(&format!("http://{bare}")).ok()?;
+        let host = parsed.host_str()?;
+        let port = parsed.port()?;
+        let loopback = |h: &str| matches!(h, "localhost" | "127.0.0.1" | "[::1]" | "::1");
+        let same = Some(host) == upstream.host_str()
+            || (loopback(host) && upstream.host_str().is_some_and(loopback));
+        same.then(|| format!("{host}:{port}"))
+    })
+}
+
+/// The URLs of `card`'s gRPC interfaces, in the order [`grpc_address`] tries them.
+fn grpc_urls(card: &Value) -> Vec<&str> {
+    let mut urls = Vec::new();
+    for (list, binding) in [
+        ("supportedInterfaces", "protocolBinding"),
+        ("additionalInterfaces", "transport"),
+    ] {
+        for interface in card
+            .get(list)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            if interface.get(binding).and_then(Value::as_str) == Some("GRPC") {
+                if let Some(url) = interface.get("url").and_then(Value::as_str) {
+                    urls.push(url);
+                }
+            }
+        }
+    }
+    if card.get("preferredTransport").and_then(Value::as_str) == Some("GRPC") {
+        if let Some(url) = card.get("url").and_then(Value::as_str) {
+            urls.push(url);
+        }
+    }
+    urls
 }
 
 /// The upstream's card as the front merges it: `card` with the extension entry
 /// `extension` (replacing one with the same URI), every interface URL on `upstream`
 /// moved to `public` (its path kept relative to the upstream's), and any `signatures`
-/// dropped (they signed another card). Returns whether signatures were dropped.
-/// A gRPC interface's address becomes `grpc` (the front's `host:port`), when the front
-/// serves gRPC for this agent; otherwise it is left as it is.
+/// dropped (they signed another card). Returns whether the card was signed: whether
+/// at least one signature was dropped (an empty list, as `@a2a-js/sdk` serves, is no
+/// signature). Every gRPC interface's address (1.0's, and a 0.3 card's: its gRPC
+/// additional interface, and its `url` when gRPC is its preferred transport) becomes
+/// `grpc` (the front's `host:port`) when the front serves gRPC for this agent;
+/// otherwise it is left as it is.
 pub fn merge(
     card: &mut Value,
     extension: &Value,
@@ -106,54 +134,48 @@ pub fn merge(
     extensions.retain(|e| e.get("uri").and_then(Value::as_str) != Some(EXTENSION_URI));
     extensions.push(extension.clone());
 
-    if let Some(interfaces) = object
-        .get_mut("supportedInterfaces")
-        .and_then(Value::as_array_mut)
-    {
-        for interface in interfaces {
-            let is_grpc = interface.get("protocolBinding").and_then(Value::as_str) == Some("GRPC");
-            if let Some(url) = interface.get_mut("url") {
-                let moved = match (is_grpc, grpc) {
-                    // Kept in the form the agent wrote: `host:port`, or with a scheme.
-                    (true, Some(front)) => {
-                        Some(match url.as_str().and_then(|u| u.split_once("://")) {
-                            Some((scheme, _)) => format!("{scheme}://{front}"),
-                            None => front.to_owned(),
-                        })
-                    }
-                    (true, None) => None,
-                    (false, _) => url.as_str().and_then(|u| rebase(u, upstream, public)),
-                };
-                if let Some(moved) = moved {
-                    *url = Value::String(moved);
-                }
-            }
-        }
-    }
-    // A 0.3 card: its top-level URL and additional interfaces.
-    if let Some(url) = object.get_mut("url") {
-        if let Some(moved) = url.as_str().and_then(|u| rebase(u, upstream, public)) {
+    // An interface's URL moved: a gRPC one to the front's gRPC address, when the front
+    // serves gRPC for this agent, kept in the form the agent wrote (`host:port`, or
+    // with a scheme); any other to the public URL, when it is the upstream's.
+    let relocate = |url: &mut Value, is_grpc: bool| {
+        let moved = url.as_str().and_then(|u| match (is_grpc, grpc) {
+            (true, Some(front)) => Some(match u.split_once("://") {
+                Some((scheme, _)) => format!("{scheme}://{front}"),
+                None => front.to_owned(),
+            }),
+            (true, None) => None,
+            (false, _) => rebase(u, upstream, public),
+        });
+        if let Some(moved) = moved {
             *url = Value::String(moved);
         }
-    }
-    if let Some(interfaces) = object
-        .get_mut("additionalInterfaces")
-        .and_then(Value::as_array_mut)
-    {
+    };
+    // 1.0's interfaces, and a 0.3 card's additional ones (0.3's gRPC is another
+    // service, `a2a.v1`, which the front's gRPC port passes to the agent as it came).
+    for (list, binding) in [
+        ("supportedInterfaces", "protocolBinding"),
+        ("additionalInterfaces", "transport"),
+    ] {
+        let Some(interfaces) = object.get_mut(list).and_then(Value::as_array_mut) else {
+            continue;
+        };
         for interface in interfaces {
-            // 0.3's gRPC is another service (`a2a.v1`), which the front does not read:
-            // its address is left as the agent wrote it.
-            if interface.get("transport").and_then(Value::as_str) == Some("GRPC") {
-                continue;
-            }
+            let is_grpc = interface.get(binding).and_then(Value::as_str) == Some("GRPC");
             if let Some(url) = interface.get_mut("url") {
-                if let Some(moved) = url.as_str().and_then(|u| rebase(u, upstream, public)) {
-                    *url = Value::String(moved);
-                }
+                relocate(url, is_grpc);
             }
         }
     }
-    object.remove("signatures").is_some()
+    // A 0.3 card's top-level URL: its preferred transport's.
+    let preferred_grpc = object.get("preferredTransport").and_then(Value::as_str) == Some("GRPC");
+    if let Some(url) = object.get_mut("url") {
+        relocate(url, preferred_grpc);
+    }
+    // Signed only with at least one signature: `[]` is none.
+    matches!(
+        object.remove("signatures"),
+        Some(Value::Array(signatures)) if !signatures.is_empty()
+    )
 }
 
 /// `url` (an interface of the upstream) moved to `public`, its path relative to the
@@ -381,6 +403,108 @@ mod tests {
         );
         assert_eq!(card["url"], "http://front:8080/");
         assert_eq!(card["additionalInterfaces"][0]["url"], "http://front:8080/");
+    }
+
+    #[test]
+    fn a_0_3_card_s_grpc_interfaces_are_the_front_s_when_it_serves_grpc() {
+        let agent = || {
+            json!({"url": "http://127.0.0.1:9000/", "preferredTransport": "JSONRPC",
+            "additionalInterfaces": [
+                {"url": "http://127.0.0.1:9000/", "transport": "JSONRPC"},
+                {"url": "127.0.0.1:9001", "transport": "GRPC"},
+                {"url": "grpc://127.0.0.1:9001", "transport": "GRPC"}
+            ]})
+        };
+        let upstream = url("http://127.0.0.1:9000/");
+        let public = url("http://front:8080/");
+        // The front reaches no gRPC of the agent's: its gRPC interfaces stay the agent's.
+        let mut card = agent();
+        merge(&mut card, &json!({}), &upstream, &public, None);
+        assert_eq!(card["url"], "http://front:8080/");
+        let interfaces = &card["additionalInterfaces"];
+        assert_eq!(interfaces[0]["url"], "http://front:8080/");
+        assert_eq!(interfaces[1]["url"], "127.0.0.1:9001");
+        assert_eq!(interfaces[2]["url"], "grpc://127.0.0.1:9001");
+        // It does: a 0.3 gRPC client goes through the front too, as a 1.0 one does.
+        let mut card = agent();
+        merge(
+            &mut card,
+            &json!({}),
+            &upstream,
+            &public,
+            Some("front:8080"),
+        );
+        let interfaces = &card["additionalInterfaces"];
+        assert_eq!(interfaces[0]["url"], "http://front:8080/");
+        assert_eq!(interfaces[1]["url"], "front:8080");
+        assert_eq!(interfaces[2]["url"], "grpc://front:8080");
+        // A card whose preferred transport is gRPC: its `url` is a gRPC address, never
+        // the front's HTTP URL.
+        let preferring = || json!({"url": "grpc://127.0.0.1:9001", "preferredTransport": "GRPC"});
+        let mut card = preferring();
+        merge(&mut card, &json!({}), &upstream, &public, None);
+        assert_eq!(card["url"], "grpc://127.0.0.1:9001");
+        let mut card = preferring();
+        merge(
+            &mut card,
+            &json!({}),
+            &upstream,
+            &public,
+            Some("front:8080"),
+        );
+        assert_eq!(card["url"], "grpc://front:8080");
+    }
+
+    #[test]
+    fn a_0_3_card_s_grpc_address_is_found_after_1_0_s() {
+        let upstream = url("http://127.0.0.1:9000/");
+        let additional = json!({"url": "http://127.0.0.1:9000/", "additionalInterfaces": [
+            {"url": "http://127.0.0.1:9000/", "transport": "JSONRPC"},
+            {"url": "127.0.0.1:9001", "transport": "GRPC"}
+        ]});
+        assert_eq!(
+            grpc_address(&additional, &upstream).as_deref(),
+            Some("127.0.0.1:9001")
+        );
+        let preferred = json!({"url": "localhost:9002", "preferredTransport": "GRPC"});
+        assert_eq!(
+            grpc_address(&preferred, &upstream).as_deref(),
+            Some("localhost:9002")
+        );
+        let both = json!({
+            "supportedInterfaces": [{"url": "127.0.0.1:9003", "protocolBinding": "GRPC"}],
+            "additionalInterfaces": [{"url": "127.0.0.1:9001", "transport": "GRPC"}]
+        });
+        assert_eq!(
+            grpc_address(&both, &upstream).as_deref(),
+            Some("127.0.0.1:9003")
+        );
+        let elsewhere = json!({"additionalInterfaces": [
+            {"url": "grpc.example:9001", "transport": "GRPC"}
+        ]});
+        assert_eq!(grpc_address(&elsewhere, &upstream), None);
+    }
+
+    #[test]
+    fn only_a_card_with_a_signature_counts_as_signed() {
+        let merged = |mut card: Value| {
+            let signed = merge(
+                &mut card,
+                &json!({}),
+                &url("http://a:1/"),
+                &url("http://b:2/"),
+                None,
+            );
+            assert!(card.get("signatures").is_none());
+            signed
+        };
+        // What @a2a-js/sdk serves: an empty list, no signature.
+        assert!(!merged(json!({"name": "js", "signatures": []})));
+        assert!(!merged(json!({"name": "unsigned"})));
+        assert!(!merged(json!({"name": "null", "signatures": null})));
+        assert!(merged(
+            json!({"name": "signed", "signatures": [{"protected": "x", "signature": "y"}]})
+        ));
     }
 
     #[test]
