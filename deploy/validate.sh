@@ -30,7 +30,9 @@
 #     by them, and, without opt-in patches, names the example etcd's members and keeps
 #     to its transaction limits; the gateway container must be deploy/'s, untouched.
 #     The rendered front overlay (front/) must send its Service to the sidecar's front
-#     port, whose upstream is a port of the agent's container on the pod's loopback.
+#     port, whose upstream is a port of the agent's container (none of the sidecar's) on
+#     the pod's loopback, name only front settings `serve` reads, and mount no Secret in
+#     the agent's container.
 #     Set SKIP_KUSTOMIZE=1 to skip this step.
 #
 # The tool is installed into a virtual environment of its own (so the project's other
@@ -577,8 +579,14 @@ with open(sys.argv[1], encoding="utf-8") as f:
     docs = [d for d in yaml.safe_load_all(f) if d]
 errors = []
 PREFIX = "A2A_COMMANDS_FRONT_"
-KNOWN = {PREFIX + n for n in ("UPSTREAM", "LISTEN", "PUBLIC_URL", "TIMEOUT_MS", "MAX_BODY_BYTES",
-                              "CARD_REFRESH_SECONDS", "DEFAULT_ROLE", "ROLE_HEADER", "SENDER_HEADER")}
+# Every front setting `serve` reads (src/config/cli.rs), so that one uncommented from
+# front-patch.yaml passes and a typo does not.
+KNOWN = {PREFIX + n for n in (
+    "UPSTREAM", "LISTEN", "PUBLIC_URL", "TIMEOUT_MS", "MAX_BODY_BYTES", "CARD_REFRESH_SECONDS",
+    "RECORDS_MAX", "RECORDS_EXPIRY_SECONDS", "SIGNING_KEY_FILE", "SIGNING_KEY_ID", "SIGNING_JKU",
+    "DEFAULT_ROLE", "ROLE_HEADER", "SENDER_HEADER", "UPSTREAM_GRPC", "UPSTREAM_A2A_VERSION",
+    "JWT_JWKS_FILE", "JWT_JWKS_URL", "JWT_ISSUER", "JWT_AUDIENCE", "JWT_SENDER_CLAIM",
+    "JWT_ROLE_CLAIM", "JWT_REQUIRED", "JWT_JWKS_REFRESH_SECONDS")}
 deployment = next(d for d in docs if d.get("kind") == "Deployment")
 pod = deployment["spec"]["template"]["spec"]
 sidecar = next(c for c in pod.get("initContainers", []) if c["name"] == "a2a-commands")
@@ -593,6 +601,13 @@ if upstream.scheme != "http" or upstream.hostname != "127.0.0.1" or upstream.por
     errors.append(f"deploy/front: {PREFIX}UPSTREAM must be http://127.0.0.1:<a port of the agent's container {sorted(agent_ports)}>")
 listen_port = int((env.get(PREFIX + "LISTEN") or "0.0.0.0:8080").rsplit(":", 1)[1])
 front_ports = {p["name"]: p["containerPort"] for p in sidecar.get("ports", [])}
+if upstream.port in front_ports.values():
+    errors.append(f"deploy/front: the agent's port {upstream.port} is one of the sidecar's {sorted(front_ports.values())}")
+# An unchanged agent needs nothing of the sidecar's: no Secret (the admin token) reaches it.
+secrets = {v["name"] for v in pod.get("volumes", []) if "secret" in v}
+for mount in agent.get("volumeMounts", []):
+    if mount["name"] in secrets:
+        errors.append(f"deploy/front: the agent's container mounts the Secret volume {mount['name']!r}")
 if listen_port not in front_ports.values():
     errors.append(f"deploy/front: the sidecar does not expose its front port {listen_port}")
 services = [d for d in docs if d.get("kind") == "Service"]
