@@ -640,6 +640,7 @@ async fn a_front_request_is_a_server_span_and_its_agent_call_a_client_span_the_a
             upstream: url::Url::parse(&upstream).unwrap(),
             public_url: None,
             timeout: Duration::from_secs(10),
+            stream_idle: Duration::from_secs(60),
             max_body_bytes: 1 << 20,
             card_refresh: Duration::from_secs(30),
             records: a2a_commands::registry::records::Limits {

@@ -616,9 +616,15 @@ pub struct FrontArgs {
     pub front_public_url: Option<String>,
 
     /// How long a call to the agent may take before the client gets an error (a
-    /// stream: until it starts), in milliseconds [default: 30000].
+    /// stream: until it starts; any other answer: between two of its parts), in
+    /// milliseconds [default: 30000].
     #[arg(long, env = "A2A_COMMANDS_FRONT_TIMEOUT_MS")]
     pub front_timeout_ms: Option<u64>,
+
+    /// How long a stream from the agent (server-sent events, a gRPC stream) may send
+    /// nothing before the front ends it, in milliseconds [default: 300000].
+    #[arg(long, env = "A2A_COMMANDS_FRONT_STREAM_IDLE_TIMEOUT_MS")]
+    pub front_stream_idle_timeout_ms: Option<u64>,
 
     /// Largest request body the front reads; larger ones are refused, nothing
     /// forwarded [default: 4194304].

@@ -56,6 +56,7 @@ struct FrontFile {
     listen: Option<SocketAddr>,
     public_url: Option<String>,
     timeout_ms: Option<u64>,
+    stream_idle_timeout_ms: Option<u64>,
     max_body_bytes: Option<usize>,
     card_refresh_seconds: Option<u64>,
     records_max: Option<usize>,
@@ -488,6 +489,10 @@ fn front_options(
         upstream,
         public_url,
         timeout: timeout_ms.map_or(defaults::TIMEOUT, Duration::from_millis),
+        stream_idle: args
+            .front_stream_idle_timeout_ms
+            .or(file.stream_idle_timeout_ms)
+            .map_or(defaults::STREAM_IDLE, Duration::from_millis),
         max_body_bytes: args
             .front_max_body_bytes
             .or(file.max_body_bytes)
@@ -520,9 +525,10 @@ fn front_options(
         upstream_versions,
         jwt,
     };
-    if options.timeout.is_zero() || options.max_body_bytes == 0 {
+    if options.timeout.is_zero() || options.stream_idle.is_zero() || options.max_body_bytes == 0
+    {
         return Err(ConfigError(
-            "front-timeout-ms and front-max-body-bytes: must be at least 1".into(),
+            "front-timeout-ms, front-stream-idle-timeout-ms and front-max-body-bytes: must be at least 1".into(),
         ));
     }
     if options.records.cap == 0 || options.records.expiry.is_zero() {
@@ -672,6 +678,7 @@ fn describe_front(front: &FrontOptions) -> serde_json::Value {
         "listen": front.listen.to_string(),
         "public_url": front.public_url.as_ref().map(url::Url::as_str),
         "timeout_ms": front.timeout.as_millis() as u64,
+        "stream_idle_timeout_ms": front.stream_idle.as_millis() as u64,
         "max_body_bytes": front.max_body_bytes,
         "card_refresh_seconds": front.card_refresh.as_secs(),
         "records_max": front.records.cap,

@@ -221,6 +221,30 @@ pub fn only_message(body: &[u8]) -> Option<&[u8]> {
     (message.len() == length).then_some(message)
 }
 
+/// Why a request's body is not a sequence of whole gRPC frames (a length prefix cut
+/// short, or a message shorter than its prefix says), if it is not: such a call is
+/// answered at once, never left for an agent that would wait for the rest.
+pub fn malformed(body: &[u8]) -> Option<String> {
+    let mut rest = body;
+    while !rest.is_empty() {
+        if rest.len() < 5 {
+            return Some(format!(
+                "malformed gRPC frame: {} bytes where a 5-byte length prefix was due",
+                rest.len()
+            ));
+        }
+        let length = u32::from_be_bytes(rest[1..5].try_into().expect("four bytes")) as usize;
+        if rest.len() - 5 < length {
+            return Some(format!(
+                "malformed gRPC frame: its prefix says {length} bytes, {} came",
+                rest.len() - 5
+            ));
+        }
+        rest = &rest[5 + length..];
+    }
+    None
+}
+
 /// Takes the whole frames off the front of `pending`: each message, and whether it was
 /// compressed.
 pub fn take_frames(pending: &mut BytesMut) -> Vec<(bool, Bytes)> {
@@ -404,6 +428,15 @@ mod tests {
         let read = Method::SubscribeToTask.answer_json(&bytes).unwrap();
         assert_eq!(read["task"]["status"]["state"], "TASK_STATE_INPUT_REQUIRED");
         assert_eq!(Method::SubscribeToTask.answer_bytes(&read).unwrap(), bytes);
+    }
+
+    #[test]
+    fn a_frame_cut_short_is_named() {
+        let whole = frame(b"hello");
+        assert_eq!(malformed(&whole), None);
+        assert_eq!(malformed(b""), None);
+        assert!(malformed(&whole[..3]).unwrap().contains("length prefix"));
+        assert!(malformed(&whole[..7]).unwrap().contains("says 5 bytes, 2 came"));
     }
 
     #[test]

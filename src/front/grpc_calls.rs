@@ -14,6 +14,7 @@ use tonic::Code;
 use crate::front::a2a;
 use crate::front::callers::Verified;
 use crate::front::card;
+use crate::front::limits::{Capped, Timed};
 use crate::front::grpc::{
     code_for, frame, http_for, is_grpc, is_plain_new_message, metadata, only_message, status_in,
     status_trailers, take_frames, task_id_in_path, GrpcCall, Method, SERVICE_PATH,
@@ -119,6 +120,9 @@ impl Front {
                 )
             }
         };
+        if let Some(why) = crate::front::grpc::malformed(&bytes) {
+            return status_answer(Code::Internal, &why);
+        }
         // Compressed, not one message, or a message too large to be a command: the
         // agent reads it, as it came.
         let readable = only_message(&bytes).filter(|message| {
@@ -186,12 +190,25 @@ impl Front {
             Ok(uri) => uri,
             Err(_) => return status_answer(Code::Internal, "cannot name the agent's gRPC path"),
         };
+        // A call the front does not read is still cut at the body limit, and its answer
+        // ended when the agent stops sending.
+        let max = self.options.max_body_bytes;
+        let crossed = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let body = Body::new(Capped::new(body, max, std::sync::Arc::clone(&crossed)));
         match self
             .upstream
             .send_grpc(Request::from_parts(parts, body))
             .await
         {
-            Ok(answer) => answer,
+            Ok(answer) => {
+                let (parts, body) = answer.into_parts();
+                let body = Body::new(Timed::new(body, self.options.stream_idle));
+                Response::from_parts(parts, body)
+            }
+            Err(_) if crossed.load(std::sync::atomic::Ordering::Relaxed) => status_answer(
+                Code::ResourceExhausted,
+                &format!("the request is over the front's limit of {max} bytes"),
+            ),
             Err(error) => grpc_failed(&error.to_string(), &error),
         }
     }
@@ -295,7 +312,8 @@ impl Front {
 fn grpc_failed(message: &str, error: &crate::front::upstream::UpstreamError) -> Response<Body> {
     let code = match error {
         crate::front::upstream::UpstreamError::Timeout(..) => Code::DeadlineExceeded,
-        crate::front::upstream::UpstreamError::Unreachable(..) => Code::Unavailable,
+        crate::front::upstream::UpstreamError::Unreachable(..)
+        | crate::front::upstream::UpstreamError::Unreadable(..) => Code::Unavailable,
     };
     let mut answer = status_answer(code, message);
     answer.extensions_mut().remove::<FrontAnswered>();

@@ -11,6 +11,7 @@ pub mod callers;
 pub mod card;
 pub mod grpc;
 pub mod grpc_calls;
+pub mod limits;
 pub mod options;
 pub mod records;
 pub mod server;

@@ -22,6 +22,8 @@ pub struct FrontOptions {
     /// How long an upstream call may take before the client is answered with an error
     /// (for a stream: until its answer starts).
     pub timeout: Duration,
+    /// How long a stream from the agent may send nothing before the front ends it.
+    pub stream_idle: Duration,
     /// Largest request body read, in bytes; larger ones are refused, nothing forwarded.
     pub max_body_bytes: usize,
     /// How long the upstream's card is kept when its answer says nothing of caching.
@@ -68,6 +70,8 @@ pub mod defaults {
     pub const LISTEN: &str = "0.0.0.0:8080";
     /// An upstream call's timeout.
     pub const TIMEOUT: Duration = Duration::from_secs(30);
+    /// A stream's longest silence (Envoy's stream idle timeout is the same).
+    pub const STREAM_IDLE: Duration = Duration::from_secs(300);
     /// The largest request body.
     pub const MAX_BODY_BYTES: usize = 4 << 20;
     /// How long a card without caching headers is kept.

@@ -9,11 +9,75 @@ use serde_json::{json, Value};
 use crate::error::Error;
 use crate::registry::records::Records as Store;
 
-/// One id's record.
+/// Whose records a request may touch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Scope {
+    /// No caller identity is configured: every record is every caller's.
+    Shared,
+    /// The caller named by the configured identity (a verified token's subject, or the
+    /// sender header; empty when the request carries none): only its own records.
+    Sender(String),
+}
+
+impl Scope {
+    /// Whether a record made under `owner` (none: made with no identity configured) is
+    /// visible in this scope: all are when shared; otherwise only the caller's own.
+    fn sees(&self, owner: Option<&str>) -> bool {
+        match self {
+            Self::Shared => true,
+            Self::Sender(sender) => owner == Some(sender.as_str()),
+        }
+    }
+
+    /// The owner written into a record made in this scope.
+    fn owner(&self) -> Option<&str> {
+        match self {
+            Self::Shared => None,
+            Self::Sender(sender) => Some(sender),
+        }
+    }
+
+    /// The key of the task data the caller keeps for the agent's task `id`: the id
+    /// itself when shared, or the id and a digest of the caller (each caller's settings
+    /// for an agent's task are its own).
+    fn data_key(&self, id: &str) -> String {
+        match self {
+            Self::Shared => id.to_owned(),
+            Self::Sender(sender) => {
+                let digest = ring::digest::digest(&ring::digest::SHA256, sender.as_bytes());
+                let hex: String = digest.as_ref()[..12]
+                    .iter()
+                    .map(|b| format!("{b:02x}"))
+                    .collect();
+                format!("{DATA}{hex}:{id}")
+            }
+        }
+    }
+}
+
+/// A task the front made, as kept.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Own {
+    /// The task, under the front's id and context.
+    pub task: Value,
+    /// The agent's task, once a message reached it.
+    pub upstream: Option<Upstream>,
+}
+
+/// The agent's task for one of the front's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Upstream {
+    /// The agent's id for it.
+    pub id: String,
+    /// The agent's context for it (the front's, unless the agent chose its own).
+    pub context: Option<String>,
+}
+
+/// One id's record, as the caller may see it.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Kept {
-    /// A whole task the front made, and the agent's id for it once there is one.
-    Task(Value, Option<String>),
+    /// A whole task the front made.
+    Task(Own),
     /// The task data of an agent's task.
     Data(Value),
 }
@@ -21,6 +85,9 @@ pub enum Kept {
 /// What the key of the agent's id for a task the front made begins with: it names the
 /// front's id, for answers that list the agent's tasks.
 const JOINED: &str = "joined:";
+
+/// What the key of a caller's task data for an agent's task begins with.
+const DATA: &str = "data:";
 
 /// The front's records.
 #[derive(Debug)]
@@ -34,71 +101,120 @@ impl Records {
         Self { store }
     }
 
-    /// What is kept under task id `id`.
-    pub async fn get(&self, id: &str) -> Result<Option<Kept>, Error> {
-        let Some(record) = self.store.get(id).await? else {
-            return Ok(None);
-        };
-        Ok(match (record.get("task"), record.get("data")) {
-            (Some(task), _) => Some(Kept::Task(
-                task.clone(),
-                record
+    /// What is kept under task id `id` that `scope` may see: a record of another
+    /// caller's is as good as none.
+    pub async fn get(&self, id: &str, scope: &Scope) -> Result<Option<Kept>, Error> {
+        if let Some(record) = self.store.get(id).await? {
+            let owner = record.get("owner").and_then(Value::as_str);
+            if let Some(task) = record.get("task") {
+                // A task the front made: its id is unique, and it is its maker's alone.
+                if !scope.sees(owner) {
+                    return Ok(None);
+                }
+                let upstream = record
                     .get("upstream")
                     .and_then(Value::as_str)
-                    .map(str::to_owned),
-            )),
-            (None, Some(data)) => Some(Kept::Data(data.clone())),
-            // Not a record of ours: as good as none.
-            (None, None) => None,
-        })
+                    .map(|id| Upstream {
+                        id: id.to_owned(),
+                        context: record
+                            .get("upstreamContext")
+                            .and_then(Value::as_str)
+                            .map(str::to_owned),
+                    });
+                return Ok(Some(Kept::Task(Own {
+                    task: task.clone(),
+                    upstream,
+                })));
+            }
+            if let (Some(data), Scope::Shared) = (record.get("data"), scope) {
+                return Ok(Some(Kept::Data(data.clone())));
+            }
+        }
+        if *scope == Scope::Shared {
+            return Ok(None);
+        }
+        Ok(self
+            .store
+            .get(&scope.data_key(id))
+            .await?
+            .and_then(|record| record.get("data").cloned())
+            .map(Kept::Data))
     }
 
-    /// The task the front made with id `id`, and the agent's id it is joined to.
-    pub async fn task(&self, id: &str) -> Result<Option<(Value, Option<String>)>, Error> {
-        Ok(match self.get(id).await? {
-            Some(Kept::Task(task, upstream)) => Some((task, upstream)),
+    /// The task the front made with id `id`, if `scope` may see it.
+    pub async fn task(&self, id: &str, scope: &Scope) -> Result<Option<Own>, Error> {
+        Ok(match self.get(id, scope).await? {
+            Some(Kept::Task(own)) => Some(own),
             _ => None,
         })
     }
 
-    /// Keeps `task` (made by the front) under its id, joined to the agent's task
-    /// `upstream` once there is one.
-    pub async fn put_task(&self, task: &Value, upstream: Option<&str>) -> Result<(), Error> {
-        let Some(id) = task.get("id").and_then(Value::as_str) else {
+    /// Keeps `own` (a task the front made) under its id, as the caller's in `scope`.
+    pub async fn put_task(&self, own: &Own, scope: &Scope) -> Result<(), Error> {
+        let Some(id) = own.task.get("id").and_then(Value::as_str) else {
             return Ok(());
         };
-        self.store
-            .put(id, &json!({"task": task, "upstream": upstream}))
-            .await
+        let mut record = json!({"task": own.task});
+        if let Some(upstream) = &own.upstream {
+            record["upstream"] = json!(upstream.id);
+            if let Some(context) = &upstream.context {
+                record["upstreamContext"] = json!(context);
+            }
+        }
+        if let Some(owner) = scope.owner() {
+            record["owner"] = json!(owner);
+        }
+        self.store.put(id, &record).await
     }
 
-    /// Keeps `data` for the agent's task `id`.
-    pub async fn put_data(&self, id: &str, data: &Value) -> Result<(), Error> {
-        self.store.put(id, &json!({"data": data})).await
+    /// Keeps `data` for the agent's task `id`, as the caller's in `scope`.
+    pub async fn put_data(&self, id: &str, data: &Value, scope: &Scope) -> Result<(), Error> {
+        self.store
+            .put(&scope.data_key(id), &json!({"data": data}))
+            .await
     }
 
     /// Joins the front's task `front` to the agent's `upstream`, once the agent named
     /// its task.
-    pub async fn join(&self, front: &str, upstream: &str) -> Result<(), Error> {
-        match self.task(front).await? {
-            Some((task, None)) => {
+    pub async fn join(&self, front: &str, upstream: &Upstream, scope: &Scope) -> Result<(), Error> {
+        match self.task(front, scope).await? {
+            Some(Own {
+                task,
+                upstream: None,
+            }) => {
                 self.store
-                    .put(&format!("{JOINED}{upstream}"), &json!({"front": front}))
+                    .put(&format!("{JOINED}{}", upstream.id), &json!({"front": front}))
                     .await?;
-                self.put_task(&task, Some(upstream)).await
+                let own = Own {
+                    task,
+                    upstream: Some(upstream.clone()),
+                };
+                self.put_task(&own, scope).await
             }
             _ => Ok(()),
         }
     }
 
     /// Up to `limit` tasks the front made (their ids begin with `prefix`) that the agent
-    /// does not hold yet, the most recently used first: the ones only the front can list.
-    pub async fn unjoined(&self, prefix: &str, limit: usize) -> Result<Vec<Value>, Error> {
-        // Joined tasks share the prefix; read past them, within a bound.
-        let read = self.store.newest(prefix, limit.saturating_mul(4)).await?;
+    /// does not hold yet and `scope` may see, the most recently used first: the ones
+    /// only the front can list.
+    pub async fn unjoined(
+        &self,
+        prefix: &str,
+        limit: usize,
+        scope: &Scope,
+    ) -> Result<Vec<Value>, Error> {
+        // Joined tasks, and other callers' tasks, share the prefix; read past them,
+        // within a bound.
+        let factor = if *scope == Scope::Shared { 4 } else { 16 };
+        let read = self
+            .store
+            .newest(prefix, limit.saturating_mul(factor))
+            .await?;
         Ok(read
             .into_iter()
             .filter(|record| record.get("upstream").is_none_or(Value::is_null))
+            .filter(|record| scope.sees(record.get("owner").and_then(Value::as_str)))
             .filter_map(|mut record| record.get_mut("task").map(Value::take))
             .take(limit)
             .collect())
@@ -119,52 +235,106 @@ mod tests {
     use super::*;
     use crate::registry::records::{Home, Limits};
 
-    #[tokio::test]
-    async fn tasks_and_data_are_kept_apart_and_a_task_is_joined_once() {
-        let dir = tempfile::tempdir().unwrap();
+    fn store(dir: &std::path::Path) -> Records {
         let store = Store::open(
-            &Home::Local(dir.path().to_owned()),
+            &Home::Local(dir.to_owned()),
             Limits {
                 cap: 100,
                 expiry: std::time::Duration::from_secs(60),
             },
         )
         .unwrap();
-        let records = Records::new(store);
+        Records::new(store)
+    }
+
+    fn own(id: &str) -> Own {
+        Own {
+            task: json!({"id": id, "status": {}}),
+            upstream: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn tasks_and_data_are_kept_apart_and_a_task_is_joined_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let records = store(dir.path());
+        let shared = Scope::Shared;
+        records.put_task(&own("t-1"), &shared).await.unwrap();
         records
-            .put_task(&json!({"id": "t-1", "status": {}}), None)
+            .put_data("t-2", &json!({"name": "x"}), &shared)
             .await
             .unwrap();
-        records
-            .put_data("t-2", &json!({"name": "x"}))
-            .await
-            .unwrap();
-        assert_eq!(
-            records.task("t-1").await.unwrap(),
-            Some((json!({"id": "t-1", "status": {}}), None))
-        );
+        assert_eq!(records.task("t-1", &shared).await.unwrap(), Some(own("t-1")));
         assert_eq!(records.joined_to("u-1").await.unwrap(), None);
         assert_eq!(
-            records.unjoined("t-", 10).await.unwrap(),
-            vec![json!({"id": "t-1", "status": {}})]
+            records.unjoined("t-", 10, &shared).await.unwrap(),
+            vec![own("t-1").task]
         );
-        records.join("t-1", "u-1").await.unwrap();
-        assert!(records.unjoined("t-", 10).await.unwrap().is_empty());
-        records.join("t-1", "u-2").await.unwrap();
+        let u1 = Upstream {
+            id: "u-1".into(),
+            context: Some("c-1".into()),
+        };
+        records.join("t-1", &u1, &shared).await.unwrap();
+        assert!(records.unjoined("t-", 10, &shared).await.unwrap().is_empty());
+        let u2 = Upstream {
+            id: "u-2".into(),
+            context: None,
+        };
+        records.join("t-1", &u2, &shared).await.unwrap();
         assert_eq!(
             records.joined_to("u-1").await.unwrap().as_deref(),
             Some("t-1")
         );
         assert_eq!(records.joined_to("u-2").await.unwrap(), None);
         assert_eq!(
-            records.task("t-1").await.unwrap().unwrap().1.as_deref(),
-            Some("u-1")
+            records.task("t-1", &shared).await.unwrap().unwrap().upstream,
+            Some(u1)
         );
         assert_eq!(
-            records.get("t-2").await.unwrap(),
+            records.get("t-2", &shared).await.unwrap(),
             Some(Kept::Data(json!({"name": "x"})))
         );
-        assert!(records.task("t-2").await.unwrap().is_none());
-        assert!(records.get("t-3").await.unwrap().is_none());
+        assert!(records.task("t-2", &shared).await.unwrap().is_none());
+        assert!(records.get("t-3", &shared).await.unwrap().is_none());
+    }
+
+    #[tokio::test]
+    async fn a_caller_sees_only_its_own_records() {
+        let dir = tempfile::tempdir().unwrap();
+        let records = store(dir.path());
+        let (a, b) = (Scope::Sender("a".into()), Scope::Sender("b".into()));
+        records.put_task(&own("t-a"), &a).await.unwrap();
+        records
+            .put_data("agent-1", &json!({"settings": {"model": "x"}}), &a)
+            .await
+            .unwrap();
+        assert!(records.get("t-a", &a).await.unwrap().is_some());
+        assert_eq!(records.get("t-a", &b).await.unwrap(), None);
+        assert_eq!(
+            records.get("agent-1", &a).await.unwrap(),
+            Some(Kept::Data(json!({"settings": {"model": "x"}})))
+        );
+        assert_eq!(records.get("agent-1", &b).await.unwrap(), None);
+        assert_eq!(records.unjoined("t-", 10, &a).await.unwrap().len(), 1);
+        assert!(records.unjoined("t-", 10, &b).await.unwrap().is_empty());
+        // B's settings for the same agent task are its own, and leave A's alone.
+        records
+            .put_data("agent-1", &json!({"settings": {"model": "y"}}), &b)
+            .await
+            .unwrap();
+        assert_eq!(
+            records.get("agent-1", &a).await.unwrap(),
+            Some(Kept::Data(json!({"settings": {"model": "x"}})))
+        );
+        // A joined task of A's is not B's to join or read.
+        let u = Upstream {
+            id: "u-a".into(),
+            context: None,
+        };
+        records.join("t-a", &u, &b).await.unwrap();
+        assert_eq!(records.joined_to("u-a").await.unwrap(), None);
+        // Made with no identity configured, a task is no identified caller's.
+        records.put_task(&own("t-s"), &Scope::Shared).await.unwrap();
+        assert_eq!(records.get("t-s", &a).await.unwrap(), None);
     }
 }

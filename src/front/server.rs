@@ -23,8 +23,9 @@ use crate::front::callers::{parse_role, Refused, Verified, Verifier};
 use crate::front::card::{self, CardCache};
 use crate::front::grpc::{self, GrpcCall};
 use crate::front::options::FrontOptions;
-use crate::front::records::{Kept, Records};
-use crate::front::upstream::{Upstream, UpstreamError};
+use crate::front::limits::{self, Capped, Timed};
+use crate::front::records::{Kept, Own, Records, Scope, Upstream as Joined};
+use crate::front::upstream::{self as agent, Upstream, UpstreamError};
 use crate::front::v03;
 use crate::metrics::{metrics, FrontLabels};
 use crate::pb::{self, ParticipantRole, SubState, TaskState};
@@ -98,12 +99,9 @@ enum Handled {
     ForwardList(Bytes, a2a::ListAsked),
     /// Forward this body, about the front's task `front`: the agent's id for it
     /// (`upstream`, or the one its answer gives) is written back as `front` in the
-    /// answer, so the client goes on seeing one task.
-    ForwardJoined {
-        body: Bytes,
-        front: String,
-        upstream: Option<String>,
-    },
+    /// answer, and the agent's context as the front's, so the client goes on seeing
+    /// one task in one context.
+    ForwardJoined { body: Bytes, joiner: Joiner },
 }
 
 impl Front {
@@ -162,6 +160,7 @@ impl Front {
         let path = request.uri().path().to_owned();
         let method = request.method().clone();
         let activated = activates_us(request.headers());
+        let a2a_json = asks_a2a_json(request.headers());
         let span = self.server_span(&request);
         let routed = self.route(request, &path, &method);
         let mut answer = match &span {
@@ -219,6 +218,17 @@ impl Front {
         if activated {
             echo_activation(answer.headers_mut());
         }
+        if a2a_json && binding == "http_json" && result != "passed" {
+            // The front's own HTTP+JSON answer, in the type the client asked in.
+            let ours = answer.headers().get(header::CONTENT_TYPE)
+                == Some(&HeaderValue::from_static("application/json"));
+            if ours {
+                answer.headers_mut().insert(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static(A2A_JSON),
+                );
+            }
+        }
         answer
     }
 
@@ -245,6 +255,17 @@ impl Front {
     async fn route(&self, request: Request<Body>, path: &str, method: &Method) -> Response<Body> {
         let path = path.to_owned();
         let method = method.clone();
+        if method == Method::CONNECT {
+            // The front is the agent's reverse proxy, never a tunnel to anywhere.
+            let mut answer = Response::new(Body::from("the front does not tunnel (CONNECT)"));
+            *answer.status_mut() = StatusCode::METHOD_NOT_ALLOWED;
+            answer.headers_mut().insert(
+                header::ALLOW,
+                HeaderValue::from_static("GET, POST, PUT, PATCH, DELETE, OPTIONS, HEAD"),
+            );
+            answer.extensions_mut().insert(FrontAnswered);
+            return answer;
+        }
         let is_card = method == Method::GET
             && (path.ends_with("/.well-known/agent-card.json")
                 || path.ends_with("/.well-known/agent.json"));
@@ -292,8 +313,11 @@ impl Front {
             Box::pin(self.extended_card(answer, Binding::HttpJson)).await
         } else if method == Method::GET && path.ends_with("/tasks") {
             let asked = a2a::ListAsked::from_query(request.uri().query());
+            let scope = self.scope(request.headers(), request.extensions().get::<Verified>());
+            let mut request = request;
+            identity_only(request.headers_mut());
             let answer = self.forward(request, Some(Binding::HttpJson)).await;
-            Box::pin(self.list_answer(answer, Binding::HttpJson, &asked)).await
+            Box::pin(self.list_answer(answer, Binding::HttpJson, &asked, &scope)).await
         } else if path.contains("/tasks/")
             && (method == Method::GET
                 || (method == Method::POST
@@ -335,20 +359,25 @@ impl Front {
                 && (rpc_method.is_some_and(|m| LOOKED_AT.contains(&m))
                     || contains(&bytes, TASK_ID_PREFIX.as_bytes())
                     || contains(&bytes, b"\"taskId\"")));
-        let handled = if look {
+        // Kept to name the request's JSON-RPC id in an error, should the agent fail.
+        let sent = bytes.clone();
+        let (handled, scope) = if look {
             let query = parts.uri.query().map(str::to_owned);
             let verified = parts.extensions.get::<Verified>();
-            Box::pin(self.inspect(
+            let scope = self.scope(&parts.headers, verified);
+            let handled = Box::pin(self.inspect(
                 binding,
                 &path,
                 query.as_deref(),
                 &parts.headers,
                 verified,
+                &scope,
                 &bytes,
             ))
-            .await
+            .await;
+            (handled, scope)
         } else {
-            Handled::Forward(bytes)
+            (Handled::Forward(bytes), Scope::Shared)
         };
         // The body was read whole (and may be rewritten): it goes with its length.
         let with_length = |mut parts: hyper::http::request::Parts, body: Bytes| {
@@ -365,9 +394,10 @@ impl Front {
                 self.forward(request, Some(binding)).await
             }
             Handled::ForwardList(body, asked) => {
-                let request = with_length(parts, body);
+                let mut request = with_length(parts, body);
+                identity_only(request.headers_mut());
                 let answer = self.forward(request, Some(binding)).await;
-                Box::pin(self.list_answer(answer, binding, &asked)).await
+                Box::pin(self.list_answer(answer, binding, &asked, &scope)).await
             }
             Handled::ForwardCard(body) => {
                 let mut request = with_length(parts, body);
@@ -375,16 +405,17 @@ impl Front {
                 let answer = self.forward(request, Some(binding)).await;
                 Box::pin(self.extended_card(answer, binding)).await
             }
-            Handled::ForwardJoined {
-                body,
-                front,
-                upstream,
-            } => {
-                let request = with_length(parts, body);
+            Handled::ForwardJoined { body, joiner } => {
+                // The answer is rewritten, so it must come readable.
+                let mut request = with_length(parts, body);
+                identity_only(request.headers_mut());
                 let answer = self.forward(request, Some(binding)).await;
-                Box::pin(self.translate(answer, front, upstream)).await
+                Box::pin(self.translate(answer, joiner, &scope)).await
             }
         };
+        if rpc_method.is_some() && answer.extensions().get::<UpstreamFailed>().is_some() {
+            answer = Box::pin(with_request_id(answer, &sent)).await;
+        }
         if let Some(method) = rpc_method {
             answer.extensions_mut().insert(RpcMethod(method));
         }
@@ -398,8 +429,8 @@ impl Front {
     async fn translate(
         &self,
         answer: Response<Body>,
-        front: String,
-        upstream: Option<String>,
+        mut joiner: Joiner,
+        scope: &Scope,
     ) -> Response<Body> {
         let (mut parts, body) = answer.into_parts();
         let streaming = parts
@@ -410,38 +441,32 @@ impl Front {
         parts.headers.remove(header::CONTENT_LENGTH);
         // The task data the front keeps, shown in the task it passes back: a task it
         // made, or the agent's, whose data a command changed.
-        let data = match self.records.get(&front).await {
-            Ok(Some(Kept::Task(task, _))) => Some(data_of(&task)),
+        joiner.data = match self.records.get(&joiner.front, scope).await {
+            Ok(Some(Kept::Task(own))) => Some(data_of(&own.task)),
             Ok(Some(Kept::Data(data))) => Some(data),
             Ok(None) => None,
             Err(error) => {
-                tracing::warn!(error = %error, task = %front, "the front's records could not be read; the answer goes without the task data");
+                tracing::warn!(error = %error, task = %joiner.front, "the front's records could not be read; the answer goes without the task data");
                 None
             }
         };
-        let mut joiner = Joiner {
-            front,
-            upstream,
-            data,
-        };
+        if let Some(coding) = agent::encoding(&parts.headers) {
+            // Asked for identity, the agent encoded its answer all the same: it passes
+            // as it came, unread (its ids the agent's).
+            tracing::warn!(coding, task = %joiner.front, "the agent encoded an answer the front asked for unencoded; it passes unread");
+            return Response::from_parts(parts, body);
+        }
         let records = Arc::clone(&self.records);
+        let scope = scope.clone();
         if !streaming {
-            let limited = http_body_util::Limited::new(body, self.options.max_body_bytes);
-            let Ok(collected) = limited.collect().await else {
-                return upstream_failed(
-                    Binding::HttpJson,
-                    &Value::Null,
-                    &UpstreamError::Unreachable(
-                        self.upstream.base().to_string(),
-                        "its answer broke off or was over the body limit".into(),
-                    ),
-                );
+            let bytes = match self.read_whole(body).await {
+                Ok(bytes) => bytes,
+                Err(error) => return upstream_failed(Binding::HttpJson, &Value::Null, &error),
             };
-            let bytes = collected.to_bytes();
             let body = match serde_json::from_slice::<Value>(&bytes) {
                 Ok(mut value) => {
                     if let Some(found) = joiner.rewrite(&mut value) {
-                        join(&records, &joiner.front, &found).await;
+                        join(&records, &joiner.front, &found, &scope).await;
                     }
                     Bytes::from(value.to_string())
                 }
@@ -449,6 +474,7 @@ impl Front {
             };
             return Response::from_parts(parts, Body::from(body));
         }
+        let body = Timed::new(body, self.options.stream_idle);
         let (events, rx) = tokio::sync::mpsc::channel::<Result<Frame<Bytes>, std::io::Error>>(16);
         tokio::spawn(async move {
             let mut body = body;
@@ -475,7 +501,7 @@ impl Front {
                     let event: Vec<u8> = pending.drain(..end).collect();
                     let (rewritten, found) = joiner.rewrite_event(&event);
                     if let Some(found) = found {
-                        join(&records, &joiner.front, &found).await;
+                        join(&records, &joiner.front, &found, &scope).await;
                     }
                     if events.send(Ok(Frame::data(rewritten))).await.is_err() {
                         return;
@@ -498,6 +524,7 @@ impl Front {
         query: Option<&str>,
         headers: &HeaderMap,
         verified: Option<&Verified>,
+        scope: &Scope,
         bytes: &Bytes,
     ) -> Handled {
         let Ok(body) = serde_json::from_slice::<Value>(bytes) else {
@@ -552,7 +579,7 @@ impl Front {
                     message
                 };
                 if a2a::command_candidate(message).is_none() {
-                    return self.plain(binding, &id, &body, message, bytes).await;
+                    return self.plain(binding, &id, &body, message, scope, bytes).await;
                 }
                 // A 1.0 method without `A2A-Version` (which means 0.3) goes to the agent
                 // as it came.
@@ -561,10 +588,16 @@ impl Front {
                 {
                     return Handled::Forward(bytes.clone());
                 }
-                self.command(
-                    binding, path, &id, stream, headers, verified, &body, message, bytes,
-                )
-                .await
+                let call = CommandCall {
+                    binding,
+                    path,
+                    id: &id,
+                    stream,
+                    headers,
+                    verified,
+                    scope,
+                };
+                self.command(&call, &body, message, bytes).await
             }
             "GetTask" | "CancelTask" | "SubscribeToTask" => {
                 let call = match method {
@@ -573,37 +606,43 @@ impl Front {
                     _ => TaskCall::Subscribe,
                 };
                 let task_id = params.get("id").and_then(Value::as_str).unwrap_or_default();
-                let kept = match self.records.get(task_id).await {
+                let kept = match self.records.get(task_id, scope).await {
                     Ok(kept) => kept,
                     Err(error) => return Handled::Answer(records_failed(binding, &id, &error)),
                 };
                 match kept {
-                    Some(Kept::Task(task, None)) => {
-                        Handled::Answer(self.own_task_call(binding, &id, call, task).await)
-                    }
+                    Some(Kept::Task(Own {
+                        task,
+                        upstream: None,
+                    })) => Handled::Answer(
+                        self.own_task_call(binding, &id, call, task, scope)
+                            .await,
+                    ),
                     // Joined: the agent has the task now, under its own id.
-                    Some(Kept::Task(_, Some(upstream))) => {
+                    Some(Kept::Task(own @ Own {
+                        upstream: Some(_), ..
+                    })) => {
+                        let joiner = Joiner::of_own(task_id, &own);
                         let mut body = body.clone();
-                        body["params"]["id"] = json!(upstream);
+                        body["params"]["id"] = json!(joiner.upstream_id());
                         Handled::ForwardJoined {
                             body: Bytes::from(body.to_string()),
-                            front: task_id.to_owned(),
-                            upstream: Some(upstream),
+                            joiner,
                         }
                     }
                     // The agent's task, whose data a command changed: shown in it.
                     Some(Kept::Data(_)) => Handled::ForwardJoined {
                         body: bytes.clone(),
-                        front: task_id.to_owned(),
-                        upstream: Some(task_id.to_owned()),
+                        joiner: Joiner::of_agents(task_id),
                     },
                     None => Handled::Forward(bytes.clone()),
                 }
             }
             "GetExtendedAgentCard" => Handled::ForwardCard(bytes.clone()),
-            a2a::COMPLETE_METHOD if binding == Binding::JsonRpc => {
-                Handled::Answer(self.complete(path, &id, headers, verified, &params).await)
-            }
+            a2a::COMPLETE_METHOD if binding == Binding::JsonRpc => Handled::Answer(
+                self.complete(path, &id, headers, verified, scope, &params)
+                    .await,
+            ),
             "ListTasks" => {
                 Handled::ForwardList(bytes.clone(), a2a::ListAsked::from_params(&params))
             }
@@ -620,6 +659,7 @@ impl Front {
         id: &Value,
         body: &Value,
         message: &Value,
+        scope: &Scope,
         bytes: &Bytes,
     ) -> Handled {
         let task_id = message
@@ -629,38 +669,35 @@ impl Front {
         if task_id.is_empty() {
             return Handled::Forward(bytes.clone());
         }
-        let (mut task, upstream) = match self.records.get(task_id).await {
-            Ok(Some(Kept::Task(task, upstream))) => (task, upstream),
+        let mut own = match self.records.get(task_id, scope).await {
+            Ok(Some(Kept::Task(own))) => own,
             // The agent's task, whose data a command changed: the message carries the
             // settings chosen, and the answer shows the data.
             Ok(Some(Kept::Data(data))) => {
+                let joiner = Joiner::of_agents(task_id);
                 let body = if data.get("settings").is_some() {
-                    follow_up_body(binding, body, Some(task_id), &data)
+                    follow_up_body(binding, body, &joiner, &data)
                 } else {
                     bytes.clone()
                 };
-                return Handled::ForwardJoined {
-                    body,
-                    front: task_id.to_owned(),
-                    upstream: Some(task_id.to_owned()),
-                };
+                return Handled::ForwardJoined { body, joiner };
             }
             Ok(None) => return Handled::Forward(bytes.clone()),
             Err(error) => return Handled::Answer(records_failed(binding, id, &error)),
         };
-        let data = data_of(&task);
+        let data = data_of(&own.task);
         if let Some(mut ended) = data.as_object().cloned() {
             if ended.remove("subState").is_some() {
-                set_data(&mut task, Value::Object(ended));
-                if let Err(error) = self.records.put_task(&task, upstream.as_deref()).await {
+                set_data(&mut own.task, Value::Object(ended));
+                if let Err(error) = self.records.put_task(&own, scope).await {
                     return Handled::Answer(records_failed(binding, id, &error));
                 }
             }
         }
+        let joiner = Joiner::of_own(task_id, &own);
         Handled::ForwardJoined {
-            body: follow_up_body(binding, body, upstream.as_deref(), &data),
-            front: task_id.to_owned(),
-            upstream,
+            body: follow_up_body(binding, body, &joiner, &data),
+            joiner,
         }
     }
 
@@ -684,34 +721,44 @@ impl Front {
         if id.is_empty() || id.contains('/') {
             return self.forward(request, None).await;
         }
-        let kept = match self.records.get(id).await {
+        let scope = self.scope(request.headers(), request.extensions().get::<Verified>());
+        let kept = match self.records.get(id, &scope).await {
             Ok(kept) => kept,
             Err(error) => return records_failed(Binding::HttpJson, &Value::Null, &error),
         };
+        let mut request = request;
         match kept {
             None => self.forward(request, None).await,
             Some(Kept::Data(_)) => {
+                identity_only(request.headers_mut());
                 let answer = self.forward(request, Some(Binding::HttpJson)).await;
-                self.translate(answer, id.to_owned(), Some(id.to_owned()))
+                self.translate(answer, Joiner::of_agents(id), &scope).await
+            }
+            Some(Kept::Task(Own {
+                task,
+                upstream: None,
+            })) => {
+                self.own_task_call(Binding::HttpJson, &Value::Null, call, task, &scope)
                     .await
             }
-            Some(Kept::Task(task, None)) => {
-                self.own_task_call(Binding::HttpJson, &Value::Null, call, task)
-                    .await
-            }
-            Some(Kept::Task(_, Some(upstream))) => {
+            Some(Kept::Task(own)) => {
+                let joiner = Joiner::of_own(id, &own);
+                identity_only(request.headers_mut());
                 let (mut parts, body) = request.into_parts();
                 let query = parts
                     .uri
                     .query()
                     .map(|q| format!("?{q}"))
                     .unwrap_or_default();
-                let asked = format!("{base}/tasks/{}{suffix}{query}", a2a::urlencode(&upstream));
+                let asked = format!(
+                    "{base}/tasks/{}{suffix}{query}",
+                    a2a::urlencode(joiner.upstream_id())
+                );
                 parts.uri = asked.parse().unwrap_or(parts.uri);
                 let answer = self
                     .forward(Request::from_parts(parts, body), Some(Binding::HttpJson))
                     .await;
-                self.translate(answer, id.to_owned(), Some(upstream)).await
+                self.translate(answer, joiner, &scope).await
             }
         }
     }
@@ -724,8 +771,10 @@ impl Front {
         binding: Binding,
         id: &Value,
         call: TaskCall,
-        mut task: Value,
+        task: Value,
+        scope: &Scope,
     ) -> Response<Body> {
+        let mut task = task;
         let answer = |task: Value| match binding {
             Binding::JsonRpc => json_answer(StatusCode::OK, &a2a::rpc_result(id, task)),
             Binding::JsonRpc03 => {
@@ -746,10 +795,14 @@ impl Front {
                         "the task has already ended and cannot be canceled",
                     );
                 }
-                if let Err(error) = self.records.put_task(&task, None).await {
+                let own = Own {
+                    task,
+                    upstream: None,
+                };
+                if let Err(error) = self.records.put_task(&own, scope).await {
                     return records_failed(binding, id, &error);
                 }
-                answer(task)
+                answer(own.task)
             }
             TaskCall::Subscribe if a2a::is_terminal(&task) => error_answer(
                 binding,
@@ -763,36 +816,39 @@ impl Front {
     }
 
     /// A message whose one text part may be a command: run, and answered if it is one.
-    #[allow(clippy::too_many_arguments)]
     async fn command(
         &self,
-        binding: Binding,
-        path: &str,
-        id: &Value,
-        stream: bool,
-        headers: &HeaderMap,
-        verified: Option<&Verified>,
+        call: &CommandCall<'_>,
         body: &Value,
         message_json: &Value,
         bytes: &Bytes,
     ) -> Handled {
+        let CommandCall {
+            binding,
+            path,
+            id,
+            stream,
+            headers,
+            verified,
+            scope,
+        } = *call;
         let message = a2a::message_from_json(message_json);
         // The task: the front's own, the agent's (asked with the caller's credentials),
         // or none yet (the front makes one if this is a command).
         let kept = if message.task_id.is_empty() {
             None
         } else {
-            match self.records.get(&message.task_id).await {
+            match self.records.get(&message.task_id, scope).await {
                 Ok(kept) => kept,
                 Err(error) => return Handled::Answer(records_failed(binding, id, &error)),
             }
         };
         let (own, kept_data) = match kept {
-            Some(Kept::Task(task, upstream)) => (Some((task, upstream)), None),
+            Some(Kept::Task(own)) => (Some(own), None),
             Some(Kept::Data(data)) => (None, Some(data)),
             None => (None, None),
         };
-        let joined = own.as_ref().and_then(|(_, upstream)| upstream.clone());
+        let joined = own.as_ref().and_then(|own| own.upstream.clone());
         let task_json = if message.task_id.is_empty() {
             None
         } else {
@@ -800,6 +856,7 @@ impl Front {
                 .task_as_seen(
                     binding,
                     path,
+                    id,
                     headers,
                     &message.task_id,
                     own.clone(),
@@ -810,7 +867,15 @@ impl Front {
                 Ok(task) => Some(task),
                 // The agent answers for its own tasks (not found, not allowed).
                 Err(Some(answer)) => return Handled::Answer(answer),
-                Err(None) => return Handled::Forward(bytes.clone()),
+                Err(None) => {
+                    return self.not_run(
+                        binding,
+                        id,
+                        &message,
+                        bytes,
+                        "the agent's answer about the task could not be read",
+                    )
+                }
             }
         };
         let snapshot = task_json.as_ref().map(a2a::snapshot_from_task);
@@ -832,7 +897,13 @@ impl Front {
             ..Default::default()
         });
         let Ok(task) = Task::from_proto(&snapshot) else {
-            return Handled::Forward(bytes.clone());
+            return self.not_run(
+                binding,
+                id,
+                &message,
+                bytes,
+                "the agent's task is not one the front can read",
+            );
         };
         let (sender, role) = self.sender(headers, verified);
         let trace = Trace::from_headers(
@@ -856,7 +927,8 @@ impl Front {
         };
         match ran {
             Ran::Ordinary { .. } if own.is_some() => {
-                self.plain(binding, id, body, message_json, bytes).await
+                self.plain(binding, id, body, message_json, scope, bytes)
+                    .await
             }
             Ran::Ordinary { .. } => Handled::Forward(bytes.clone()),
             Ran::Prompt { name, text, .. } => {
@@ -873,7 +945,8 @@ impl Front {
                 if binding == Binding::JsonRpc03 {
                     message = v03::message_v10(&message);
                 }
-                self.plain(binding, id, &expanded, &message, bytes).await
+                self.plain(binding, id, &expanded, &message, scope, bytes)
+                    .await
             }
             Ran::Command { name, reply, .. } => {
                 let event = reply_event(
@@ -908,7 +981,11 @@ impl Front {
                         None,
                         &json!({"name": sub_task.name, "goal": sub_task.goal, "parentId": snapshot.id}),
                     );
-                    if let Err(error) = self.records.put_task(&sub, None).await {
+                    let sub = Own {
+                        task: sub,
+                        upstream: None,
+                    };
+                    if let Err(error) = self.records.put_task(&sub, scope).await {
                         return Handled::Answer(records_failed(binding, id, &error));
                     }
                 }
@@ -916,18 +993,25 @@ impl Front {
                     let made = |state: &str, status: Option<&Value>| {
                         a2a::new_task(&new_id, &context_id, message_json, state, status, &data)
                     };
-                    let answered = made("TASK_STATE_INPUT_REQUIRED", Some(&reply_message));
-                    if let Err(error) = self.records.put_task(&answered, None).await {
+                    let answered = Own {
+                        task: made("TASK_STATE_INPUT_REQUIRED", Some(&reply_message)),
+                        upstream: None,
+                    };
+                    if let Err(error) = self.records.put_task(&answered, scope).await {
                         return Handled::Answer(records_failed(binding, id, &error));
                     }
-                    (made("TASK_STATE_SUBMITTED", None), answered)
+                    (made("TASK_STATE_SUBMITTED", None), answered.task)
                 } else {
                     let mut task = task_json.unwrap_or_default();
                     set_data(&mut task, data.clone());
                     let kept = if own.is_some() {
-                        self.records.put_task(&task, joined.as_deref()).await
+                        let own = Own {
+                            task: task.clone(),
+                            upstream: joined,
+                        };
+                        self.records.put_task(&own, scope).await
                     } else {
-                        self.records.put_data(&snapshot.id, &data).await
+                        self.records.put_data(&snapshot.id, &data, scope).await
                     };
                     if let Err(error) = kept {
                         return Handled::Answer(records_failed(binding, id, &error));
@@ -974,31 +1058,38 @@ impl Front {
     /// joined, the agent's state of it under the front's id), or the agent's, with the
     /// task data the front keeps (`own` and `kept_data`: what the records hold for it).
     /// `Err` as [`Front::upstream_task`]'s.
+    #[allow(clippy::too_many_arguments)]
     async fn task_as_seen(
         &self,
         binding: Binding,
         path: &str,
+        id: &Value,
         headers: &HeaderMap,
         task_id: &str,
-        own: Option<(Value, Option<String>)>,
+        own: Option<Own>,
         kept_data: Option<Value>,
     ) -> Result<Value, Option<Response<Body>>> {
-        if let Some((task, upstream)) = own {
-            let Some(upstream) = upstream else {
-                return Ok(task);
+        if let Some(own) = own {
+            let Some(upstream) = &own.upstream else {
+                return Ok(own.task);
             };
             return Ok(
-                match self.upstream_task(binding, path, headers, &upstream).await {
+                match self
+                    .upstream_task(binding, path, id, headers, &upstream.id)
+                    .await
+                {
                     Ok(mut fresh) => {
-                        rename(&mut fresh, &upstream, task_id);
-                        set_data(&mut fresh, data_of(&task));
+                        Joiner::of_own(task_id, &own).rewrite(&mut fresh);
+                        set_data(&mut fresh, data_of(&own.task));
                         fresh
                     }
-                    Err(_) => task,
+                    Err(_) => own.task,
                 },
             );
         }
-        let mut task = self.upstream_task(binding, path, headers, task_id).await?;
+        let mut task = self
+            .upstream_task(binding, path, id, headers, task_id)
+            .await?;
         // What the front keeps for the agent's task (settings a command chose) is part
         // of its data.
         if let Some(data) = kept_data {
@@ -1016,6 +1107,7 @@ impl Front {
         id: &Value,
         headers: &HeaderMap,
         verified: Option<&Verified>,
+        scope: &Scope,
         params: &Value,
     ) -> Response<Body> {
         let binding = Binding::JsonRpc;
@@ -1041,14 +1133,14 @@ impl Front {
         let task = match params.get("taskId") {
             None | Some(Value::Null) => None,
             Some(Value::String(task_id)) => {
-                let (own, kept_data) = match self.records.get(task_id).await {
-                    Ok(Some(Kept::Task(task, upstream))) => (Some((task, upstream)), None),
+                let (own, kept_data) = match self.records.get(task_id, scope).await {
+                    Ok(Some(Kept::Task(own))) => (Some(own), None),
                     Ok(Some(Kept::Data(data))) => (None, Some(data)),
                     Ok(None) => (None, None),
                     Err(error) => return records_failed(binding, id, &error),
                 };
                 match self
-                    .task_as_seen(binding, path, headers, task_id, own, kept_data)
+                    .task_as_seen(binding, path, id, headers, task_id, own, kept_data)
                     .await
                 {
                     Ok(task) => Some(a2a::snapshot_from_task(&task)),
@@ -1104,6 +1196,7 @@ impl Front {
         &self,
         binding: Binding,
         path: &str,
+        id: &Value,
         headers: &HeaderMap,
         task_id: &str,
     ) -> Result<Value, Option<Response<Body>>> {
@@ -1142,8 +1235,7 @@ impl Front {
                     .await
             }
         };
-        let (status, _, bytes) =
-            answer.map_err(|e| Some(upstream_failed(binding, &Value::Null, &e)))?;
+        let (status, _, bytes) = answer.map_err(|e| Some(upstream_failed(binding, id, &e)))?;
         let parsed: Value = serde_json::from_slice(&bytes).map_err(|_| None)?;
         let task = match binding {
             Binding::JsonRpc03 if parsed.get("result").is_some() => {
@@ -1155,7 +1247,7 @@ impl Front {
                     let error = parsed.get("error").cloned().unwrap_or(Value::Null);
                     return Err(Some(json_answer(
                         StatusCode::OK,
-                        &json!({"jsonrpc": "2.0", "id": Value::Null, "error": error}),
+                        &json!({"jsonrpc": "2.0", "id": id, "error": error}),
                     )));
                 }
             },
@@ -1201,6 +1293,43 @@ impl Front {
             },
             role,
         )
+    }
+
+    /// Whose records a request may touch: with a caller identity configured (a JWT key
+    /// set, or a sender header), only the caller's own; otherwise every caller's.
+    fn scope(&self, headers: &HeaderMap, verified: Option<&Verified>) -> Scope {
+        if self.callers.is_none() && self.options.sender_header.is_none() {
+            return Scope::Shared;
+        }
+        Scope::Sender(self.sender(headers, verified).0.id)
+    }
+
+    /// A message that may be a registered command the front cannot run (`why`): the
+    /// binding's error saying so, with nothing forwarded, since the agent would take
+    /// it for a prompt; a message that is not a registered command goes to the agent
+    /// as the ordinary message it is.
+    fn not_run(
+        &self,
+        binding: Binding,
+        id: &Value,
+        message: &pb::Message,
+        bytes: &Bytes,
+        why: &str,
+    ) -> Handled {
+        let name = match self.runner.registry().read() {
+            Ok(snapshot) => match crate::rules::parse::classify(message, &snapshot) {
+                crate::rules::parse::Classification::Command { name, .. } => name.to_owned(),
+                _ => return Handled::Forward(bytes.clone()),
+            },
+            Err(_) => "the command".to_owned(),
+        };
+        Handled::Answer(error_answer(
+            binding,
+            id,
+            StatusCode::BAD_GATEWAY,
+            a2a::INTERNAL_ERROR,
+            &format!("/{name} was not run and nothing was forwarded: {why}"),
+        ))
     }
 
     /// A new task's id: [`TASK_ID_PREFIX`] and 96 random bits, so that no client can
@@ -1370,22 +1499,31 @@ impl Front {
             return Err(answer);
         }
         let (parts, body) = answer.into_parts();
-        let limited = http_body_util::Limited::new(body, self.options.max_body_bytes);
-        let Ok(collected) = limited.collect().await else {
-            return Err(upstream_failed(
-                binding,
-                &Value::Null,
-                &UpstreamError::Unreachable(
-                    self.upstream.base().to_string(),
-                    "its answer broke off or was over the body limit".into(),
-                ),
-            ));
+        if agent::encoding(&parts.headers).is_some() {
+            // Asked for identity, encoded all the same: passed on unread.
+            return Err(Response::from_parts(parts, body));
+        }
+        let bytes = match self.read_whole(body).await {
+            Ok(bytes) => bytes,
+            Err(error) => return Err(upstream_failed(binding, &Value::Null, &error)),
         };
-        let bytes = collected.to_bytes();
         match serde_json::from_slice::<Value>(&bytes) {
-            Ok(value) if !is_encoded(&parts.headers) => Ok((parts, bytes, value)),
+            Ok(value) => Ok((parts, bytes, value)),
             _ => Err(Response::from_parts(parts, Body::from(bytes))),
         }
+    }
+
+    /// A whole answer body of the agent's, within the body limit and
+    /// `--front-timeout-ms` between its parts.
+    async fn read_whole(&self, body: Body) -> Result<Bytes, UpstreamError> {
+        let timed = Timed::new(body, self.options.timeout);
+        let limited = http_body_util::Limited::new(timed, self.options.max_body_bytes);
+        limited.collect().await.map(|c| c.to_bytes()).map_err(|e| {
+            UpstreamError::Unreachable(
+                self.upstream.base().to_string(),
+                format!("its answer broke off, stalled, or was over the body limit ({e})"),
+            )
+        })
     }
 
     /// The agent's answer to `ListTasks`: each task the front made (and the agent now
@@ -1399,6 +1537,7 @@ impl Front {
         answer: Response<Body>,
         binding: Binding,
         asked: &a2a::ListAsked,
+        scope: &Scope,
     ) -> Response<Body> {
         let (mut parts, bytes, mut value) = match self.read_json(answer, binding).await {
             Ok(read) => read,
@@ -1425,15 +1564,20 @@ impl Front {
                 continue;
             };
             let (front, kept) = match self.records.joined_to(&id).await {
-                Ok(Some(front)) => {
-                    let kept = self.records.get(&front).await;
-                    (Some(front), kept)
-                }
-                Ok(None) => (None, self.records.get(&id).await),
+                Ok(Some(front)) => match self.records.get(&front, scope).await {
+                    // Another caller's task: listed (by the agent) as the agent's.
+                    Ok(None) => (None, Ok(None)),
+                    kept => (Some(front), kept),
+                },
+                Ok(None) => (None, self.records.get(&id, scope).await),
                 Err(error) => (None, Err(error)),
             };
+            let joiner = match (&front, &kept) {
+                (Some(front), Ok(Some(Kept::Task(own)))) => Some(Joiner::of_own(front, own)),
+                _ => None,
+            };
             let data = match kept {
-                Ok(Some(Kept::Task(kept, _))) => Some(data_of(&kept)),
+                Ok(Some(Kept::Task(own))) => Some(data_of(&own.task)),
                 Ok(Some(Kept::Data(data))) => Some(data),
                 Ok(None) => None,
                 Err(error) => {
@@ -1441,15 +1585,19 @@ impl Front {
                     None
                 }
             };
-            if let Some(front) = front {
-                rename(task, &id, &front);
+            if let Some(mut joiner) = joiner {
+                joiner.rewrite(task);
             }
             if let Some(data) = data {
                 set_data(task, data);
             }
         }
         if asked.first_page {
-            let own = match self.records.unjoined(TASK_ID_PREFIX, asked.limit()).await {
+            let own = match self
+                .records
+                .unjoined(TASK_ID_PREFIX, asked.limit(), scope)
+                .await
+            {
                 Ok(own) => own,
                 Err(error) => {
                     tracing::warn!(error = %error, "the front's records could not be read; the tasks only the front holds are not listed");
@@ -1533,10 +1681,9 @@ impl Front {
                 }
             }
             Ok((status, headers, bytes)) => {
-                let encoded = is_encoded(&headers);
                 let card = serde_json::from_slice::<Value>(&bytes)
                     .ok()
-                    .filter(|c| c.is_object() && status == StatusCode::OK && !encoded);
+                    .filter(|c| c.is_object() && status == StatusCode::OK);
                 match card {
                     Some(card) => {
                         let fresh = card::freshness(cache_control(&headers), refresh);
@@ -1564,6 +1711,10 @@ impl Front {
         if request.extensions().get::<GrpcCall>().is_some() {
             return Box::pin(self.forward_grpc(request)).await;
         }
+        let max = self.options.max_body_bytes;
+        if limits::declared_over(request.headers(), max) {
+            return self.too_large(binding.unwrap_or(Binding::HttpJson));
+        }
         let (mut parts, body) = request.into_parts();
         let path_and_query = parts
             .uri
@@ -1571,6 +1722,16 @@ impl Front {
             .map_or("/", |p| p.as_str())
             .to_owned();
         parts.uri = self.upstream.uri_for(&path_and_query, self.public.path());
+        // A body read whole is within the limit already; any other is cut at it.
+        let crossed = Arc::new(AtomicBool::new(false));
+        let body = if http_body::Body::size_hint(&body)
+            .exact()
+            .is_some_and(|n| n <= max as u64)
+        {
+            body
+        } else {
+            Body::new(Capped::new(body, max, Arc::clone(&crossed)))
+        };
         let started = Instant::now();
         match self.upstream.send(Request::from_parts(parts, body)).await {
             Ok(answer) => {
@@ -1579,6 +1740,9 @@ impl Front {
                     .upstream_seconds
                     .observe(started.elapsed().as_secs_f64());
                 Box::pin(self.whole_if_small(answer, binding)).await
+            }
+            Err(_) if crossed.load(Ordering::Relaxed) => {
+                self.too_large(binding.unwrap_or(Binding::HttpJson))
             }
             Err(error) => {
                 upstream_failed(binding.unwrap_or(Binding::HttpJson), &Value::Null, &error)
@@ -1604,16 +1768,28 @@ impl Front {
             .get(header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.starts_with("text/event-stream"));
-        if streaming || length.is_none_or(|n| n > WHOLE_ANSWER_MAX_BYTES) {
-            return answer;
-        }
         let (parts, body) = answer.into_parts();
-        match body.collect().await {
-            Ok(collected) => Response::from_parts(parts, Body::from(collected.to_bytes())),
-            Err(error) => upstream_failed(
+        if streaming || length.is_none_or(|n| n > WHOLE_ANSWER_MAX_BYTES) {
+            // Passed as it arrives, but never held open by an agent that stops sending.
+            let gap = if streaming {
+                self.options.stream_idle
+            } else {
+                self.options.timeout
+            };
+            return Response::from_parts(parts, Body::new(Timed::new(body, gap)));
+        }
+        let timeout = self.options.timeout;
+        match tokio::time::timeout(timeout, body.collect()).await {
+            Ok(Ok(collected)) => Response::from_parts(parts, Body::from(collected.to_bytes())),
+            Ok(Err(error)) => upstream_failed(
                 binding.unwrap_or(Binding::HttpJson),
                 &Value::Null,
                 &UpstreamError::Unreachable(self.upstream.base().to_string(), error.to_string()),
+            ),
+            Err(_) => upstream_failed(
+                binding.unwrap_or(Binding::HttpJson),
+                &Value::Null,
+                &UpstreamError::Timeout(self.upstream.base().to_string(), timeout.as_millis()),
             ),
         }
     }
@@ -1660,18 +1836,19 @@ fn identity_only(headers: &mut HeaderMap) {
     );
 }
 
-/// Whether an answer's body is compressed (anything but identity): the front does not
-/// decode it, so never takes it for JSON.
-fn is_encoded(headers: &HeaderMap) -> bool {
-    headers
-        .get(header::CONTENT_ENCODING)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|e| !e.eq_ignore_ascii_case("identity"))
-}
-
-/// Sets `task`'s task data to `data`.
+/// Sets `task`'s task data to `data`; an empty one is left out (as the kit contract
+/// leaves out keys with no value), with the metadata it would have been alone in.
 fn set_data(task: &mut Value, data: Value) {
     if !task.is_object() {
+        return;
+    }
+    if data.as_object().is_some_and(serde_json::Map::is_empty) {
+        if let Some(metadata) = task.get_mut("metadata").and_then(Value::as_object_mut) {
+            metadata.remove(TASK_DATA_KEY);
+            if metadata.is_empty() {
+                task.as_object_mut().map(|t| t.remove("metadata"));
+            }
+        }
         return;
     }
     if !task.get("metadata").is_some_and(Value::is_object) {
@@ -1746,6 +1923,39 @@ fn rename(value: &mut Value, from: &str, to: &str) {
     }
 }
 
+/// Every `contextId` `from` in `value` written as `to`.
+fn rename_context(value: &mut Value, from: &str, to: &str) {
+    match value {
+        Value::Object(object) => {
+            for (key, inner) in object.iter_mut() {
+                match (key.as_str(), &*inner) {
+                    ("contextId", Value::String(id)) if id == from => *inner = json!(to),
+                    _ => rename_context(inner, from, to),
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|i| rename_context(i, from, to)),
+        _ => {}
+    }
+}
+
+/// The agent's context id in one of its answers (beside the task id [`task_id_in`]
+/// finds).
+fn context_in(value: &Value) -> Option<String> {
+    let value = value.get("result").unwrap_or(value);
+    [
+        "/task/contextId",
+        "/message/contextId",
+        "/statusUpdate/contextId",
+        "/artifactUpdate/contextId",
+        "/contextId",
+    ]
+    .iter()
+    .find_map(|at| value.pointer(at))
+    .and_then(Value::as_str)
+    .map(str::to_owned)
+}
+
 /// The agent's task id in one of its answers (a task, a message, an event; JSON-RPC's
 /// `result` or the HTTP+JSON body).
 fn task_id_in(value: &Value) -> Option<String> {
@@ -1771,22 +1981,34 @@ fn task_id_in(value: &Value) -> Option<String> {
 }
 
 /// The body of a plain message on the front's task, for the agent: its `taskId` the
-/// agent's (or none, so that the agent starts its task), and the task's chosen
-/// settings in its metadata under this extension's URI (one key an agent that honours
-/// `/model` reads).
-fn follow_up_body(binding: Binding, body: &Value, upstream: Option<&str>, data: &Value) -> Bytes {
+/// agent's (or none, so that the agent starts its task), its `contextId` the one the
+/// agent knows the task by (so that a client that named the front's, or none, is never
+/// refused for a context that does not match), and the task's chosen settings in its
+/// metadata under this extension's URI (one key an agent that honours `/model` reads).
+fn follow_up_body(binding: Binding, body: &Value, joiner: &Joiner, data: &Value) -> Bytes {
     let mut body = body.clone();
     let message = match binding {
         Binding::JsonRpc | Binding::JsonRpc03 => body.pointer_mut("/params/message"),
         Binding::HttpJson | Binding::Grpc => body.pointer_mut("/message"),
     };
     if let Some(message) = message.and_then(Value::as_object_mut) {
-        match upstream {
+        match &joiner.upstream {
             Some(upstream) => {
-                message.insert("taskId".into(), json!(upstream));
+                message.insert("taskId".into(), json!(upstream.id));
             }
             None => {
                 message.remove("taskId");
+            }
+        }
+        if let Some(front_context) = &joiner.front_context {
+            let named = message.get("contextId").and_then(Value::as_str);
+            if named.is_none_or(|c| c.is_empty() || c == front_context) {
+                let context = joiner
+                    .upstream
+                    .as_ref()
+                    .and_then(|u| u.context.as_deref())
+                    .unwrap_or(front_context);
+                message.insert("contextId".into(), json!(context));
             }
         }
         if let Some(settings) = data.get("settings").filter(|s| s.is_object()) {
@@ -1819,28 +2041,72 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     !needle.is_empty() && memchr::memmem::find(haystack, needle).is_some()
 }
 
-/// Writes the agent's id of one front task back as the front's, in answers, and
-/// shows the task data the front keeps in the task.
+/// Writes the agent's id of one front task back as the front's, and the agent's
+/// context as the front's, in answers, and shows the task data the front keeps in the
+/// task.
 struct Joiner {
     front: String,
-    /// The agent's id for the task, once known.
-    upstream: Option<String>,
+    /// The context the front gave the task (none: the agent's own task).
+    front_context: Option<String>,
+    /// The agent's task, once known.
+    upstream: Option<Joined>,
     data: Option<Value>,
 }
 
 impl Joiner {
-    /// Rewrites one answer (or one event's data) in place; returns the agent's id when
-    /// this answer is the first to give it (the two are one task from now on).
-    fn rewrite(&mut self, value: &mut Value) -> Option<String> {
+    /// For the front's task `front`, kept as `own`.
+    fn of_own(front: &str, own: &Own) -> Self {
+        Self {
+            front: front.to_owned(),
+            front_context: own
+                .task
+                .get("contextId")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            upstream: own.upstream.clone(),
+            data: None,
+        }
+    }
+
+    /// For the agent's own task `id`, whose data the front keeps: only the data is
+    /// written in.
+    fn of_agents(id: &str) -> Self {
+        Self {
+            front: id.to_owned(),
+            front_context: None,
+            upstream: Some(Joined {
+                id: id.to_owned(),
+                context: None,
+            }),
+            data: None,
+        }
+    }
+
+    /// The agent's id for the task (the front's while it has none).
+    fn upstream_id(&self) -> &str {
+        self.upstream.as_ref().map_or(&self.front, |u| &u.id)
+    }
+
+    /// Rewrites one answer (or one event's data) in place; returns the agent's task
+    /// when this answer is the first to give it (the two are one task from now on).
+    fn rewrite(&mut self, value: &mut Value) -> Option<Joined> {
         let mut found = None;
         if self.upstream.is_none() {
-            found = task_id_in(value);
+            found = task_id_in(value).map(|id| Joined {
+                id,
+                context: context_in(value),
+            });
             self.upstream.clone_from(&found);
         }
         let Some(from) = &self.upstream else {
             return None;
         };
-        rename(value, from, &self.front);
+        rename(value, &from.id, &self.front);
+        if let (Some(theirs), Some(ours)) = (&from.context, &self.front_context) {
+            if theirs != ours {
+                rename_context(value, theirs, ours);
+            }
+        }
         let Some(data) = &self.data else {
             return found;
         };
@@ -1859,7 +2125,7 @@ impl Joiner {
     }
 
     /// Rewrites one server-sent event (its `data:` lines as one JSON value).
-    fn rewrite_event(&mut self, event: &[u8]) -> (Bytes, Option<String>) {
+    fn rewrite_event(&mut self, event: &[u8]) -> (Bytes, Option<Joined>) {
         let text = String::from_utf8_lossy(event);
         let Ok(mut value) = serde_json::from_str::<Value>(&a2a::sse_data(event)) else {
             return (Bytes::copy_from_slice(event), None);
@@ -1879,9 +2145,9 @@ impl Joiner {
 
 /// Joins the front's task `front` to the agent's `upstream` in the records; a failure
 /// is logged (the answer in hand is still right; a later call asks the agent again).
-async fn join(records: &Records, front: &str, upstream: &str) {
-    if let Err(error) = records.join(front, upstream).await {
-        tracing::warn!(error = %error, task = %front, upstream_task = %upstream, "the front could not record the agent's id for its task");
+async fn join(records: &Records, front: &str, upstream: &Joined, scope: &Scope) {
+    if let Err(error) = records.join(front, upstream, scope).await {
+        tracing::warn!(error = %error, task = %front, upstream_task = %upstream.id, "the front could not record the agent's id for its task");
     }
 }
 
@@ -1910,6 +2176,56 @@ fn speaks_1_0(headers: &HeaderMap, query: Option<&str>) -> bool {
         .map(str::to_owned)
         .or(from_query);
     matches!(version.as_deref().map(str::trim), Some("1.0" | "1"))
+}
+
+/// A2A 1.0.1's preferred media type for HTTP+JSON.
+const A2A_JSON: &str = "application/a2a+json";
+
+/// Whether an HTTP+JSON request is in (or asks for) [`A2A_JSON`].
+fn asks_a2a_json(headers: &HeaderMap) -> bool {
+    [header::ACCEPT, header::CONTENT_TYPE].iter().any(|name| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.contains(A2A_JSON))
+    })
+}
+
+/// A JSON-RPC error answer of the front's, with the id of the request it answers
+/// (`request`, read only now that it failed).
+async fn with_request_id(answer: Response<Body>, request: &[u8]) -> Response<Body> {
+    let Some(id) = serde_json::from_slice::<Value>(request)
+        .ok()
+        .and_then(|body| body.get("id").cloned())
+    else {
+        return answer;
+    };
+    let (mut parts, body) = answer.into_parts();
+    let Ok(collected) = body.collect().await else {
+        return Response::from_parts(parts, Body::empty());
+    };
+    let bytes = collected.to_bytes();
+    match serde_json::from_slice::<Value>(&bytes) {
+        Ok(mut value) if value.get("error").is_some() => {
+            value["id"] = id;
+            parts.headers.remove(header::CONTENT_LENGTH);
+            Response::from_parts(parts, Body::from(value.to_string()))
+        }
+        _ => Response::from_parts(parts, Body::from(bytes)),
+    }
+}
+
+/// A message that may be a command, as the front runs it: where it came, and who sent
+/// it.
+#[derive(Clone, Copy)]
+struct CommandCall<'a> {
+    binding: Binding,
+    path: &'a str,
+    id: &'a Value,
+    stream: bool,
+    headers: &'a HeaderMap,
+    verified: Option<&'a Verified>,
+    scope: &'a Scope,
 }
 
 /// Whether the request activates this extension (`A2A-Extensions`, or 0.3's
@@ -2154,7 +2470,7 @@ pub(super) fn upstream_failed(
 ) -> Response<Body> {
     let status = match error {
         UpstreamError::Timeout(..) => StatusCode::GATEWAY_TIMEOUT,
-        UpstreamError::Unreachable(..) => StatusCode::BAD_GATEWAY,
+        UpstreamError::Unreachable(..) | UpstreamError::Unreadable(..) => StatusCode::BAD_GATEWAY,
     };
     let mut answer = match binding {
         Binding::JsonRpc | Binding::JsonRpc03 => {

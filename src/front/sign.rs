@@ -86,10 +86,13 @@ impl Signer {
 
     /// Replaces `card`'s signatures with this key's signature of it.
     pub fn sign(&self, card: &mut Value) {
-        let Some(object) = card.as_object_mut() else {
+        if !card.is_object() {
             return;
-        };
-        object.remove("signatures");
+        }
+        // The card is served in its canonical form, so that JCS over exactly the JSON
+        // served (less `signatures`) is what was signed, as well as what A2A's SDKs
+        // rebuild from their types.
+        *card = canonical_value(card);
         let payload = URL_SAFE_NO_PAD.encode(canonical(card));
         let input = format!("{}.{payload}", self.protected);
         let signed = match &self.key {
@@ -146,6 +149,12 @@ fn pkcs8_der(pem: &str) -> Result<Vec<u8>, String> {
 /// false`), written as JCS.
 pub fn canonical(value: &Value) -> String {
     let mut out = String::new();
+    write_jcs(&canonical_value(value), &mut out);
+    out
+}
+
+/// `value` as [`canonical`] writes it, still a value: what a signed card is served as.
+fn canonical_value(value: &Value) -> Value {
     let mut cleaned = cleaned(value).unwrap_or(Value::Object(serde_json::Map::new()));
     if let Some(object) = cleaned.as_object_mut() {
         object.remove("signatures");
@@ -160,8 +169,7 @@ pub fn canonical(value: &Value) -> String {
             }
         }
     }
-    write_jcs(&cleaned, &mut out);
-    out
+    cleaned
 }
 
 fn cleaned(value: &Value) -> Option<Value> {
@@ -274,6 +282,28 @@ mod tests {
         )
         .verify(input.as_bytes(), &sig)
         .is_err());
+    }
+
+    #[test]
+    fn a_signed_card_is_served_as_exactly_what_was_signed() {
+        let rng = SystemRandom::new();
+        let pkcs8 = Ed25519KeyPair::generate_pkcs8(&rng).unwrap();
+        let pem = format!(
+            "-----BEGIN PRIVATE KEY-----\n{}\n-----END PRIVATE KEY-----\n",
+            base64::engine::general_purpose::STANDARD.encode(pkcs8.as_ref())
+        );
+        let signer = Signer::from_pem(&pem, "front-1", None).unwrap();
+        let mut card = json!({"name": "echo", "description": "", "skills": [], "x": null,
+            "capabilities": {"extensions": [{"uri": "u", "required": false, "params": {}}]}});
+        signer.sign(&mut card);
+        let mut served = card.clone();
+        served.as_object_mut().unwrap().remove("signatures");
+        // JCS over the served JSON is the signed payload: nothing in it is cleaned away.
+        assert_eq!(canonical_value(&served), served);
+        assert_eq!(
+            served,
+            json!({"name": "echo", "capabilities": {"extensions": [{"uri": "u"}]}})
+        );
     }
 
     #[test]

@@ -16,9 +16,12 @@ use hyper_util::rt::TokioExecutor;
 use crate::telemetry::{CallSpan, KeyValue, SpanKind, Tracer};
 
 /// Headers that belong to one connection, never forwarded (RFC 9110, section 7.6.1).
-const HOP_BY_HOP: [&str; 8] = [
+/// `Proxy-Connection` is no standard's, but clients still send it and no agent
+/// should see it.
+const HOP_BY_HOP: [&str; 9] = [
     "connection",
     "keep-alive",
+    "proxy-connection",
     "proxy-authenticate",
     "proxy-authorization",
     "te",
@@ -36,6 +39,9 @@ pub enum UpstreamError {
     /// It could not be reached, or the exchange broke.
     #[error("the agent at {0} could not be reached: {1}")]
     Unreachable(String, String),
+    /// It answered, but not in a form the front reads.
+    #[error("the agent at {0} answered in a form the front cannot read: {1}")]
+    Unreadable(String, String),
 }
 
 /// The upstream agent and the client that reaches it.
@@ -143,7 +149,9 @@ impl Upstream {
                     span.end(status.is_server_error().then_some("http_status"));
                 }
                 Err(UpstreamError::Timeout(..)) => span.end(Some("timeout")),
-                Err(UpstreamError::Unreachable(..)) => span.end(Some("unreachable")),
+                Err(UpstreamError::Unreachable(..) | UpstreamError::Unreadable(..)) => {
+                    span.end(Some("unreachable"))
+                }
             }
         }
         let (mut parts, body) = answer?.into_parts();
@@ -196,9 +204,21 @@ impl Upstream {
             .body(Body::from(body))
             .expect("a valid request");
         *request.headers_mut() = headers;
+        // The front reads this answer: it asks for it uncompressed (without the header,
+        // any coding would be acceptable, RFC 9110 section 12.5.3).
+        request.headers_mut().insert(
+            header::ACCEPT_ENCODING,
+            HeaderValue::from_static("identity"),
+        );
         let answer = self.send(request).await?;
         let (parts, body) = answer.into_parts();
         let where_ = self.base.to_string();
+        if let Some(coding) = encoding(&parts.headers) {
+            return Err(UpstreamError::Unreadable(
+                where_,
+                format!("its answer is encoded ({coding}) although the front asked for identity"),
+            ));
+        }
         let limited = http_body_util::Limited::new(body, max);
         let bytes = tokio::time::timeout(self.timeout, limited.collect())
             .await
@@ -207,6 +227,14 @@ impl Upstream {
             .to_bytes();
         Ok((parts.status, parts.headers, bytes))
     }
+}
+
+/// The content coding of a body, when it has one (anything but identity).
+pub fn encoding(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get(header::CONTENT_ENCODING)
+        .and_then(|v| v.to_str().ok())
+        .filter(|e| !e.trim().eq_ignore_ascii_case("identity"))
 }
 
 /// Removes hop-by-hop headers, and those the `Connection` header names.
@@ -271,6 +299,7 @@ mod tests {
         headers.insert("x-private", HeaderValue::from_static("1"));
         headers.insert("transfer-encoding", HeaderValue::from_static("chunked"));
         headers.insert("authorization", HeaderValue::from_static("Bearer t"));
+        headers.insert("proxy-connection", HeaderValue::from_static("keep-alive"));
         strip_hop_by_hop(&mut headers);
         assert_eq!(headers.len(), 1);
         assert!(headers.contains_key("authorization"));

@@ -66,7 +66,7 @@ class Agent:
     binding too, on a free port of its own, named on its card."""
 
     def __init__(self, versions: tuple[str, ...] = ("1.0",), executor: AgentExecutor | None = None,
-                 serve_grpc: bool = False) -> None:
+                 serve_grpc: bool = False, gzip: bool = False) -> None:
         sock = socket.socket()
         sock.bind(("127.0.0.1", 0))
         sock.listen()
@@ -109,6 +109,9 @@ class Agent:
             *create_jsonrpc_routes(handler, "/", enable_v0_3_compat="0.3" in versions),
             *create_rest_routes(handler, path_prefix="/rest"),
         ])
+        if gzip:
+            from starlette.middleware.gzip import GZipMiddleware
+            app.add_middleware(GZipMiddleware, minimum_size=1)
         self.server = uvicorn.Server(uvicorn.Config(app, lifespan="off", log_level="warning"))
         started = threading.Event()
 

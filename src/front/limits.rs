@@ -1,0 +1,198 @@
+//! Bounds on the bodies that pass through the front, as a reverse proxy keeps them: a
+//! request body never reaches the agent past the front's limit, whatever its method,
+//! and an answer that stops arriving ends instead of holding its client.
+
+use std::future::Future as _;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body::{Body, Frame, SizeHint};
+use hyper::header::{self, HeaderMap};
+
+/// The error a bounded body ends with.
+#[derive(Debug, thiserror::Error)]
+pub enum Bound {
+    /// The request body went past the limit.
+    #[error("the request body is over the front's limit of {0} bytes")]
+    TooLarge(usize),
+    /// No part of the answer arrived for this long.
+    #[error("the agent sent nothing more for {} ms", .0.as_millis())]
+    Stalled(Duration),
+    /// The body itself failed.
+    #[error("{0}")]
+    Broken(String),
+}
+
+/// Whether a request's declared length (`Content-Length`) is over `max` already.
+pub fn declared_over(headers: &HeaderMap, max: usize) -> bool {
+    headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .is_some_and(|n| n > max as u64)
+}
+
+/// A request body cut at `max` bytes: past it, the body fails (so the agent never gets
+/// a whole request over the limit) and `crossed` says why the forward failed.
+pub struct Capped<B> {
+    inner: B,
+    left: usize,
+    max: usize,
+    crossed: Arc<AtomicBool>,
+}
+
+impl<B> Capped<B> {
+    /// `inner`, cut at `max` bytes; `crossed` is set when it is.
+    pub fn new(inner: B, max: usize, crossed: Arc<AtomicBool>) -> Self {
+        Self {
+            inner,
+            left: max,
+            max,
+            crossed,
+        }
+    }
+}
+
+impl<B> Body for Capped<B>
+where
+    B: Body<Data = Bytes> + Unpin,
+    B::Error: std::fmt::Display,
+{
+    type Data = Bytes;
+    type Error = Bound;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Bound>>> {
+        let this = &mut *self;
+        match Pin::new(&mut this.inner).poll_frame(cx) {
+            Poll::Ready(Some(Ok(frame))) => {
+                if let Some(data) = frame.data_ref() {
+                    if data.len() > this.left {
+                        this.crossed.store(true, Ordering::Relaxed);
+                        return Poll::Ready(Some(Err(Bound::TooLarge(this.max))));
+                    }
+                    this.left -= data.len();
+                }
+                Poll::Ready(Some(Ok(frame)))
+            }
+            Poll::Ready(Some(Err(error))) => {
+                Poll::Ready(Some(Err(Bound::Broken(error.to_string()))))
+            }
+            Poll::Ready(None) => Poll::Ready(None),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// An answer's body that fails when no frame arrives for `gap`: a stalled agent ends
+/// the answer (the client sees it broken off) rather than holding it open.
+pub struct Timed<B> {
+    inner: B,
+    gap: Duration,
+    timer: Pin<Box<tokio::time::Sleep>>,
+}
+
+impl<B> Timed<B> {
+    /// `inner`, each frame awaited at most `gap` after the last.
+    pub fn new(inner: B, gap: Duration) -> Self {
+        Self {
+            inner,
+            gap,
+            timer: Box::pin(tokio::time::sleep(gap)),
+        }
+    }
+}
+
+impl<B> Body for Timed<B>
+where
+    B: Body<Data = Bytes> + Unpin,
+    B::Error: std::fmt::Display,
+{
+    type Data = Bytes;
+    type Error = Bound;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Bound>>> {
+        let this = &mut *self;
+        match Pin::new(&mut this.inner).poll_frame(cx) {
+            Poll::Ready(frame) => {
+                let deadline = tokio::time::Instant::now() + this.gap;
+                this.timer.as_mut().reset(deadline);
+                Poll::Ready(frame.map(|f| f.map_err(|e| Bound::Broken(e.to_string()))))
+            }
+            Poll::Pending => match this.timer.as_mut().poll(cx) {
+                Poll::Ready(()) => Poll::Ready(Some(Err(Bound::Stalled(this.gap)))),
+                Poll::Pending => Poll::Pending,
+            },
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http_body_util::BodyExt as _;
+
+    #[tokio::test]
+    async fn a_body_past_the_limit_fails_and_says_so() {
+        let crossed = Arc::new(AtomicBool::new(false));
+        let body = Capped::new(
+            http_body_util::Full::new(Bytes::from(vec![0u8; 11])),
+            10,
+            crossed.clone(),
+        );
+        assert!(matches!(body.collect().await, Err(Bound::TooLarge(10))));
+        assert!(crossed.load(Ordering::Relaxed));
+        let crossed = Arc::new(AtomicBool::new(false));
+        let body = Capped::new(
+            http_body_util::Full::new(Bytes::from(vec![0u8; 10])),
+            10,
+            crossed.clone(),
+        );
+        assert_eq!(body.collect().await.unwrap().to_bytes().len(), 10);
+        assert!(!crossed.load(Ordering::Relaxed));
+    }
+
+    #[tokio::test]
+    async fn a_body_that_stops_arriving_ends() {
+        let (tx, rx) = tokio::sync::mpsc::channel::<Result<Frame<Bytes>, String>>(1);
+        let stream = http_body_util::StreamBody::new(
+            tokio_stream::wrappers::ReceiverStream::new(rx),
+        );
+        tx.send(Ok(Frame::data(Bytes::from_static(b"a"))))
+            .await
+            .unwrap();
+        let mut body = Timed::new(stream, Duration::from_millis(50));
+        assert!(body.frame().await.unwrap().is_ok());
+        // Nothing more, though the sender is still there: the gap passes.
+        assert!(matches!(
+            body.frame().await,
+            Some(Err(Bound::Stalled(_)))
+        ));
+        drop(tx);
+    }
+}
