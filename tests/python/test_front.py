@@ -5,6 +5,7 @@ Commands are answered by the front; everything else reaches the agent untouched.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 import uuid
 
@@ -399,6 +400,28 @@ def test_a_task_the_front_made_is_subscribed_to_and_canceled_there(front, bindin
     run(go())
 
 
+def verify_jws(signature: dict, payload: bytes, public, alg: str) -> None:
+    """Checks a detached JWS (A2A's AgentCardSignature) over `payload`."""
+    import base64
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.asymmetric import ec, padding, utils
+
+    def b64(data: bytes) -> bytes:
+        return base64.urlsafe_b64encode(data).rstrip(b"=")
+
+    def unb64(text: str) -> bytes:
+        return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    signed = signature["protected"].encode() + b"." + b64(payload)
+    raw = unb64(signature["signature"])
+    if alg == "ES256":
+        der = utils.encode_dss_signature(int.from_bytes(raw[:32], "big"), int.from_bytes(raw[32:], "big"))
+        public.verify(der, signed, ec.ECDSA(hashes.SHA256()))
+    elif alg == "RS256":
+        public.verify(raw, signed, padding.PKCS1v15(), hashes.SHA256())
+    else:
+        public.verify(raw, signed)
+
+
 def test_the_front_closes_idle_connections_and_speaks_http2(tmp_path, agent):
     """The front's connections have the API listener's limits: one with no request in
     flight for --idle-timeout-seconds is closed. HTTP/2 (prior knowledge) is served too."""
@@ -460,6 +483,11 @@ def test_with_a_signing_key_the_merged_card_is_signed_and_a2a_sdk_verifies_it(tm
             return public
         create_signature_verifier(key_provider, [alg])(card)
         assert asked == ["front-key-1"]
+        # And by RFC 8785 alone, over exactly the JSON served, less `signatures` (its
+        # keys are ASCII and its numbers integers, where JCS is sorted compact JSON).
+        served = {k: v for k, v in raw.items() if k != "signatures"}
+        payload = json.dumps(served, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        verify_jws(raw["signatures"][0], payload.encode(), private.public_key(), alg)
         # A card changed after signing no longer verifies.
         card.name = "not the signed card"
         with pytest.raises(InvalidSignaturesError):
