@@ -525,8 +525,7 @@ fn front_options(
         upstream_versions,
         jwt,
     };
-    if options.timeout.is_zero() || options.stream_idle.is_zero() || options.max_body_bytes == 0
-    {
+    if options.timeout.is_zero() || options.stream_idle.is_zero() || options.max_body_bytes == 0 {
         return Err(ConfigError(
             "front-timeout-ms, front-stream-idle-timeout-ms and front-max-body-bytes: must be at least 1".into(),
         ));

@@ -436,7 +436,9 @@ mod tests {
         assert_eq!(malformed(&whole), None);
         assert_eq!(malformed(b""), None);
         assert!(malformed(&whole[..3]).unwrap().contains("length prefix"));
-        assert!(malformed(&whole[..7]).unwrap().contains("says 5 bytes, 2 came"));
+        assert!(malformed(&whole[..7])
+            .unwrap()
+            .contains("says 5 bytes, 2 came"));
     }
 
     #[test]

@@ -12,17 +12,17 @@ use serde_json::{json, Value};
 use tonic::Code;
 
 use crate::front::a2a;
+use crate::front::answer::{upstream_failed, FrontAnswered, UpstreamFailed};
 use crate::front::callers::Verified;
 use crate::front::card;
-use crate::front::limits::{Capped, Timed};
 use crate::front::grpc::{
     code_for, frame, http_for, is_grpc, is_plain_new_message, metadata, only_message, status_in,
     status_trailers, take_frames, task_id_in_path, GrpcCall, Method, SERVICE_PATH,
 };
-use crate::front::server::{
-    event_end, frames_body, own_call_headers, upstream_failed, Binding, Front, FrontAnswered,
-    UpstreamFailed,
-};
+use crate::front::join::{event_end, frames_body};
+use crate::front::limits::{Capped, Timed};
+use crate::front::operations::Binding;
+use crate::front::server::{own_call_headers, Front};
 
 /// The status an agent's gRPC answer ended with (its `grpc-status`, `grpc-message`
 /// and `grpc-status-details-bin`), kept on the JSON answer made of it so that the

@@ -180,19 +180,15 @@ mod tests {
     #[tokio::test]
     async fn a_body_that_stops_arriving_ends() {
         let (tx, rx) = tokio::sync::mpsc::channel::<Result<Frame<Bytes>, String>>(1);
-        let stream = http_body_util::StreamBody::new(
-            tokio_stream::wrappers::ReceiverStream::new(rx),
-        );
+        let stream =
+            http_body_util::StreamBody::new(tokio_stream::wrappers::ReceiverStream::new(rx));
         tx.send(Ok(Frame::data(Bytes::from_static(b"a"))))
             .await
             .unwrap();
         let mut body = Timed::new(stream, Duration::from_millis(50));
         assert!(body.frame().await.unwrap().is_ok());
         // Nothing more, though the sender is still there: the gap passes.
-        assert!(matches!(
-            body.frame().await,
-            Some(Err(Bound::Stalled(_)))
-        ));
+        assert!(matches!(body.frame().await, Some(Err(Bound::Stalled(_)))));
         drop(tx);
     }
 }

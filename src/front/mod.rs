@@ -7,11 +7,14 @@
 //! verified JWT); `server` is the listener that puts them together.
 
 pub mod a2a;
+pub mod answer;
 pub mod callers;
 pub mod card;
 pub mod grpc;
 pub mod grpc_calls;
+pub mod join;
 pub mod limits;
+pub mod operations;
 pub mod options;
 pub mod records;
 pub mod server;

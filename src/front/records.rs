@@ -183,7 +183,10 @@ impl Records {
                 upstream: None,
             }) => {
                 self.store
-                    .put(&format!("{JOINED}{}", upstream.id), &json!({"front": front}))
+                    .put(
+                        &format!("{JOINED}{}", upstream.id),
+                        &json!({"front": front}),
+                    )
                     .await?;
                 let own = Own {
                     task,
@@ -264,7 +267,10 @@ mod tests {
             .put_data("t-2", &json!({"name": "x"}), &shared)
             .await
             .unwrap();
-        assert_eq!(records.task("t-1", &shared).await.unwrap(), Some(own("t-1")));
+        assert_eq!(
+            records.task("t-1", &shared).await.unwrap(),
+            Some(own("t-1"))
+        );
         assert_eq!(records.joined_to("u-1").await.unwrap(), None);
         assert_eq!(
             records.unjoined("t-", 10, &shared).await.unwrap(),
@@ -275,7 +281,11 @@ mod tests {
             context: Some("c-1".into()),
         };
         records.join("t-1", &u1, &shared).await.unwrap();
-        assert!(records.unjoined("t-", 10, &shared).await.unwrap().is_empty());
+        assert!(records
+            .unjoined("t-", 10, &shared)
+            .await
+            .unwrap()
+            .is_empty());
         let u2 = Upstream {
             id: "u-2".into(),
             context: None,
@@ -287,7 +297,12 @@ mod tests {
         );
         assert_eq!(records.joined_to("u-2").await.unwrap(), None);
         assert_eq!(
-            records.task("t-1", &shared).await.unwrap().unwrap().upstream,
+            records
+                .task("t-1", &shared)
+                .await
+                .unwrap()
+                .unwrap()
+                .upstream,
             Some(u1)
         );
         assert_eq!(

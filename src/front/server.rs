@@ -18,18 +18,29 @@ use tokio::sync::Mutex;
 
 use crate::bodies::Trace;
 use crate::error::Error;
-use crate::front::a2a::{self, TASK_DATA_KEY};
-use crate::front::callers::{parse_role, Refused, Verified, Verifier};
+use crate::front::a2a;
+use crate::front::answer::{
+    error_answer, json_answer, records_failed, stream_answer, unauthenticated, upstream_failed,
+    with_request_id, FrontAnswered, UpstreamFailed,
+};
+use crate::front::callers::{parse_role, Verified, Verifier};
 use crate::front::card::{self, CardCache};
 use crate::front::grpc::{self, GrpcCall};
-use crate::front::options::FrontOptions;
+use crate::front::join::{
+    data_of, event_end, follow_up_body, frames_body, join, prompt_body, set_data, task_context,
+    Joiner,
+};
 use crate::front::limits::{self, Capped, Timed};
-use crate::front::records::{Kept, Own, Records, Scope, Upstream as Joined};
+use crate::front::operations::{
+    activates_us, asks_a2a_json, echo_activation, http_json_method, is_http_json, jsonrpc_method,
+    speaks_1_0, Binding, RpcMethod, TaskCall, A2A_JSON, LOOKED_AT, METHODS,
+};
+use crate::front::options::FrontOptions;
+use crate::front::records::{Kept, Own, Records, Scope};
 use crate::front::upstream::{self as agent, Upstream, UpstreamError};
 use crate::front::v03;
 use crate::metrics::{metrics, FrontLabels};
 use crate::pb::{self, ParticipantRole, SubState, TaskState};
-use crate::rules::card::EXTENSION_URI;
 use crate::rules::event::JsonForm;
 use crate::rules::execute::reply_event;
 use crate::rules::task::Task;
@@ -60,29 +71,6 @@ pub struct Front {
 /// What every id of a task the front makes begins with, whichever replica made it:
 /// a body without it (and without `GetTask`) names no task the front knows.
 const TASK_ID_PREFIX: &str = "front-";
-
-/// Which A2A binding a request came on, for the shape of its answer.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Binding {
-    /// JSON-RPC 2.0; the request's id.
-    JsonRpc,
-    /// A2A 0.3's JSON-RPC (`message/send`, `tasks/get`, ...): read and answered in
-    /// 0.3's JSON (`v03`); the front reasons in 1.0's.
-    JsonRpc03,
-    /// HTTP+JSON (REST).
-    HttpJson,
-    /// A2A's gRPC binding: inside the front, read and answered as HTTP+JSON's JSON;
-    /// `grpc` converts at the edges and speaks gRPC to the agent.
-    Grpc,
-}
-
-/// A call about one task (besides a message to it).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum TaskCall {
-    Get,
-    Cancel,
-    Subscribe,
-}
 
 /// A request the front answers itself, or hands on.
 enum Handled {
@@ -223,10 +211,9 @@ impl Front {
             let ours = answer.headers().get(header::CONTENT_TYPE)
                 == Some(&HeaderValue::from_static("application/json"));
             if ours {
-                answer.headers_mut().insert(
-                    header::CONTENT_TYPE,
-                    HeaderValue::from_static(A2A_JSON),
-                );
+                answer
+                    .headers_mut()
+                    .insert(header::CONTENT_TYPE, HeaderValue::from_static(A2A_JSON));
             }
         }
         answer
@@ -362,13 +349,11 @@ impl Front {
         // Kept to name the request's JSON-RPC id in an error, should the agent fail.
         let sent = bytes.clone();
         let (handled, scope) = if look {
-            let query = parts.uri.query().map(str::to_owned);
             let verified = parts.extensions.get::<Verified>();
             let scope = self.scope(&parts.headers, verified);
             let handled = Box::pin(self.inspect(
                 binding,
-                &path,
-                query.as_deref(),
+                &parts.uri,
                 &parts.headers,
                 verified,
                 &scope,
@@ -520,13 +505,13 @@ impl Front {
     async fn inspect(
         &self,
         binding: Binding,
-        path: &str,
-        query: Option<&str>,
+        uri: &hyper::Uri,
         headers: &HeaderMap,
         verified: Option<&Verified>,
         scope: &Scope,
         bytes: &Bytes,
     ) -> Handled {
+        let (path, query) = (uri.path(), uri.query());
         let Ok(body) = serde_json::from_slice::<Value>(bytes) else {
             // The agent answers what it cannot parse, as it would without the front.
             return Handled::Forward(bytes.clone());
@@ -614,14 +599,15 @@ impl Front {
                     Some(Kept::Task(Own {
                         task,
                         upstream: None,
-                    })) => Handled::Answer(
-                        self.own_task_call(binding, &id, call, task, scope)
-                            .await,
-                    ),
-                    // Joined: the agent has the task now, under its own id.
-                    Some(Kept::Task(own @ Own {
-                        upstream: Some(_), ..
                     })) => {
+                        Handled::Answer(self.own_task_call(binding, &id, call, task, scope).await)
+                    }
+                    // Joined: the agent has the task now, under its own id.
+                    Some(Kept::Task(
+                        own @ Own {
+                            upstream: Some(_), ..
+                        },
+                    )) => {
                         let joiner = Joiner::of_own(task_id, &own);
                         let mut body = body.clone();
                         body["params"]["id"] = json!(joiner.upstream_id());
@@ -1818,16 +1804,6 @@ pub(super) fn own_call_headers(headers: &HeaderMap, content_type: &'static str) 
     sent
 }
 
-/// A body of the frames sent on `rx` (data, then perhaps trailers), as they come.
-pub(super) fn frames_body(rx: FrameReceiver) -> Body {
-    Body::new(http_body_util::StreamBody::new(
-        tokio_stream::wrappers::ReceiverStream::new(rx),
-    ))
-}
-
-/// What a task that writes a body frame by frame sends its frames on.
-pub(super) type FrameReceiver = tokio::sync::mpsc::Receiver<Result<Frame<Bytes>, std::io::Error>>;
-
 /// Asks for an uncompressed answer, which the front reads (it decodes none).
 fn identity_only(headers: &mut HeaderMap) {
     headers.insert(
@@ -1836,383 +1812,8 @@ fn identity_only(headers: &mut HeaderMap) {
     );
 }
 
-/// Sets `task`'s task data to `data`; an empty one is left out (as the kit contract
-/// leaves out keys with no value), with the metadata it would have been alone in.
-fn set_data(task: &mut Value, data: Value) {
-    if !task.is_object() {
-        return;
-    }
-    if data.as_object().is_some_and(serde_json::Map::is_empty) {
-        if let Some(metadata) = task.get_mut("metadata").and_then(Value::as_object_mut) {
-            metadata.remove(TASK_DATA_KEY);
-            if metadata.is_empty() {
-                task.as_object_mut().map(|t| t.remove("metadata"));
-            }
-        }
-        return;
-    }
-    if !task.get("metadata").is_some_and(Value::is_object) {
-        task["metadata"] = json!({});
-    }
-    task["metadata"][TASK_DATA_KEY] = data;
-}
-
-fn task_context(task: &Option<Value>, fallback: &str) -> String {
-    task.as_ref()
-        .and_then(|t| t.get("contextId"))
-        .and_then(Value::as_str)
-        .unwrap_or(fallback)
-        .to_owned()
-}
-
-/// The request body with a prompt command's expansion as the message: one text part,
-/// and the metadata the kits add (`command`, `originalText`).
-fn prompt_body(binding: Binding, body: &Value, name: &str, text: &str) -> Bytes {
-    let mut body = body.clone();
-    let message = match binding {
-        Binding::JsonRpc | Binding::JsonRpc03 => body.pointer_mut("/params/message"),
-        Binding::HttpJson | Binding::Grpc => body.pointer_mut("/message"),
-    };
-    if let Some(message) = message {
-        let typed = message
-            .pointer("/parts/0/text")
-            .cloned()
-            .unwrap_or(Value::Null);
-        message["parts"] = if binding == Binding::JsonRpc03 {
-            json!([{"kind": "text", "text": text}])
-        } else {
-            json!([{"text": text}])
-        };
-        if !message.get("metadata").is_some_and(Value::is_object) {
-            message["metadata"] = json!({});
-        }
-        message["metadata"]["command"] = json!(name);
-        message["metadata"]["originalText"] = typed;
-    }
-    Bytes::from(body.to_string())
-}
-
-/// The task data in `task` (an empty object when it has none).
-fn data_of(task: &Value) -> Value {
-    task.pointer(&format!("/metadata/{TASK_DATA_KEY}"))
-        .cloned()
-        .unwrap_or_else(|| json!({}))
-}
-
-/// Every task id `from` in `value` (a task's `id`, a message's or event's `taskId`,
-/// `referenceTaskIds`) written as `to`.
-fn rename(value: &mut Value, from: &str, to: &str) {
-    match value {
-        Value::Object(object) => {
-            for (key, inner) in object.iter_mut() {
-                match (key.as_str(), &*inner) {
-                    ("id" | "taskId", Value::String(id)) if id == from => *inner = json!(to),
-                    _ => rename(inner, from, to),
-                }
-            }
-        }
-        Value::Array(items) => {
-            for item in items {
-                match item {
-                    Value::String(id) if id == from => *item = json!(to),
-                    _ => rename(item, from, to),
-                }
-            }
-        }
-        _ => {}
-    }
-}
-
-/// Every `contextId` `from` in `value` written as `to`.
-fn rename_context(value: &mut Value, from: &str, to: &str) {
-    match value {
-        Value::Object(object) => {
-            for (key, inner) in object.iter_mut() {
-                match (key.as_str(), &*inner) {
-                    ("contextId", Value::String(id)) if id == from => *inner = json!(to),
-                    _ => rename_context(inner, from, to),
-                }
-            }
-        }
-        Value::Array(items) => items.iter_mut().for_each(|i| rename_context(i, from, to)),
-        _ => {}
-    }
-}
-
-/// The agent's context id in one of its answers (beside the task id [`task_id_in`]
-/// finds).
-fn context_in(value: &Value) -> Option<String> {
-    let value = value.get("result").unwrap_or(value);
-    [
-        "/task/contextId",
-        "/message/contextId",
-        "/statusUpdate/contextId",
-        "/artifactUpdate/contextId",
-        "/contextId",
-    ]
-    .iter()
-    .find_map(|at| value.pointer(at))
-    .and_then(Value::as_str)
-    .map(str::to_owned)
-}
-
-/// The agent's task id in one of its answers (a task, a message, an event; JSON-RPC's
-/// `result` or the HTTP+JSON body).
-fn task_id_in(value: &Value) -> Option<String> {
-    let value = value.get("result").unwrap_or(value);
-    [
-        "/task/id",
-        "/message/taskId",
-        "/statusUpdate/taskId",
-        "/artifactUpdate/taskId",
-    ]
-    .iter()
-    .find_map(|at| value.pointer(at))
-    .or_else(|| value.get("status").and(value.get("id")))
-    // 0.3: the result is the object itself, named by its `kind`.
-    .or_else(|| {
-        let kind = value.get("kind")?.as_str()?;
-        matches!(kind, "message" | "status-update" | "artifact-update")
-            .then(|| value.get("taskId"))
-            .flatten()
-    })
-    .and_then(Value::as_str)
-    .map(str::to_owned)
-}
-
-/// The body of a plain message on the front's task, for the agent: its `taskId` the
-/// agent's (or none, so that the agent starts its task), its `contextId` the one the
-/// agent knows the task by (so that a client that named the front's, or none, is never
-/// refused for a context that does not match), and the task's chosen settings in its
-/// metadata under this extension's URI (one key an agent that honours `/model` reads).
-fn follow_up_body(binding: Binding, body: &Value, joiner: &Joiner, data: &Value) -> Bytes {
-    let mut body = body.clone();
-    let message = match binding {
-        Binding::JsonRpc | Binding::JsonRpc03 => body.pointer_mut("/params/message"),
-        Binding::HttpJson | Binding::Grpc => body.pointer_mut("/message"),
-    };
-    if let Some(message) = message.and_then(Value::as_object_mut) {
-        match &joiner.upstream {
-            Some(upstream) => {
-                message.insert("taskId".into(), json!(upstream.id));
-            }
-            None => {
-                message.remove("taskId");
-            }
-        }
-        if let Some(front_context) = &joiner.front_context {
-            let named = message.get("contextId").and_then(Value::as_str);
-            if named.is_none_or(|c| c.is_empty() || c == front_context) {
-                let context = joiner
-                    .upstream
-                    .as_ref()
-                    .and_then(|u| u.context.as_deref())
-                    .unwrap_or(front_context);
-                message.insert("contextId".into(), json!(context));
-            }
-        }
-        if let Some(settings) = data.get("settings").filter(|s| s.is_object()) {
-            let metadata = message.entry("metadata").or_insert_with(|| json!({}));
-            if metadata.is_object() {
-                metadata[EXTENSION_URI] = json!({"settings": settings});
-            }
-        }
-    }
-    Bytes::from(body.to_string())
-}
-
-/// Where the first whole server-sent event in `pending` ends (after its blank line).
-pub(super) fn event_end(pending: &[u8]) -> Option<usize> {
-    let lf = pending
-        .windows(2)
-        .position(|w| w == b"\n\n")
-        .map(|at| at + 2);
-    let crlf = pending
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .map(|at| at + 4);
-    match (lf, crlf) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    }
-}
-
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     !needle.is_empty() && memchr::memmem::find(haystack, needle).is_some()
-}
-
-/// Writes the agent's id of one front task back as the front's, and the agent's
-/// context as the front's, in answers, and shows the task data the front keeps in the
-/// task.
-struct Joiner {
-    front: String,
-    /// The context the front gave the task (none: the agent's own task).
-    front_context: Option<String>,
-    /// The agent's task, once known.
-    upstream: Option<Joined>,
-    data: Option<Value>,
-}
-
-impl Joiner {
-    /// For the front's task `front`, kept as `own`.
-    fn of_own(front: &str, own: &Own) -> Self {
-        Self {
-            front: front.to_owned(),
-            front_context: own
-                .task
-                .get("contextId")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
-            upstream: own.upstream.clone(),
-            data: None,
-        }
-    }
-
-    /// For the agent's own task `id`, whose data the front keeps: only the data is
-    /// written in.
-    fn of_agents(id: &str) -> Self {
-        Self {
-            front: id.to_owned(),
-            front_context: None,
-            upstream: Some(Joined {
-                id: id.to_owned(),
-                context: None,
-            }),
-            data: None,
-        }
-    }
-
-    /// The agent's id for the task (the front's while it has none).
-    fn upstream_id(&self) -> &str {
-        self.upstream.as_ref().map_or(&self.front, |u| &u.id)
-    }
-
-    /// Rewrites one answer (or one event's data) in place; returns the agent's task
-    /// when this answer is the first to give it (the two are one task from now on).
-    fn rewrite(&mut self, value: &mut Value) -> Option<Joined> {
-        let mut found = None;
-        if self.upstream.is_none() {
-            found = task_id_in(value).map(|id| Joined {
-                id,
-                context: context_in(value),
-            });
-            self.upstream.clone_from(&found);
-        }
-        let Some(from) = &self.upstream else {
-            return None;
-        };
-        rename(value, &from.id, &self.front);
-        if let (Some(theirs), Some(ours)) = (&from.context, &self.front_context) {
-            if theirs != ours {
-                rename_context(value, theirs, ours);
-            }
-        }
-        let Some(data) = &self.data else {
-            return found;
-        };
-        for at in ["/result/task", "/task", "/result", ""] {
-            let Some(task) = value.pointer_mut(at) else {
-                continue;
-            };
-            if task.get("id").and_then(Value::as_str) == Some(self.front.as_str())
-                && task.get("status").is_some()
-            {
-                set_data(task, data.clone());
-                break;
-            }
-        }
-        found
-    }
-
-    /// Rewrites one server-sent event (its `data:` lines as one JSON value).
-    fn rewrite_event(&mut self, event: &[u8]) -> (Bytes, Option<Joined>) {
-        let text = String::from_utf8_lossy(event);
-        let Ok(mut value) = serde_json::from_str::<Value>(&a2a::sse_data(event)) else {
-            return (Bytes::copy_from_slice(event), None);
-        };
-        let found = self.rewrite(&mut value);
-        let mut out = String::new();
-        for line in text.lines() {
-            if !line.starts_with("data:") && !line.is_empty() {
-                out.push_str(line);
-                out.push('\n');
-            }
-        }
-        out.push_str(&a2a::sse_event(&value));
-        (Bytes::from(out), found)
-    }
-}
-
-/// Joins the front's task `front` to the agent's `upstream` in the records; a failure
-/// is logged (the answer in hand is still right; a later call asks the agent again).
-async fn join(records: &Records, front: &str, upstream: &Joined, scope: &Scope) {
-    if let Err(error) = records.join(front, upstream, scope).await {
-        tracing::warn!(error = %error, task = %front, upstream_task = %upstream.id, "the front could not record the agent's id for its task");
-    }
-}
-
-/// The answer when the front's records cannot be read or written: nothing was done.
-fn records_failed(binding: Binding, id: &Value, error: &Error) -> Response<Body> {
-    error_answer(
-        binding,
-        id,
-        StatusCode::SERVICE_UNAVAILABLE,
-        a2a::INTERNAL_ERROR,
-        &format!("the front's task records are unavailable right now: {error}"),
-    )
-}
-
-/// Whether a request asks for A2A 1.0: its `A2A-Version` header (or query parameter)
-/// is `1.0` or `1`; none at all means 0.3.
-fn speaks_1_0(headers: &HeaderMap, query: Option<&str>) -> bool {
-    let from_query = query.and_then(|q| {
-        url::form_urlencoded::parse(q.as_bytes())
-            .find(|(k, _)| k.eq_ignore_ascii_case("a2a-version"))
-            .map(|(_, v)| v.into_owned())
-    });
-    let version = headers
-        .get("a2a-version")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned)
-        .or(from_query);
-    matches!(version.as_deref().map(str::trim), Some("1.0" | "1"))
-}
-
-/// A2A 1.0.1's preferred media type for HTTP+JSON.
-const A2A_JSON: &str = "application/a2a+json";
-
-/// Whether an HTTP+JSON request is in (or asks for) [`A2A_JSON`].
-fn asks_a2a_json(headers: &HeaderMap) -> bool {
-    [header::ACCEPT, header::CONTENT_TYPE].iter().any(|name| {
-        headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.contains(A2A_JSON))
-    })
-}
-
-/// A JSON-RPC error answer of the front's, with the id of the request it answers
-/// (`request`, read only now that it failed).
-async fn with_request_id(answer: Response<Body>, request: &[u8]) -> Response<Body> {
-    let Some(id) = serde_json::from_slice::<Value>(request)
-        .ok()
-        .and_then(|body| body.get("id").cloned())
-    else {
-        return answer;
-    };
-    let (mut parts, body) = answer.into_parts();
-    let Ok(collected) = body.collect().await else {
-        return Response::from_parts(parts, Body::empty());
-    };
-    let bytes = collected.to_bytes();
-    match serde_json::from_slice::<Value>(&bytes) {
-        Ok(mut value) if value.get("error").is_some() => {
-            value["id"] = id;
-            parts.headers.remove(header::CONTENT_LENGTH);
-            Response::from_parts(parts, Body::from(value.to_string()))
-        }
-        _ => Response::from_parts(parts, Body::from(bytes)),
-    }
 }
 
 /// A message that may be a command, as the front runs it: where it came, and who sent
@@ -2228,32 +1829,6 @@ struct CommandCall<'a> {
     scope: &'a Scope,
 }
 
-/// Whether the request activates this extension (`A2A-Extensions`, or 0.3's
-/// `X-A2A-Extensions`).
-fn activates_us(headers: &HeaderMap) -> bool {
-    ["a2a-extensions", "x-a2a-extensions"].iter().any(|name| {
-        headers
-            .get_all(*name)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(','))
-            .any(|uri| uri.trim() == EXTENSION_URI)
-    })
-}
-
-/// Adds this extension to the answer's `A2A-Extensions` (beside any the agent named).
-fn echo_activation(headers: &mut HeaderMap) {
-    let listed = headers
-        .get_all("a2a-extensions")
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .any(|uri| uri.trim() == EXTENSION_URI);
-    if !listed {
-        headers.append("a2a-extensions", HeaderValue::from_static(EXTENSION_URI));
-    }
-}
-
 fn cache_control(headers: &HeaderMap) -> Option<&str> {
     headers
         .get(header::CACHE_CONTROL)
@@ -2265,258 +1840,5 @@ fn backoff(cache: &mut CardCache, refresh: std::time::Duration) {
     let wait = refresh.min(std::time::Duration::from_secs(5));
     if let Some((_, until)) = cache.card.as_mut() {
         *until = Instant::now() + wait;
-    }
-}
-
-/// Marks an answer the front made itself (for the metrics).
-#[derive(Clone, Copy)]
-pub(super) struct FrontAnswered;
-
-/// Marks the answer to a request the agent could not take.
-#[derive(Clone, Copy)]
-pub(super) struct UpstreamFailed;
-
-/// A JSON-RPC request's method, as the metrics name it.
-#[derive(Clone, Copy)]
-struct RpcMethod(&'static str);
-
-/// The JSON-RPC calls the front looks at whatever their body holds: it answers them for
-/// its own tasks, or writes its ids, task data or card into their answers.
-const LOOKED_AT: [&str; 9] = [
-    "GetTask",
-    "CancelTask",
-    "SubscribeToTask",
-    "tasks/get",
-    "tasks/cancel",
-    "tasks/resubscribe",
-    "ListTasks",
-    "GetExtendedAgentCard",
-    a2a::COMPLETE_METHOD,
-];
-
-/// The A2A methods the metrics name (1.0's, and 0.3's); any other is `other`.
-const METHODS: [&str; 17] = [
-    "SendStreamingMessage",
-    "SendMessage",
-    "GetTaskPushNotificationConfig",
-    "GetTask",
-    "ListTaskPushNotificationConfigs",
-    "ListTasks",
-    "CancelTask",
-    "SubscribeToTask",
-    "CreateTaskPushNotificationConfig",
-    "DeleteTaskPushNotificationConfig",
-    "GetExtendedAgentCard",
-    "message/send",
-    "message/stream",
-    "tasks/get",
-    "tasks/cancel",
-    "tasks/resubscribe",
-    a2a::COMPLETE_METHOD,
-];
-
-/// A JSON-RPC body's method, found by its key (the body is never parsed for it); a
-/// `/` written `\/` is a `/`.
-fn jsonrpc_method(body: &[u8]) -> &'static str {
-    let Some(at) = memchr::memmem::find(body, b"\"method\"") else {
-        return "other";
-    };
-    let value = body[at + 8..]
-        .iter()
-        .position(|b| !matches!(b, b' ' | b'\t' | b'\r' | b'\n' | b':'))
-        .map(|start| &body[at + 8 + start..]);
-    let name = value
-        .and_then(|v| v.strip_prefix(b"\""))
-        .and_then(|v| memchr::memchr(b'"', v).map(|end| &v[..end]));
-    let Some(name) = name else {
-        return "other";
-    };
-    let unescaped;
-    let name = if memchr::memmem::find(name, b"\\/").is_some() {
-        unescaped = name
-            .iter()
-            .enumerate()
-            .filter(|&(i, &b)| !(b == b'\\' && name.get(i + 1) == Some(&b'/')))
-            .map(|(_, &b)| b)
-            .collect::<Vec<u8>>();
-        &unescaped[..]
-    } else {
-        name
-    };
-    METHODS
-        .iter()
-        .find(|m| m.as_bytes() == name)
-        .copied()
-        .unwrap_or("other")
-}
-
-fn is_http_json(method: &Method, path: &str) -> bool {
-    http_json_method(method, path) != "other" && !path.ends_with("agent-card.json")
-}
-
-/// An HTTP+JSON request's method, by its path.
-fn http_json_method(method: &Method, path: &str) -> &'static str {
-    let last = path.rsplit('/').next().unwrap_or_default();
-    match (method, last) {
-        (_, "agent-card.json" | "agent.json") => "card",
-        (&Method::POST, "message:send") => "SendMessage",
-        (&Method::POST, "message:stream") => "SendStreamingMessage",
-        (&Method::GET, "extendedAgentCard") => "GetExtendedAgentCard",
-        (&Method::GET, "tasks") => "ListTasks",
-        (_, l) if l.ends_with(":cancel") => "CancelTask",
-        (_, l) if l.ends_with(":subscribe") => "SubscribeToTask",
-        (&Method::GET, _)
-            if path.contains("/tasks/") && !path.contains("/pushNotificationConfigs") =>
-        {
-            "GetTask"
-        }
-        _ => "other",
-    }
-}
-
-/// A JSON answer the front made.
-fn json_answer(status: StatusCode, body: &Value) -> Response<Body> {
-    let mut answer = Response::builder()
-        .status(status)
-        .header(header::CONTENT_TYPE, "application/json")
-        .body(Body::from(body.to_string()))
-        .expect("a valid answer");
-    answer.extensions_mut().insert(FrontAnswered);
-    answer
-}
-
-/// A stream of `events` as server-sent events, each JSON-RPC-wrapped on that binding.
-fn stream_answer(binding: Binding, id: &Value, events: &[Value]) -> Response<Body> {
-    let mut text = String::new();
-    for event in events {
-        let data = match binding {
-            Binding::JsonRpc => a2a::rpc_result(id, event.clone()),
-            Binding::JsonRpc03 => a2a::rpc_result(id, v03::result_v03(event)),
-            Binding::HttpJson | Binding::Grpc => event.clone(),
-        };
-        text.push_str(&a2a::sse_event(&data));
-    }
-    let mut answer = Response::builder()
-        .status(StatusCode::OK)
-        .header(header::CONTENT_TYPE, "text/event-stream")
-        .header(header::CACHE_CONTROL, "no-cache")
-        .body(Body::from(text))
-        .expect("a valid answer");
-    answer.extensions_mut().insert(FrontAnswered);
-    answer
-}
-
-/// The binding's error: JSON-RPC's error object (HTTP 200), or an HTTP status with an
-/// AIP-193 error body.
-fn error_answer(
-    binding: Binding,
-    id: &Value,
-    status: StatusCode,
-    code: i64,
-    message: &str,
-) -> Response<Body> {
-    match binding {
-        Binding::JsonRpc | Binding::JsonRpc03 => {
-            json_answer(StatusCode::OK, &a2a::rpc_error(id, code, message))
-        }
-        Binding::HttpJson | Binding::Grpc => json_answer(
-            status,
-            &json!({"error": {"code": status.as_u16(), "status": status.canonical_reason(),
-                              "message": message}}),
-        ),
-    }
-}
-
-/// The answer to a request whose caller is not authenticated: 401 on either binding,
-/// with RFC 6750's challenge; nothing was forwarded.
-fn unauthenticated(method: &Method, path: &str, refused: &Refused) -> Response<Body> {
-    let binding = if is_http_json(method, path) {
-        Binding::HttpJson
-    } else {
-        Binding::JsonRpc
-    };
-    let (status, challenge) = match refused {
-        Refused::NoKeys(_) => (StatusCode::SERVICE_UNAVAILABLE, None),
-        Refused::Missing => (StatusCode::UNAUTHORIZED, Some("Bearer")),
-        Refused::Invalid(_) => (
-            StatusCode::UNAUTHORIZED,
-            Some("Bearer error=\"invalid_token\""),
-        ),
-    };
-    let mut answer = error_answer(
-        binding,
-        &Value::Null,
-        status,
-        a2a::INVALID_REQUEST,
-        &refused.to_string(),
-    );
-    *answer.status_mut() = status;
-    if let Some(challenge) = challenge {
-        answer.headers_mut().insert(
-            header::WWW_AUTHENTICATE,
-            HeaderValue::from_static(challenge),
-        );
-    }
-    answer.extensions_mut().insert(FrontAnswered);
-    answer
-}
-
-/// The answer when the agent could not be reached in time: 504 for a timeout, 502
-/// otherwise (JSON-RPC: an error naming the agent).
-pub(super) fn upstream_failed(
-    binding: Binding,
-    id: &Value,
-    error: &UpstreamError,
-) -> Response<Body> {
-    let status = match error {
-        UpstreamError::Timeout(..) => StatusCode::GATEWAY_TIMEOUT,
-        UpstreamError::Unreachable(..) | UpstreamError::Unreadable(..) => StatusCode::BAD_GATEWAY,
-    };
-    let mut answer = match binding {
-        Binding::JsonRpc | Binding::JsonRpc03 => {
-            let mut answer =
-                error_answer(binding, id, status, a2a::INTERNAL_ERROR, &error.to_string());
-            *answer.status_mut() = status;
-            answer
-        }
-        Binding::HttpJson | Binding::Grpc => {
-            error_answer(binding, id, status, 0, &error.to_string())
-        }
-    };
-    answer.extensions_mut().insert(UpstreamFailed);
-    answer
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_json_rpc_method_is_read_from_its_key_for_the_metrics() {
-        let call = |body: &str| jsonrpc_method(body.as_bytes());
-        assert_eq!(
-            call(r#"{"jsonrpc":"2.0","id":1,"method":"SendMessage"}"#),
-            "SendMessage"
-        );
-        assert_eq!(call(r#"{"method" : "GetTask","params":{}}"#), "GetTask");
-        assert_eq!(call(r#"{"method":"tasks/get"}"#), "tasks/get");
-        assert_eq!(call(r#"{"method":"Nonsense"}"#), "other");
-        assert_eq!(
-            call(r#"{"method":"commands\/complete"}"#),
-            "commands/complete"
-        );
-        assert_eq!(call(r#"{"id":1}"#), "other");
-        assert_eq!(call(r#"{"method":"SendMessag"#), "other");
-    }
-
-    #[test]
-    fn only_a_request_in_1_0_is_answered_by_the_front() {
-        let mut headers = HeaderMap::new();
-        assert!(!speaks_1_0(&headers, None), "no version means 0.3");
-        assert!(speaks_1_0(&headers, Some("A2A-Version=1.0")));
-        headers.insert("a2a-version", HeaderValue::from_static("0.3"));
-        assert!(!speaks_1_0(&headers, None));
-        headers.insert("a2a-version", HeaderValue::from_static("1.0"));
-        assert!(speaks_1_0(&headers, None));
     }
 }

@@ -1,0 +1,172 @@
+//! The answers the front makes itself, in each binding's shape: JSON and event
+//! streams, and every refusal (an error of the front's, an agent that failed, a caller
+//! not authenticated) written the binding's way, here and nowhere else.
+
+use axum::body::Body;
+use http_body_util::BodyExt as _;
+use hyper::header::{self, HeaderValue};
+use hyper::{Method, Response, StatusCode};
+use serde_json::{json, Value};
+
+use crate::error::Error;
+use crate::front::a2a;
+use crate::front::callers::Refused;
+use crate::front::operations::{is_http_json, Binding};
+use crate::front::upstream::UpstreamError;
+use crate::front::v03;
+
+/// The answer when the front's records cannot be read or written: nothing was done.
+pub(super) fn records_failed(binding: Binding, id: &Value, error: &Error) -> Response<Body> {
+    error_answer(
+        binding,
+        id,
+        StatusCode::SERVICE_UNAVAILABLE,
+        a2a::INTERNAL_ERROR,
+        &format!("the front's task records are unavailable right now: {error}"),
+    )
+}
+
+/// A JSON-RPC error answer of the front's, with the id of the request it answers
+/// (`request`, read only now that it failed).
+pub(super) async fn with_request_id(answer: Response<Body>, request: &[u8]) -> Response<Body> {
+    let Some(id) = serde_json::from_slice::<Value>(request)
+        .ok()
+        .and_then(|body| body.get("id").cloned())
+    else {
+        return answer;
+    };
+    let (mut parts, body) = answer.into_parts();
+    let Ok(collected) = body.collect().await else {
+        return Response::from_parts(parts, Body::empty());
+    };
+    let bytes = collected.to_bytes();
+    match serde_json::from_slice::<Value>(&bytes) {
+        Ok(mut value) if value.get("error").is_some() => {
+            value["id"] = id;
+            parts.headers.remove(header::CONTENT_LENGTH);
+            Response::from_parts(parts, Body::from(value.to_string()))
+        }
+        _ => Response::from_parts(parts, Body::from(bytes)),
+    }
+}
+
+/// Marks an answer the front made itself (for the metrics).
+#[derive(Clone, Copy)]
+pub(super) struct FrontAnswered;
+
+/// Marks the answer to a request the agent could not take.
+#[derive(Clone, Copy)]
+pub(super) struct UpstreamFailed;
+
+/// A JSON answer the front made.
+pub(super) fn json_answer(status: StatusCode, body: &Value) -> Response<Body> {
+    let mut answer = Response::builder()
+        .status(status)
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from(body.to_string()))
+        .expect("a valid answer");
+    answer.extensions_mut().insert(FrontAnswered);
+    answer
+}
+
+/// A stream of `events` as server-sent events, each JSON-RPC-wrapped on that binding.
+pub(super) fn stream_answer(binding: Binding, id: &Value, events: &[Value]) -> Response<Body> {
+    let mut text = String::new();
+    for event in events {
+        let data = match binding {
+            Binding::JsonRpc => a2a::rpc_result(id, event.clone()),
+            Binding::JsonRpc03 => a2a::rpc_result(id, v03::result_v03(event)),
+            Binding::HttpJson | Binding::Grpc => event.clone(),
+        };
+        text.push_str(&a2a::sse_event(&data));
+    }
+    let mut answer = Response::builder()
+        .status(StatusCode::OK)
+        .header(header::CONTENT_TYPE, "text/event-stream")
+        .header(header::CACHE_CONTROL, "no-cache")
+        .body(Body::from(text))
+        .expect("a valid answer");
+    answer.extensions_mut().insert(FrontAnswered);
+    answer
+}
+
+/// The binding's error: JSON-RPC's error object (HTTP 200), or an HTTP status with an
+/// AIP-193 error body.
+pub(super) fn error_answer(
+    binding: Binding,
+    id: &Value,
+    status: StatusCode,
+    code: i64,
+    message: &str,
+) -> Response<Body> {
+    match binding {
+        Binding::JsonRpc | Binding::JsonRpc03 => {
+            json_answer(StatusCode::OK, &a2a::rpc_error(id, code, message))
+        }
+        Binding::HttpJson | Binding::Grpc => json_answer(
+            status,
+            &json!({"error": {"code": status.as_u16(), "status": status.canonical_reason(),
+                              "message": message}}),
+        ),
+    }
+}
+
+/// The answer to a request whose caller is not authenticated: 401 on either binding,
+/// with RFC 6750's challenge; nothing was forwarded.
+pub(super) fn unauthenticated(method: &Method, path: &str, refused: &Refused) -> Response<Body> {
+    let binding = if is_http_json(method, path) {
+        Binding::HttpJson
+    } else {
+        Binding::JsonRpc
+    };
+    let (status, challenge) = match refused {
+        Refused::NoKeys(_) => (StatusCode::SERVICE_UNAVAILABLE, None),
+        Refused::Missing => (StatusCode::UNAUTHORIZED, Some("Bearer")),
+        Refused::Invalid(_) => (
+            StatusCode::UNAUTHORIZED,
+            Some("Bearer error=\"invalid_token\""),
+        ),
+    };
+    let mut answer = error_answer(
+        binding,
+        &Value::Null,
+        status,
+        a2a::INVALID_REQUEST,
+        &refused.to_string(),
+    );
+    *answer.status_mut() = status;
+    if let Some(challenge) = challenge {
+        answer.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_static(challenge),
+        );
+    }
+    answer.extensions_mut().insert(FrontAnswered);
+    answer
+}
+
+/// The answer when the agent could not be reached in time: 504 for a timeout, 502
+/// otherwise (JSON-RPC: an error naming the agent).
+pub(super) fn upstream_failed(
+    binding: Binding,
+    id: &Value,
+    error: &UpstreamError,
+) -> Response<Body> {
+    let status = match error {
+        UpstreamError::Timeout(..) => StatusCode::GATEWAY_TIMEOUT,
+        UpstreamError::Unreachable(..) | UpstreamError::Unreadable(..) => StatusCode::BAD_GATEWAY,
+    };
+    let mut answer = match binding {
+        Binding::JsonRpc | Binding::JsonRpc03 => {
+            let mut answer =
+                error_answer(binding, id, status, a2a::INTERNAL_ERROR, &error.to_string());
+            *answer.status_mut() = status;
+            answer
+        }
+        Binding::HttpJson | Binding::Grpc => {
+            error_answer(binding, id, status, 0, &error.to_string())
+        }
+    };
+    answer.extensions_mut().insert(UpstreamFailed);
+    answer
+}

@@ -1,0 +1,219 @@
+//! The A2A operations the front knows, and the bindings they come on: one list of
+//! method names (1.0's and 0.3's JSON-RPC names, HTTP+JSON's paths, the metrics'
+//! labels), and what a request's headers say of the version and extensions it speaks.
+
+use hyper::header::{self, HeaderMap, HeaderValue};
+use hyper::Method;
+
+use crate::front::a2a;
+use crate::rules::card::EXTENSION_URI;
+
+/// Which A2A binding a request came on, for the shape of its answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Binding {
+    /// JSON-RPC 2.0; the request's id.
+    JsonRpc,
+    /// A2A 0.3's JSON-RPC (`message/send`, `tasks/get`, ...): read and answered in
+    /// 0.3's JSON (`v03`); the front reasons in 1.0's.
+    JsonRpc03,
+    /// HTTP+JSON (REST).
+    HttpJson,
+    /// A2A's gRPC binding: inside the front, read and answered as HTTP+JSON's JSON;
+    /// `grpc` converts at the edges and speaks gRPC to the agent.
+    Grpc,
+}
+
+/// A call about one task (besides a message to it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum TaskCall {
+    Get,
+    Cancel,
+    Subscribe,
+}
+
+/// Whether a request asks for A2A 1.0: its `A2A-Version` header (or query parameter)
+/// is `1.0` or `1`; none at all means 0.3.
+pub(super) fn speaks_1_0(headers: &HeaderMap, query: Option<&str>) -> bool {
+    let from_query = query.and_then(|q| {
+        url::form_urlencoded::parse(q.as_bytes())
+            .find(|(k, _)| k.eq_ignore_ascii_case("a2a-version"))
+            .map(|(_, v)| v.into_owned())
+    });
+    let version = headers
+        .get("a2a-version")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+        .or(from_query);
+    matches!(version.as_deref().map(str::trim), Some("1.0" | "1"))
+}
+
+/// A2A 1.0.1's preferred media type for HTTP+JSON.
+pub(super) const A2A_JSON: &str = "application/a2a+json";
+
+/// Whether an HTTP+JSON request is in (or asks for) [`A2A_JSON`].
+pub(super) fn asks_a2a_json(headers: &HeaderMap) -> bool {
+    [header::ACCEPT, header::CONTENT_TYPE].iter().any(|name| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.contains(A2A_JSON))
+    })
+}
+
+/// Whether the request activates this extension (`A2A-Extensions`, or 0.3's
+/// `X-A2A-Extensions`).
+pub(super) fn activates_us(headers: &HeaderMap) -> bool {
+    ["a2a-extensions", "x-a2a-extensions"].iter().any(|name| {
+        headers
+            .get_all(*name)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(','))
+            .any(|uri| uri.trim() == EXTENSION_URI)
+    })
+}
+
+/// Adds this extension to the answer's `A2A-Extensions` (beside any the agent named).
+pub(super) fn echo_activation(headers: &mut HeaderMap) {
+    let listed = headers
+        .get_all("a2a-extensions")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|uri| uri.trim() == EXTENSION_URI);
+    if !listed {
+        headers.append("a2a-extensions", HeaderValue::from_static(EXTENSION_URI));
+    }
+}
+
+/// A JSON-RPC request's method, as the metrics name it.
+#[derive(Clone, Copy)]
+pub(super) struct RpcMethod(pub(super) &'static str);
+
+/// The JSON-RPC calls the front looks at whatever their body holds: it answers them for
+/// its own tasks, or writes its ids, task data or card into their answers.
+pub(super) const LOOKED_AT: [&str; 9] = [
+    "GetTask",
+    "CancelTask",
+    "SubscribeToTask",
+    "tasks/get",
+    "tasks/cancel",
+    "tasks/resubscribe",
+    "ListTasks",
+    "GetExtendedAgentCard",
+    a2a::COMPLETE_METHOD,
+];
+
+/// The A2A methods the metrics name (1.0's, and 0.3's); any other is `other`.
+pub(super) const METHODS: [&str; 17] = [
+    "SendStreamingMessage",
+    "SendMessage",
+    "GetTaskPushNotificationConfig",
+    "GetTask",
+    "ListTaskPushNotificationConfigs",
+    "ListTasks",
+    "CancelTask",
+    "SubscribeToTask",
+    "CreateTaskPushNotificationConfig",
+    "DeleteTaskPushNotificationConfig",
+    "GetExtendedAgentCard",
+    "message/send",
+    "message/stream",
+    "tasks/get",
+    "tasks/cancel",
+    "tasks/resubscribe",
+    a2a::COMPLETE_METHOD,
+];
+
+/// A JSON-RPC body's method, found by its key (the body is never parsed for it); a
+/// `/` written `\/` is a `/`.
+pub(super) fn jsonrpc_method(body: &[u8]) -> &'static str {
+    let Some(at) = memchr::memmem::find(body, b"\"method\"") else {
+        return "other";
+    };
+    let value = body[at + 8..]
+        .iter()
+        .position(|b| !matches!(b, b' ' | b'\t' | b'\r' | b'\n' | b':'))
+        .map(|start| &body[at + 8 + start..]);
+    let name = value
+        .and_then(|v| v.strip_prefix(b"\""))
+        .and_then(|v| memchr::memchr(b'"', v).map(|end| &v[..end]));
+    let Some(name) = name else {
+        return "other";
+    };
+    let unescaped;
+    let name = if memchr::memmem::find(name, b"\\/").is_some() {
+        unescaped = name
+            .iter()
+            .enumerate()
+            .filter(|&(i, &b)| !(b == b'\\' && name.get(i + 1) == Some(&b'/')))
+            .map(|(_, &b)| b)
+            .collect::<Vec<u8>>();
+        &unescaped[..]
+    } else {
+        name
+    };
+    METHODS
+        .iter()
+        .find(|m| m.as_bytes() == name)
+        .copied()
+        .unwrap_or("other")
+}
+
+pub(super) fn is_http_json(method: &Method, path: &str) -> bool {
+    http_json_method(method, path) != "other" && !path.ends_with("agent-card.json")
+}
+
+/// An HTTP+JSON request's method, by its path.
+pub(super) fn http_json_method(method: &Method, path: &str) -> &'static str {
+    let last = path.rsplit('/').next().unwrap_or_default();
+    match (method, last) {
+        (_, "agent-card.json" | "agent.json") => "card",
+        (&Method::POST, "message:send") => "SendMessage",
+        (&Method::POST, "message:stream") => "SendStreamingMessage",
+        (&Method::GET, "extendedAgentCard") => "GetExtendedAgentCard",
+        (&Method::GET, "tasks") => "ListTasks",
+        (_, l) if l.ends_with(":cancel") => "CancelTask",
+        (_, l) if l.ends_with(":subscribe") => "SubscribeToTask",
+        (&Method::GET, _)
+            if path.contains("/tasks/") && !path.contains("/pushNotificationConfigs") =>
+        {
+            "GetTask"
+        }
+        _ => "other",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_json_rpc_method_is_read_from_its_key_for_the_metrics() {
+        let call = |body: &str| jsonrpc_method(body.as_bytes());
+        assert_eq!(
+            call(r#"{"jsonrpc":"2.0","id":1,"method":"SendMessage"}"#),
+            "SendMessage"
+        );
+        assert_eq!(call(r#"{"method" : "GetTask","params":{}}"#), "GetTask");
+        assert_eq!(call(r#"{"method":"tasks/get"}"#), "tasks/get");
+        assert_eq!(call(r#"{"method":"Nonsense"}"#), "other");
+        assert_eq!(
+            call(r#"{"method":"commands\/complete"}"#),
+            "commands/complete"
+        );
+        assert_eq!(call(r#"{"id":1}"#), "other");
+        assert_eq!(call(r#"{"method":"SendMessag"#), "other");
+    }
+
+    #[test]
+    fn only_a_request_in_1_0_is_answered_by_the_front() {
+        let mut headers = HeaderMap::new();
+        assert!(!speaks_1_0(&headers, None), "no version means 0.3");
+        assert!(speaks_1_0(&headers, Some("A2A-Version=1.0")));
+        headers.insert("a2a-version", HeaderValue::from_static("0.3"));
+        assert!(!speaks_1_0(&headers, None));
+        headers.insert("a2a-version", HeaderValue::from_static("1.0"));
+        assert!(speaks_1_0(&headers, None));
+    }
+}
