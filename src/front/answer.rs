@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 use crate::error::Error;
 use crate::front::a2a;
 use crate::front::callers::Refused;
+use crate::front::context::Context;
 use crate::front::operations::{is_http_json, Binding};
 use crate::front::upstream::UpstreamError;
 use crate::front::v03;
@@ -169,4 +170,35 @@ pub(super) fn upstream_failed(
     };
     answer.extensions_mut().insert(UpstreamFailed);
     answer
+}
+
+/// The answer to a body over the limit: nothing was forwarded.
+pub(super) fn too_large(ctx: &Context, binding: Binding) -> Response<Body> {
+    let limit = ctx.options.max_body_bytes;
+    let message = format!(
+        "the request body is over the front's limit of {limit} bytes; nothing was forwarded"
+    );
+    error_answer(
+        binding,
+        &Value::Null,
+        StatusCode::PAYLOAD_TOO_LARGE,
+        a2a::INVALID_REQUEST,
+        &message,
+    )
+}
+
+/// The answer when the command could not be run at all (no registry yet).
+pub(super) fn run_failed(
+    _ctx: &Context,
+    binding: Binding,
+    id: &Value,
+    error: &Error,
+) -> Response<Body> {
+    error_answer(
+        binding,
+        id,
+        StatusCode::SERVICE_UNAVAILABLE,
+        a2a::INTERNAL_ERROR,
+        &format!("commands are unavailable right now: {error}"),
+    )
 }

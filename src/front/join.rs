@@ -9,9 +9,19 @@ use http_body::Frame;
 use serde_json::{json, Value};
 
 use crate::front::a2a::{self, TASK_DATA_KEY};
+use crate::front::answer::upstream_failed;
+use crate::front::context::Context;
+use crate::front::limits::Timed;
 use crate::front::operations::Binding;
+use crate::front::reading::read_whole;
+use crate::front::records::Kept;
 use crate::front::records::{Own, Records, Scope, Upstream as Joined};
+use crate::front::upstream::{self as agent};
 use crate::rules::card::EXTENSION_URI;
+use http_body_util::BodyExt as _;
+use hyper::header;
+use hyper::Response;
+use std::sync::Arc;
 
 /// A body of the frames sent on `rx` (data, then perhaps trailers), as they come.
 pub(super) fn frames_body(rx: FrameReceiver) -> Body {
@@ -338,4 +348,97 @@ pub(super) async fn join(records: &Records, front: &str, upstream: &Joined, scop
     if let Err(error) = records.join(front, upstream, scope).await {
         tracing::warn!(error = %error, task = %front, upstream_task = %upstream.id, "the front could not record the agent's id for its task");
     }
+}
+
+/// The agent's answer about the front's task `front` with the agent's id for it
+/// written as `front` (learning that id from the answer when it is not known yet),
+/// and the task data the front keeps in the task. A stream is rewritten event by
+/// event, each passed on as it arrives.
+pub(super) async fn translate(
+    ctx: &Context,
+    answer: Response<Body>,
+    mut joiner: Joiner,
+    scope: &Scope,
+) -> Response<Body> {
+    let (mut parts, body) = answer.into_parts();
+    let streaming = parts
+        .headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/event-stream"));
+    parts.headers.remove(header::CONTENT_LENGTH);
+    // The task data the front keeps, shown in the task it passes back: a task it
+    // made, or the agent's, whose data a command changed.
+    joiner.data = match ctx.records.get(&joiner.front, scope).await {
+        Ok(Some(Kept::Task(own))) => Some(data_of(&own.task)),
+        Ok(Some(Kept::Data(data))) => Some(data),
+        Ok(None) => None,
+        Err(error) => {
+            tracing::warn!(error = %error, task = %joiner.front, "the front's records could not be read; the answer goes without the task data");
+            None
+        }
+    };
+    if let Some(coding) = agent::encoding(&parts.headers) {
+        // Asked for identity, the agent encoded its answer all the same: it passes
+        // as it came, unread (its ids the agent's).
+        tracing::warn!(coding, task = %joiner.front, "the agent encoded an answer the front asked for unencoded; it passes unread");
+        return Response::from_parts(parts, body);
+    }
+    let records = Arc::clone(&ctx.records);
+    let scope = scope.clone();
+    if !streaming {
+        let bytes = match read_whole(ctx, body).await {
+            Ok(bytes) => bytes,
+            Err(error) => return upstream_failed(Binding::HttpJson, &Value::Null, &error),
+        };
+        let body = match serde_json::from_slice::<Value>(&bytes) {
+            Ok(mut value) => {
+                if let Some(found) = joiner.rewrite(&mut value) {
+                    join(&records, &joiner.front, &found, &scope).await;
+                }
+                Bytes::from(value.to_string())
+            }
+            Err(_) => bytes,
+        };
+        return Response::from_parts(parts, Body::from(body));
+    }
+    let body = Timed::new(body, ctx.options.stream_idle);
+    let (events, rx) = tokio::sync::mpsc::channel::<Result<Frame<Bytes>, std::io::Error>>(16);
+    tokio::spawn(async move {
+        let mut body = body;
+        let mut pending: Vec<u8> = Vec::new();
+        while let Some(frame) = body.frame().await {
+            let data = match frame.map(Frame::into_data) {
+                Ok(Ok(data)) => data,
+                // Trailers (a gRPC agent's status) end the stream as they came.
+                Ok(Err(trailers)) => {
+                    if !pending.is_empty() {
+                        let rest = Bytes::from(std::mem::take(&mut pending));
+                        let _ = events.send(Ok(Frame::data(rest))).await;
+                    }
+                    let _ = events.send(Ok(trailers)).await;
+                    return;
+                }
+                Err(e) => {
+                    let _ = events.send(Err(std::io::Error::other(e.to_string()))).await;
+                    return;
+                }
+            };
+            pending.extend_from_slice(&data);
+            while let Some(end) = event_end(&pending) {
+                let event: Vec<u8> = pending.drain(..end).collect();
+                let (rewritten, found) = joiner.rewrite_event(&event);
+                if let Some(found) = found {
+                    join(&records, &joiner.front, &found, &scope).await;
+                }
+                if events.send(Ok(Frame::data(rewritten))).await.is_err() {
+                    return;
+                }
+            }
+        }
+        if !pending.is_empty() {
+            let _ = events.send(Ok(Frame::data(Bytes::from(pending)))).await;
+        }
+    });
+    Response::from_parts(parts, frames_body(rx))
 }

@@ -229,6 +229,33 @@ impl Upstream {
     }
 }
 
+/// The headers of a call the front makes itself about the caller's task: the caller's
+/// credentials, version, extensions and trace context, and `content_type`.
+pub fn own_call_headers(headers: &HeaderMap, content_type: &'static str) -> HeaderMap {
+    let mut sent = HeaderMap::new();
+    for name in [
+        "authorization",
+        "a2a-version",
+        "a2a-extensions",
+        "traceparent",
+        "tracestate",
+    ] {
+        if let Some(value) = headers.get(name) {
+            sent.insert(name, value.clone());
+        }
+    }
+    sent.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    sent
+}
+
+/// Asks for an uncompressed answer, which the front reads (it decodes none).
+pub fn identity_only(headers: &mut HeaderMap) {
+    headers.insert(
+        header::ACCEPT_ENCODING,
+        HeaderValue::from_static("identity"),
+    );
+}
+
 /// The content coding of a body, when it has one (anything but identity).
 pub fn encoding(headers: &HeaderMap) -> Option<&str> {
     headers

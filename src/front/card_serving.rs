@@ -1,0 +1,252 @@
+//! The card served: the agent's, fetched and kept by its caching headers, merged with
+//! this registry's entry and the front's URLs at each request, signed when a key is
+//! configured, revalidated by its ETag; the extended card merged the same way.
+
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use axum::body::Body;
+use bytes::Bytes;
+use hyper::header::{self, HeaderMap, HeaderValue};
+use hyper::{Method, Response, StatusCode};
+use serde_json::{json, Value};
+
+use crate::front::answer::{json_answer, FrontAnswered};
+use crate::front::card::{self, CardCache};
+use crate::front::context::Context;
+use crate::front::operations::Binding;
+use crate::front::reading::read_json;
+use crate::front::upstream::identity_only;
+
+/// Whether the front has a card to serve (for readiness): fetches the agent's card
+/// when there is none fresh.
+pub(super) async fn has_card(ctx: &Context) -> bool {
+    let mut cache = ctx.card.lock().await;
+    if cache.fresh().is_none() {
+        refresh_card(ctx, &mut cache, &HeaderMap::new()).await;
+    }
+    cache.last().is_some()
+}
+
+/// The merged card, or 503 naming the upstream when there has never been one.
+pub(super) async fn card_answer(ctx: &Context, headers: &HeaderMap) -> Response<Body> {
+    let mut cache = ctx.card.lock().await;
+    if cache.fresh().is_none() {
+        refresh_card(ctx, &mut cache, headers).await;
+    }
+    let Some(card) = cache.last().cloned() else {
+        return json_answer(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &json!({"error": format!(
+                "no agent card yet: the agent at {} has not served one",
+                ctx.upstream.base()
+            )}),
+        );
+    };
+    drop(cache);
+    merged_card(ctx, card, headers)
+}
+
+/// Which A2A versions the agent serves: as configured, or as its card says (the
+/// last one fetched; fetched now if there is none).
+pub(super) async fn agent_speaks(ctx: &Context) -> card::Versions {
+    if let Some(versions) = ctx.options.upstream_versions {
+        return versions;
+    }
+    let mut cache = ctx.card.lock().await;
+    if cache.last().is_none() {
+        refresh_card(ctx, &mut cache, &HeaderMap::new()).await;
+    }
+    cache.last().map(card::versions).unwrap_or_default()
+}
+
+/// The card with this registry's entry, at the next request after any change. It
+/// carries its ETag and when it last changed, and must be revalidated at each use
+/// (`max-age=0`): the commands on it change with the registry. A client's matching
+/// `If-None-Match` gets 304.
+pub(super) fn merged_card(ctx: &Context, mut card: Value, asked: &HeaderMap) -> Response<Body> {
+    let Some(etag) = merge(ctx, &mut card) else {
+        return json_answer(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &json!({"error": "the command registry is not ready yet"}),
+        );
+    };
+    let changed = {
+        let mut served = ctx.card_served.lock().expect("card lock");
+        match &*served {
+            Some((last, at)) if *last == etag => *at,
+            _ => {
+                let now = std::time::SystemTime::now();
+                *served = Some((etag.clone(), now));
+                now
+            }
+        }
+    };
+    let matched = asked
+        .get_all(header::IF_NONE_MATCH)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(|v| v.trim().trim_start_matches("W/"))
+        .any(|v| v == "*" || v == etag.trim_start_matches("W/"));
+    let mut answer = if matched {
+        let mut answer = Response::new(Body::empty());
+        *answer.status_mut() = StatusCode::NOT_MODIFIED;
+        answer.extensions_mut().insert(FrontAnswered);
+        answer
+    } else {
+        json_answer(StatusCode::OK, &card)
+    };
+    let headers = answer.headers_mut();
+    if let Ok(value) = HeaderValue::from_str(&etag) {
+        headers.insert(header::ETAG, value);
+    }
+    headers.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("max-age=0, must-revalidate"),
+    );
+    if let Ok(value) = HeaderValue::from_str(&httpdate::fmt_http_date(changed)) {
+        headers.insert(header::LAST_MODIFIED, value);
+    }
+    answer
+}
+
+/// Merges this registry's entry and the front's URLs into `card`, and returns the
+/// merged card's weak ETag (of its content, before any signature: an ES256 signature
+/// differs at each signing); `None` when there is no registry to take the entry from
+/// yet.
+pub(super) fn merge(ctx: &Context, card: &mut Value) -> Option<String> {
+    let Ok(snapshot) = ctx.runner.registry().read() else {
+        return None;
+    };
+    let extension =
+        serde_json::from_str::<Value>(&snapshot.card().extension_json).expect("our JSON");
+    // The front serves gRPC on its own port for an agent whose gRPC it reaches.
+    let grpc = (ctx.options.upstream_grpc.is_some()
+        || card::grpc_address(card, ctx.upstream.base()).is_some())
+    .then(|| {
+        let host = ctx.public.host_str().unwrap_or("127.0.0.1");
+        let port = ctx.public.port_or_known_default().unwrap_or(80);
+        format!("{host}:{port}")
+    });
+    let dropped = card::merge(
+        card,
+        &extension,
+        ctx.upstream.base(),
+        &ctx.public,
+        grpc.as_deref(),
+    );
+    let digest = ring::digest::digest(&ring::digest::SHA256, card.to_string().as_bytes());
+    let hex: String = digest.as_ref()[..16]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    if let Some(signing) = &ctx.options.signing {
+        signing.signer.sign(card);
+    } else if dropped && !ctx.signature_logged.swap(true, Ordering::Relaxed) {
+        tracing::warn!(upstream = %ctx.upstream.base(), "the agent's card is signed; the front serves it merged without the signatures, which no longer match (configure a signing key to sign the merged card)");
+    }
+    Some(format!("W/\"{hex}\""))
+}
+
+/// The agent's answer to an extended-card request (`GetExtendedAgentCard`, `GET
+/// .../extendedAgentCard`), with the card in it merged as the public one is. It is
+/// the caller's (the agent may answer each caller differently), so never cached;
+/// an error, or an answer that holds no card, passes as it came.
+pub(super) async fn extended_card(
+    ctx: &Context,
+    answer: Response<Body>,
+    binding: Binding,
+) -> Response<Body> {
+    let (mut parts, bytes, mut value) = match read_json(ctx, answer, binding).await {
+        Ok(read) => read,
+        Err(answer) => return answer,
+    };
+    let card = match binding {
+        Binding::JsonRpc | Binding::JsonRpc03 => value.get_mut("result"),
+        Binding::HttpJson | Binding::Grpc => Some(&mut value),
+    };
+    let merged = match card {
+        Some(card) if card.is_object() => merge(ctx, card).is_some(),
+        _ => false,
+    };
+    if !merged {
+        return Response::from_parts(parts, Body::from(bytes));
+    }
+    parts.headers.remove(header::CONTENT_LENGTH);
+    Response::from_parts(parts, Body::from(value.to_string()))
+}
+
+/// Fetches the upstream's card into `cache` (conditionally, with its ETag); keeps
+/// the last good one when the upstream fails or answers something that is not a
+/// card.
+pub(super) async fn refresh_card(ctx: &Context, cache: &mut CardCache, headers: &HeaderMap) {
+    let mut asked = HeaderMap::new();
+    asked.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
+    identity_only(&mut asked);
+    if let Some(version) = headers.get("a2a-version") {
+        asked.insert("a2a-version", version.clone());
+    }
+    if let (Some(etag), Some(_)) = (&cache.etag, cache.last()) {
+        if let Ok(value) = HeaderValue::from_str(etag) {
+            asked.insert(header::IF_NONE_MATCH, value);
+        }
+    }
+    let started = Instant::now();
+    let answer = ctx
+        .upstream
+        .call(
+            Method::GET,
+            ctx.upstream.uri_for("/.well-known/agent-card.json", ""),
+            asked,
+            Bytes::new(),
+            ctx.options.max_body_bytes,
+        )
+        .await;
+    let refresh = ctx.options.card_refresh;
+    match answer {
+        Ok((StatusCode::NOT_MODIFIED, headers, _)) if cache.last().is_some() => {
+            let fresh = card::freshness(cache_control(&headers), refresh);
+            if let Some((_, until)) = cache.card.as_mut() {
+                *until = started + fresh;
+            }
+        }
+        Ok((status, headers, bytes)) => {
+            let card = serde_json::from_slice::<Value>(&bytes)
+                .ok()
+                .filter(|c| c.is_object() && status == StatusCode::OK);
+            match card {
+                Some(card) => {
+                    let fresh = card::freshness(cache_control(&headers), refresh);
+                    cache.etag = headers
+                        .get(header::ETAG)
+                        .and_then(|v| v.to_str().ok())
+                        .map(str::to_owned);
+                    cache.card = Some((card, started + fresh));
+                }
+                None => {
+                    tracing::warn!(upstream = %ctx.upstream.base(), status = status.as_u16(), "the agent's card answer is not a card (not 200, compressed, or not a JSON object); the last good card is served");
+                    backoff(cache, refresh);
+                }
+            }
+        }
+        Err(error) => {
+            tracing::warn!(error = %error, "cannot fetch the agent's card; the last good card is served");
+            backoff(cache, refresh);
+        }
+    }
+}
+
+pub(super) fn cache_control(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get(header::CACHE_CONTROL)
+        .and_then(|v| v.to_str().ok())
+}
+
+/// After a failed refresh the last card is kept a while before the next try.
+pub(super) fn backoff(cache: &mut CardCache, refresh: std::time::Duration) {
+    let wait = refresh.min(std::time::Duration::from_secs(5));
+    if let Some((_, until)) = cache.card.as_mut() {
+        *until = Instant::now() + wait;
+    }
+}

@@ -1,0 +1,132 @@
+//! What every stage of the front's handling of a request reads: its settings, the
+//! agent behind it, the runner, the records, the card; and who is asking.
+
+use std::net::SocketAddr;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use hyper::header::HeaderMap;
+
+use crate::front::callers::{parse_role, Verified, Verifier};
+use crate::front::card::CardCache;
+use crate::front::options::FrontOptions;
+use crate::front::records::{Records, Scope};
+use crate::front::upstream::Upstream;
+use crate::pb::{self, ParticipantRole};
+use crate::run::Runner;
+use crate::telemetry::Tracer;
+use tokio::sync::Mutex;
+
+/// What every id of a task the front makes begins with, whichever replica made it:
+/// a body without it (and without `GetTask`) names no task the front knows.
+pub(super) const TASK_ID_PREFIX: &str = "front-";
+
+/// What every stage of a request reads: the settings, the agent, the runner, the
+/// records and the card; one per front, shared by its requests.
+pub struct Context {
+    pub(super) options: FrontOptions,
+    pub(super) runner: Arc<Runner>,
+    pub(super) upstream: Upstream,
+    /// Where clients reach the front.
+    pub(super) public: url::Url,
+    pub(super) card: Mutex<CardCache>,
+    pub(super) records: Arc<Records>,
+    /// The merged card last served (its ETag) and when it changed to that.
+    pub(super) card_served: std::sync::Mutex<Option<(String, std::time::SystemTime)>>,
+    /// Logged once: a signed upstream card is served unsigned.
+    pub(super) signature_logged: AtomicBool,
+    /// Draws the ids of the tasks the front makes.
+    pub(super) random: ring::rand::SystemRandom,
+    /// With traces on: a server span per request, a client span per upstream call.
+    pub(super) tracer: Option<Tracer>,
+    /// With a JWT key set configured: verifies callers' tokens.
+    pub(super) callers: Option<Arc<Verifier>>,
+}
+
+impl Context {
+    /// A front for `options`, running commands with `runner`.
+    pub(super) fn new(
+        options: FrontOptions,
+        runner: Arc<Runner>,
+        records: Records,
+        bound: SocketAddr,
+        tracer: Option<Tracer>,
+        callers: Option<Arc<Verifier>>,
+    ) -> Self {
+        let public = options.public_url.clone().unwrap_or_else(|| {
+            let host = if bound.ip().is_unspecified() {
+                "127.0.0.1".to_owned()
+            } else {
+                bound.ip().to_string()
+            };
+            url::Url::parse(&format!("http://{host}:{}/", bound.port())).expect("a URL")
+        });
+        let upstream =
+            Upstream::new(options.upstream.clone(), options.timeout).traced(tracer.clone());
+        Self {
+            options,
+            runner,
+            upstream,
+            public,
+            card: Mutex::new(CardCache::default()),
+            records: Arc::new(records),
+            card_served: std::sync::Mutex::new(None),
+            signature_logged: AtomicBool::new(false),
+            random: ring::rand::SystemRandom::new(),
+            tracer,
+            callers,
+        }
+    }
+
+    /// The sender and role for the role rules: a verified token's claims, else a
+    /// configured header's, else the default role.
+    pub(super) fn sender(
+        &self,
+        headers: &HeaderMap,
+        verified: Option<&Verified>,
+    ) -> (pb::Sender, ParticipantRole) {
+        if let Some(verified) = verified {
+            let role = verified.role.unwrap_or(self.options.default_role);
+            let sender = pb::Sender {
+                id: verified.sender.clone(),
+                role: role.into(),
+            };
+            return (sender, role);
+        }
+        let header = |name: &Option<String>| {
+            name.as_ref()
+                .and_then(|n| headers.get(n.as_str()))
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        };
+        let role = header(&self.options.role_header)
+            .and_then(|r| parse_role(&r))
+            .unwrap_or(self.options.default_role);
+        let id = header(&self.options.sender_header).unwrap_or_default();
+        (
+            pb::Sender {
+                id,
+                role: role.into(),
+            },
+            role,
+        )
+    }
+
+    /// Whose records a request may touch: with a caller identity configured (a JWT key
+    /// set, or a sender header), only the caller's own; otherwise every caller's.
+    pub(super) fn scope(&self, headers: &HeaderMap, verified: Option<&Verified>) -> Scope {
+        if self.callers.is_none() && self.options.sender_header.is_none() {
+            return Scope::Shared;
+        }
+        Scope::Sender(self.sender(headers, verified).0.id)
+    }
+
+    /// A new task's id: [`TASK_ID_PREFIX`] and 96 random bits, so that no client can
+    /// guess the id of another's task from its own.
+    pub(super) fn new_id(&self) -> String {
+        let mut bits = [0u8; 12];
+        ring::rand::SecureRandom::fill(&self.random, &mut bits).expect("the system's random");
+        let hex: String = bits.iter().map(|b| format!("{b:02x}")).collect();
+        format!("{TASK_ID_PREFIX}{hex}")
+    }
+}

@@ -1,0 +1,117 @@
+//! Forwarding: a request handed to the agent within the body limit, its answer passed
+//! back as it streams (a small one read whole, so that its head and body leave in one
+//! write), never held open by an agent that stops sending.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::body::Body;
+use http_body_util::BodyExt as _;
+use hyper::header::{self};
+use hyper::{Request, Response};
+use serde_json::Value;
+
+use crate::front::answer::too_large;
+use crate::front::answer::upstream_failed;
+use crate::front::context::Context;
+use crate::front::grpc::GrpcCall;
+use crate::front::grpc_calls::forward_grpc;
+use crate::front::limits::{self, Capped, Timed};
+use crate::front::operations::Binding;
+use crate::front::upstream::UpstreamError;
+use crate::metrics::metrics;
+
+/// The largest answer of the agent's read whole before it is passed on (see
+/// [`Front::whole_if_small`]).
+pub(super) const WHOLE_ANSWER_MAX_BYTES: usize = 16 << 10;
+
+/// Hands `request` to the agent and streams its answer back.
+pub(super) async fn forward(
+    ctx: &Context,
+    request: Request<Body>,
+    binding: Option<Binding>,
+) -> Response<Body> {
+    if request.extensions().get::<GrpcCall>().is_some() {
+        return Box::pin(forward_grpc(ctx, request)).await;
+    }
+    let max = ctx.options.max_body_bytes;
+    if limits::declared_over(request.headers(), max) {
+        return too_large(ctx, binding.unwrap_or(Binding::HttpJson));
+    }
+    let (mut parts, body) = request.into_parts();
+    let path_and_query = parts
+        .uri
+        .path_and_query()
+        .map_or("/", |p| p.as_str())
+        .to_owned();
+    parts.uri = ctx.upstream.uri_for(&path_and_query, ctx.public.path());
+    // A body read whole is within the limit already; any other is cut at it.
+    let crossed = Arc::new(AtomicBool::new(false));
+    let body = if http_body::Body::size_hint(&body)
+        .exact()
+        .is_some_and(|n| n <= max as u64)
+    {
+        body
+    } else {
+        Body::new(Capped::new(body, max, Arc::clone(&crossed)))
+    };
+    let started = Instant::now();
+    match ctx.upstream.send(Request::from_parts(parts, body)).await {
+        Ok(answer) => {
+            metrics()
+                .front
+                .upstream_seconds
+                .observe(started.elapsed().as_secs_f64());
+            Box::pin(whole_if_small(ctx, answer, binding)).await
+        }
+        Err(_) if crossed.load(Ordering::Relaxed) => {
+            too_large(ctx, binding.unwrap_or(Binding::HttpJson))
+        }
+        Err(error) => upstream_failed(binding.unwrap_or(Binding::HttpJson), &Value::Null, &error),
+    }
+}
+
+/// A small answer of known length (not a stream) read whole, so that the client is
+/// sent its head and body in one write: one packet and one wakeup where a head and
+/// a body sent as they come would be two. Anything else passes as it arrives.
+pub(super) async fn whole_if_small(
+    ctx: &Context,
+    answer: Response<Body>,
+    binding: Option<Binding>,
+) -> Response<Body> {
+    let length = answer
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok());
+    let streaming = answer
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/event-stream"));
+    let (parts, body) = answer.into_parts();
+    if streaming || length.is_none_or(|n| n > WHOLE_ANSWER_MAX_BYTES) {
+        // Passed as it arrives, but never held open by an agent that stops sending.
+        let gap = if streaming {
+            ctx.options.stream_idle
+        } else {
+            ctx.options.timeout
+        };
+        return Response::from_parts(parts, Body::new(Timed::new(body, gap)));
+    }
+    let timeout = ctx.options.timeout;
+    match tokio::time::timeout(timeout, body.collect()).await {
+        Ok(Ok(collected)) => Response::from_parts(parts, Body::from(collected.to_bytes())),
+        Ok(Err(error)) => upstream_failed(
+            binding.unwrap_or(Binding::HttpJson),
+            &Value::Null,
+            &UpstreamError::Unreachable(ctx.upstream.base().to_string(), error.to_string()),
+        ),
+        Err(_) => upstream_failed(
+            binding.unwrap_or(Binding::HttpJson),
+            &Value::Null,
+            &UpstreamError::Timeout(ctx.upstream.base().to_string(), timeout.as_millis()),
+        ),
+    }
+}
