@@ -104,12 +104,25 @@ pub(super) fn error_answer(
         Binding::JsonRpc | Binding::JsonRpc03 => {
             json_answer(StatusCode::OK, &a2a::rpc_error(id, code, message))
         }
-        Binding::HttpJson | Binding::Grpc => json_answer(
-            status,
-            &json!({"error": {"code": status.as_u16(), "status": status.canonical_reason(),
-                              "message": message}}),
-        ),
+        Binding::HttpJson | Binding::Grpc => {
+            let mut answer = rest_error(status, message);
+            answer.extensions_mut().insert(FrontAnswered);
+            answer
+        }
     }
+}
+
+/// HTTP+JSON's error answer: `status` with an AIP-193 body saying `message` (also what
+/// the front's gRPC conversion makes of an agent's gRPC error); the one place its body
+/// is written.
+pub(super) fn rest_error(status: StatusCode, message: &str) -> Response<Body> {
+    let body = json!({"error": {"code": status.as_u16(), "status": status.canonical_reason(),
+                                "message": message}});
+    Response::builder()
+        .status(status)
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from(body.to_string()))
+        .expect("a valid answer")
 }
 
 /// The answer to a request whose caller is not authenticated: 401 on either binding,

@@ -16,7 +16,7 @@ use crate::front::answer::too_large;
 use crate::front::answer::upstream_failed;
 use crate::front::context::Context;
 use crate::front::grpc::GrpcCall;
-use crate::front::grpc_calls::forward_grpc;
+use crate::front::grpc_agent::forward_grpc;
 use crate::front::limits::{self, Capped, Timed};
 use crate::front::operations::Binding;
 use crate::front::upstream::UpstreamError;

@@ -16,6 +16,7 @@ pub mod commands;
 pub mod context;
 pub mod forward;
 pub mod grpc;
+pub mod grpc_agent;
 pub mod grpc_calls;
 pub mod handled;
 pub mod join;

@@ -16,7 +16,7 @@ use crate::front::answer::{
 use crate::front::callers::Verified;
 use crate::front::context::{Context, TASK_ID_PREFIX};
 use crate::front::forward::forward;
-use crate::front::grpc_calls::grpc_task;
+use crate::front::grpc_agent::grpc_task;
 use crate::front::handled::Handled;
 use crate::front::join::translate;
 use crate::front::join::{data_of, follow_up_body, set_data, Joiner};
