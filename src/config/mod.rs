@@ -603,7 +603,7 @@ fn jwt(
             ))
         }
         (Some(path), None) => {
-            crate::front::callers::check_file(&path)
+            crate::front::jwks::check_file(&path)
                 .map_err(|e| ConfigError(format!("front-jwt-jwks-file: {e}")))?;
             KeySource::File(path)
         }
