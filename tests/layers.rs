@@ -433,3 +433,88 @@ fn the_check_catches_what_it_forbids() {
     ]);
     assert!(violations(&commented).is_empty());
 }
+
+/// The front's pure rooms: its wire formats and rules of its own, which know nothing of
+/// a request in flight.
+const FRONT_PURE: &[&str] = &[
+    "a2a",
+    "v03",
+    "grpc",
+    "operations",
+    "card",
+    "sign",
+    "limits",
+    "jwks",
+    "options",
+];
+
+/// The front's stages: each a step of one request.
+const FRONT_STAGES: &[&str] = &[
+    "server",
+    "classify",
+    "commands",
+    "tasks",
+    "join",
+    "forward",
+    "card_serving",
+    "grpc_calls",
+    "grpc_agent",
+    "context",
+    "reading",
+    "answer",
+    "handled",
+];
+
+/// What the stages use that is not a step of a request: the agent's client, the
+/// records, who is asking.
+const FRONT_SERVICES: &[&str] = &["upstream", "records", "callers"];
+
+/// Lines of a file before its unit tests.
+fn code_lines(text: &str) -> usize {
+    text.lines()
+        .take_while(|l| !l.starts_with("#[cfg(test)]"))
+        .count()
+}
+
+#[test]
+fn the_front_keeps_its_floors() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let modules = modules(&src);
+    let mut problems = Vec::new();
+    for (module, text) in &modules {
+        let Some(room) = module.strip_prefix("front::") else {
+            continue;
+        };
+        assert!(
+            [FRONT_PURE, FRONT_STAGES, FRONT_SERVICES]
+                .iter()
+                .any(|list| list.contains(&room)),
+            "front::{room} is in no list of tests/layers.rs: say which it is"
+        );
+        let lines = code_lines(text);
+        if lines > 500 {
+            problems.push(format!(
+                "{module} has {lines} lines before its tests (at most 500)"
+            ));
+        }
+        let code = code_only(text);
+        if FRONT_PURE.contains(&room) || FRONT_SERVICES.contains(&room) {
+            for stage in FRONT_STAGES {
+                if code.contains(&format!("crate::front::{stage}::"))
+                    || code.contains(&format!("crate::front::{stage};"))
+                {
+                    problems.push(format!(
+                        "{module} is pure but names the stage front::{stage}"
+                    ));
+                }
+            }
+        }
+        if room != "server" && code.contains("impl Front") {
+            problems.push(format!(
+                "{module} implements Front: its one impl is server's"
+            ));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    assert!(code_lines("a\nb\n#[cfg(test)]\nmod tests {}") == 2);
+}
