@@ -15,9 +15,122 @@ use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use tokio::net::TcpListener;
 
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use tonic_health::server::HealthReporter;
+use tonic_health::ServingStatus;
+
 use crate::config::Limits;
-use crate::front::Front;
+use crate::front::records::Records;
+use crate::front::{Front, FrontOptions};
+use crate::registry::Registry;
+use crate::run::Runner;
+use crate::telemetry::Tracer;
 use crate::transport::layers::idle::{CallEnd, IdleIo};
+
+/// The health service name of the front: SERVING while it has a card to serve.
+pub const FRONT_HEALTH_SERVICE: &str = "a2a.commands.v1.Front";
+
+/// What the front is started with, beside its settings: the API's runner and
+/// registry, the server's tracer, health and drain.
+pub struct Started<'a> {
+    /// The registry whose store keeps the front's records.
+    pub registry: &'a Registry,
+    /// The runner the API runs commands with.
+    pub runner: Arc<Runner>,
+    /// The server's tracer, if traces are on.
+    pub tracer: Option<Tracer>,
+    /// Where readiness is reported.
+    pub health: HealthReporter,
+    /// Cancelled when the server begins to drain.
+    pub draining: CancellationToken,
+    /// The API listener's connection limits, which the front's connections get too.
+    pub limits: Limits,
+    /// How long requests in flight are waited for at a drain.
+    pub drain: Duration,
+}
+
+/// Why the front could not start.
+#[derive(Debug)]
+pub enum StartFailed {
+    /// Its task records could not be opened.
+    Records(String),
+    /// The verifier of callers' JWTs could not start.
+    Callers(String),
+}
+
+/// Starts the front on `listener` (bound at `front_addr`): its records opened, its
+/// callers' verifier started, its readiness kept in the health service; the task
+/// serves until the drain.
+pub async fn start(
+    options: &FrontOptions,
+    listener: TcpListener,
+    front_addr: std::net::SocketAddr,
+    started: Started<'_>,
+) -> Result<JoinHandle<()>, StartFailed> {
+    let Started {
+        registry,
+        runner,
+        tracer,
+        health,
+        draining,
+        limits,
+        drain,
+    } = started;
+    let records = registry
+        .open_records(options.records)
+        .map_err(StartFailed::Records)?;
+    let callers = match &options.jwt {
+        Some(jwt) => Some(
+            crate::front::callers::Verifier::start(jwt.clone())
+                .await
+                .map_err(StartFailed::Callers)?,
+        ),
+        None => None,
+    };
+    let front = Arc::new(Front::new(
+        options.clone(),
+        runner,
+        Records::new(records),
+        front_addr,
+        tracer,
+        callers,
+    ));
+    // Readiness: the front's health service is SERVING while it has a card to serve
+    // (the agent's, fetched now and at each refresh).
+    health
+        .set_service_status(FRONT_HEALTH_SERVICE, ServingStatus::NotServing)
+        .await;
+    tokio::spawn(keep_ready(Arc::clone(&front), health, draining.clone()));
+    Ok(tokio::spawn(async move {
+        let stop = async move { draining.cancelled().await };
+        serve(front, listener, &limits, stop, drain).await;
+    }))
+}
+
+/// Sets the front's health service as it has a card to serve or not, each second,
+/// until the drain.
+async fn keep_ready(front: Arc<Front>, health: HealthReporter, draining: CancellationToken) {
+    let mut last = None;
+    while !draining.is_cancelled() {
+        let serving = front.has_card().await;
+        if last != Some(serving) {
+            let status = if serving {
+                ServingStatus::Serving
+            } else {
+                ServingStatus::NotServing
+            };
+            health
+                .set_service_status(FRONT_HEALTH_SERVICE, status)
+                .await;
+            last = Some(serving);
+        }
+        tokio::select! {
+            () = tokio::time::sleep(Duration::from_secs(1)) => {}
+            () = draining.cancelled() => {}
+        }
+    }
+}
 
 /// HTTP/1.1's smallest read buffer hyper takes: its request head must fit in it.
 const MIN_HTTP1_BUFFER: usize = 8192;

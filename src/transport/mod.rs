@@ -7,7 +7,8 @@
 //! the bytes `answers` writes from the rules' output);
 //! `layers` are what every connection and call passes first, one concern each, and the
 //! observing layer that logs and counts calls (written out by `call_log`); `server`
-//! wires the listeners, health, reflection, TLS and drain. `status` is the one place
+//! wires the listeners, health, reflection, TLS and drain (`listen` builds their parts;
+//! `front_listener` starts and serves the front). `status` is the one place
 //! errors become gRPC statuses; `watch_specs` streams the registry, and `trace` reads a
 //! call's trace context.
 
@@ -19,6 +20,7 @@ pub mod encoded;
 pub mod front_listener;
 pub mod layers;
 pub mod list_specs;
+pub mod listen;
 pub mod routes;
 pub mod server;
 pub mod service;

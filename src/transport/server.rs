@@ -11,29 +11,24 @@ use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
-use tonic::transport::server::TcpIncoming;
 
 use tonic_health::server::HealthReporter;
 use tonic_health::ServingStatus;
 
 use crate::bodies::Handlers;
-use crate::config::{Limits, Settings};
+use crate::config::Settings;
 use crate::error::Error;
-use crate::front::records::Records;
-use crate::front::Front;
-use crate::pb::{self, command_service_server::CommandServiceServer};
+use crate::pb::command_service_server::CommandServiceServer;
 use crate::registry::commands_file::{self, FileError};
 use crate::registry::{Change, OpenError, Registry};
 use crate::telemetry::Tracer;
 use crate::transport::auth::AdminAuth;
 use crate::transport::front_listener;
 use crate::transport::layers::budget::BudgetLayer;
-use crate::transport::layers::deadline::DeadlineLayer;
-use crate::transport::layers::grpc_only;
-use crate::transport::layers::idle::{IdleIo, InFlightLayer};
 use crate::transport::layers::observe::{CallLog, Observed};
-use crate::transport::layers::read_deadline::ReadDeadlineLayer;
-use crate::transport::layers::write_joining::JoinedWrites;
+use crate::transport::listen::{
+    bind_hint, incoming, reflection_base, reflection_builder, serve_metrics, server_builder,
+};
 use crate::transport::routes::Routes;
 use crate::transport::service::{Api, SERVICE_NAME};
 use crate::transport::tls::{tls_config, TlsError};
@@ -190,120 +185,10 @@ impl RunningServer {
     }
 }
 
-/// Reflection that can describe both reflection services: each `build_*` adds only its
-/// own version's descriptors, so `describe` of the other one failed.
-fn reflection_base() -> tonic_reflection::server::Builder<'static> {
-    tonic_reflection::server::Builder::configure()
-        .include_reflection_service(false)
-        .register_encoded_file_descriptor_set(tonic_reflection::pb::v1::FILE_DESCRIPTOR_SET)
-        .register_encoded_file_descriptor_set(tonic_reflection::pb::v1alpha::FILE_DESCRIPTOR_SET)
-}
-
-/// Reflection lists exactly the services this listener serves: our descriptors also
-/// define `CommandHandler`, which handlers implement and this server does not.
-fn reflection_builder() -> tonic_reflection::server::Builder<'static> {
-    reflection_base()
-        .with_service_name("grpc.reflection.v1.ServerReflection")
-        .with_service_name("grpc.reflection.v1alpha.ServerReflection")
-        .register_encoded_file_descriptor_set(pb::FILE_DESCRIPTOR_SET)
-        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
-        .register_encoded_file_descriptor_set(tonic_types::pb::FILE_DESCRIPTOR_SET)
-        .with_service_name(SERVICE_NAME)
-        .with_service_name("grpc.health.v1.Health")
-}
-
-/// Accepted connections with Nagle's algorithm off (a gRPC answer is written in pieces,
-/// and waiting to coalesce them costs tens of milliseconds against delayed ACKs), their
-/// small writes joined, each closed after `idle` with no call in flight.
-fn incoming(
-    listener: TcpListener,
-    idle: Option<Duration>,
-) -> impl tokio_stream::Stream<Item = std::io::Result<IdleIo<JoinedWrites>>> {
-    use tokio_stream::StreamExt as _;
-    TcpIncoming::from(listener)
-        .with_nodelay(Some(true))
-        .map(move |accepted| accepted.map(|stream| IdleIo::new(JoinedWrites::new(stream), idle)))
-}
-
-/// Serves `GET /metrics` (OpenMetrics text) on `listener` until aborted.
-async fn serve_metrics(listener: TcpListener) {
-    use axum::http::header::CONTENT_TYPE;
-    let app = axum::Router::new().route(
-        "/metrics",
-        axum::routing::get(|| async {
-            (
-                [(
-                    CONTENT_TYPE,
-                    "application/openmetrics-text; version=1.0.0; charset=utf-8",
-                )],
-                crate::metrics::metrics().encode(),
-            )
-        }),
-    );
-    if let Err(e) = axum::serve(listener, app).await {
-        tracing::error!(error = %e, "the metrics listener stopped");
-    }
-}
-
-/// The layers every call of a listener passes (see `layers`). The type nests them
-/// innermost first; `server_builder` adds them outermost first. The API alone is also
-/// wrapped in the observing layer, in `start`.
-type CallLayers = tower_layer::Stack<
-    BudgetLayer,
-    tower_layer::Stack<
-        ReadDeadlineLayer,
-        tower_layer::Stack<
-            DeadlineLayer,
-            tower_layer::Stack<
-                InFlightLayer,
-                tower_layer::Stack<
-                    tower_http::validate_request::ValidateRequestHeaderLayer<grpc_only::GrpcOnly>,
-                    tower_layer::Identity,
-                >,
-            >,
-        >,
-    >,
->;
-
 /// The health service name of the front: SERVING while it has a card to serve.
-pub const FRONT_HEALTH_SERVICE: &str = "a2a.commands.v1.Front";
-
-/// A server builder with the connection limits of `limits`, whose calls share
-/// `budget`. This is where the per-call layers are put together.
-fn server_builder(limits: &Limits, budget: &BudgetLayer) -> tonic::transport::Server<CallLayers> {
-    tonic::transport::Server::builder()
-        .max_concurrent_streams(limits.max_concurrent_streams)
-        .http2_max_header_list_size(limits.max_header_list_bytes)
-        .http2_keepalive_interval(Some(limits.keepalive))
-        .http2_keepalive_timeout(Some(limits.keepalive_timeout))
-        // Unread request bytes per connection and per stream (hyper's defaults, said
-        // here because SECURITY.md's worst case is computed from them).
-        .initial_connection_window_size(CONNECTION_WINDOW)
-        .initial_stream_window_size(CONNECTION_WINDOW)
-        .layer(grpc_only::layer())
-        .layer(InFlightLayer)
-        .layer(DeadlineLayer)
-        .layer(ReadDeadlineLayer::new(limits.request_read_timeout))
-        .layer(budget.clone())
-}
-
+pub use crate::transport::front_listener::FRONT_HEALTH_SERVICE;
 /// The HTTP/2 flow-control window of a connection (and of each stream), in bytes.
-pub const CONNECTION_WINDOW: u32 = 1 << 20;
-
-/// What to do about a listen address that cannot be bound.
-fn bind_hint(error: &std::io::Error) -> &'static str {
-    match error.kind() {
-        std::io::ErrorKind::AddrInUse => {
-            "; another process (another instance?) holds it: stop it or give this flag \
-             another port (0 picks a free one)"
-        }
-        std::io::ErrorKind::PermissionDenied => {
-            "; ports below 1024 need privileges: use a higher port"
-        }
-        std::io::ErrorKind::AddrNotAvailable => "; no interface of this machine has that address",
-        _ => "",
-    }
-}
+pub use crate::transport::listen::CONNECTION_WINDOW;
 
 async fn bind(
     flag: &'static str,
@@ -399,63 +284,21 @@ pub async fn start(settings: Settings) -> Result<RunningServer, StartError> {
     let (front_addr, front_task) = match &settings.front {
         Some(options) => {
             let (listener, front_addr) = bind("front-listen", options.listen).await?;
-            let records = registry
-                .open_records(options.records)
-                .map_err(StartError::FrontRecords)?;
-            let callers = match &options.jwt {
-                Some(jwt) => Some(
-                    crate::front::callers::Verifier::start(jwt.clone())
-                        .await
-                        .map_err(StartError::FrontCallers)?,
-                ),
-                None => None,
+            let started = front_listener::Started {
+                registry: &registry,
+                runner: Arc::clone(api.runner()),
+                tracer: tracer.clone(),
+                health: health.clone(),
+                draining: draining.clone(),
+                limits: settings.limits.clone(),
+                drain: settings.drain_timeout,
             };
-            let front = Arc::new(Front::new(
-                options.clone(),
-                Arc::clone(api.runner()),
-                Records::new(records),
-                front_addr,
-                tracer.clone(),
-                callers,
-            ));
-            // Readiness: the front's health service is SERVING while it has a card to
-            // serve (the agent's, fetched now and at each refresh).
-            health
-                .set_service_status(FRONT_HEALTH_SERVICE, ServingStatus::NotServing)
-                .await;
-            let ready = {
-                let (front, health, draining) =
-                    (Arc::clone(&front), health.clone(), draining.clone());
-                async move {
-                    let mut last = None;
-                    while !draining.is_cancelled() {
-                        let serving = front.has_card().await;
-                        if last != Some(serving) {
-                            let status = if serving {
-                                ServingStatus::Serving
-                            } else {
-                                ServingStatus::NotServing
-                            };
-                            health
-                                .set_service_status(FRONT_HEALTH_SERVICE, status)
-                                .await;
-                            last = Some(serving);
-                        }
-                        tokio::select! {
-                            () = tokio::time::sleep(Duration::from_secs(1)) => {}
-                            () = draining.cancelled() => {}
-                        }
-                    }
-                }
-            };
-            tokio::spawn(ready);
-            let draining = draining.clone();
-            let limits = settings.limits.clone();
-            let drain = settings.drain_timeout;
-            let task = tokio::spawn(async move {
-                let stop = async move { draining.cancelled().await };
-                front_listener::serve(front, listener, &limits, stop, drain).await;
-            });
+            let task = front_listener::start(options, listener, front_addr, started)
+                .await
+                .map_err(|e| match e {
+                    front_listener::StartFailed::Records(why) => StartError::FrontRecords(why),
+                    front_listener::StartFailed::Callers(why) => StartError::FrontCallers(why),
+                })?;
             (Some(front_addr), Some(task))
         }
         None => (None, None),
