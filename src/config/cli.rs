@@ -726,3 +726,12 @@ pub struct FrontArgs {
     #[arg(long, env = "A2A_COMMANDS_FRONT_JWT_JWKS_REFRESH_SECONDS")]
     pub front_jwt_jwks_refresh_seconds: Option<u64>,
 }
+
+/// Drops empty items, so `--builtins ""` means none.
+pub(super) fn non_empty(items: Vec<String>) -> Vec<String> {
+    items
+        .into_iter()
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
+        .collect()
+}
