@@ -14,7 +14,7 @@ use crate::front::commands::{command, complete, CommandCall};
 use crate::front::context::Context;
 use crate::front::handled::Handled;
 use crate::front::join::Joiner;
-use crate::front::operations::{speaks_1_0, Binding, TaskCall};
+use crate::front::operations::{method_v10, speaks_1_0, Binding, TaskCall};
 use crate::front::records::{Kept, Own, Scope};
 use crate::front::tasks::{own_task_call, plain};
 use crate::front::v03;
@@ -59,7 +59,7 @@ pub(super) async fn inspect(
     // The version the client asked in: 0.3's method names, or 1.0's. The front
     // answers in it only if the agent speaks it too; otherwise the request goes to
     // the agent as it came, which answers it as it would without the front.
-    let (binding, method) = match v03::method_v10(method) {
+    let (binding, method) = match method_v10(method) {
         Some(v10) if binding == Binding::JsonRpc => {
             if !agent_speaks(ctx).await.v03 {
                 return Handled::Forward(bytes.clone());

@@ -163,10 +163,7 @@ pub(super) async fn command(
                 return Handled::Forward(expanded);
             }
             let expanded: Value = serde_json::from_slice(&expanded).expect("our JSON");
-            let message = match binding {
-                Binding::JsonRpc | Binding::JsonRpc03 => expanded.pointer("/params/message"),
-                Binding::HttpJson | Binding::Grpc => expanded.pointer("/message"),
-            };
+            let message = expanded.pointer(binding.message_at());
             let mut message = message.cloned().unwrap_or_default();
             if binding == Binding::JsonRpc03 {
                 message = v03::message_v10(&message);

@@ -66,10 +66,7 @@ pub(super) fn task_context(task: &Option<Value>, fallback: &str) -> String {
 /// and the metadata the kits add (`command`, `originalText`).
 pub(super) fn prompt_body(binding: Binding, body: &Value, name: &str, text: &str) -> Bytes {
     let mut body = body.clone();
-    let message = match binding {
-        Binding::JsonRpc | Binding::JsonRpc03 => body.pointer_mut("/params/message"),
-        Binding::HttpJson | Binding::Grpc => body.pointer_mut("/message"),
-    };
+    let message = body.pointer_mut(binding.message_at());
     if let Some(message) = message {
         let typed = message
             .pointer("/parts/0/text")
@@ -189,10 +186,7 @@ pub(super) fn follow_up_body(
     data: &Value,
 ) -> Bytes {
     let mut body = body.clone();
-    let message = match binding {
-        Binding::JsonRpc | Binding::JsonRpc03 => body.pointer_mut("/params/message"),
-        Binding::HttpJson | Binding::Grpc => body.pointer_mut("/message"),
-    };
+    let message = body.pointer_mut(binding.message_at());
     if let Some(message) = message.and_then(Value::as_object_mut) {
         match &joiner.upstream {
             Some(upstream) => {

@@ -23,6 +23,23 @@ pub(super) enum Binding {
     Grpc,
 }
 
+impl Binding {
+    /// Whether its requests and answers are JSON-RPC's (the call in `params`, the
+    /// answer in `result`).
+    pub(super) fn is_rpc(self) -> bool {
+        matches!(self, Binding::JsonRpc | Binding::JsonRpc03)
+    }
+
+    /// Where a message request's message is in its body.
+    pub(super) fn message_at(self) -> &'static str {
+        if self.is_rpc() {
+            "/params/message"
+        } else {
+            "/message"
+        }
+    }
+}
+
 /// A call about one task (besides a message to it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum TaskCall {
@@ -90,40 +107,69 @@ pub(super) fn echo_activation(headers: &mut HeaderMap) {
 #[derive(Clone, Copy)]
 pub(super) struct RpcMethod(pub(super) &'static str);
 
-/// The JSON-RPC calls the front looks at whatever their body holds: it answers them for
-/// its own tasks, or writes its ids, task data or card into their answers.
-pub(super) const LOOKED_AT: [&str; 9] = [
-    "GetTask",
-    "CancelTask",
-    "SubscribeToTask",
-    "tasks/get",
-    "tasks/cancel",
-    "tasks/resubscribe",
-    "ListTasks",
-    "GetExtendedAgentCard",
-    a2a::COMPLETE_METHOD,
+/// One A2A operation, as each binding names it.
+pub(super) struct Operation {
+    /// Its 1.0 name: the JSON-RPC method, the gRPC method, the metrics' label.
+    pub(super) name: &'static str,
+    /// Its 0.3 JSON-RPC method, where the front reads 0.3's.
+    pub(super) v03: Option<&'static str>,
+    /// Whether the front looks at a JSON-RPC call of it whatever its body holds: it
+    /// answers it for its own tasks, or writes its ids, task data or card into its
+    /// answer.
+    pub(super) looked_at: bool,
+}
+
+const fn op(name: &'static str, v03: Option<&'static str>, looked_at: bool) -> Operation {
+    Operation {
+        name,
+        v03,
+        looked_at,
+    }
+}
+
+/// Every A2A operation the front knows (1.0's, with 0.3's names beside them), and the
+/// kits' completion; the one list the metrics, the JSON-RPC reading and 0.3's names
+/// come from.
+pub(super) const OPERATIONS: [Operation; 12] = [
+    op("SendMessage", Some("message/send"), false),
+    op("SendStreamingMessage", Some("message/stream"), false),
+    op("GetTask", Some("tasks/get"), true),
+    op("CancelTask", Some("tasks/cancel"), true),
+    op("SubscribeToTask", Some("tasks/resubscribe"), true),
+    op("ListTasks", None, true),
+    op("GetExtendedAgentCard", None, true),
+    op("GetTaskPushNotificationConfig", None, false),
+    op("ListTaskPushNotificationConfigs", None, false),
+    op("CreateTaskPushNotificationConfig", None, false),
+    op("DeleteTaskPushNotificationConfig", None, false),
+    op(a2a::COMPLETE_METHOD, None, true),
 ];
 
-/// The A2A methods the metrics name (1.0's, and 0.3's); any other is `other`.
-pub(super) const METHODS: [&str; 17] = [
-    "SendStreamingMessage",
-    "SendMessage",
-    "GetTaskPushNotificationConfig",
-    "GetTask",
-    "ListTaskPushNotificationConfigs",
-    "ListTasks",
-    "CancelTask",
-    "SubscribeToTask",
-    "CreateTaskPushNotificationConfig",
-    "DeleteTaskPushNotificationConfig",
-    "GetExtendedAgentCard",
-    "message/send",
-    "message/stream",
-    "tasks/get",
-    "tasks/cancel",
-    "tasks/resubscribe",
-    a2a::COMPLETE_METHOD,
-];
+/// A method name as the metrics name it: a known operation's (1.0's or 0.3's name), or
+/// `other`.
+pub(super) fn known_method(called: &[u8]) -> &'static str {
+    OPERATIONS
+        .iter()
+        .flat_map(|o| std::iter::once(o.name).chain(o.v03))
+        .find(|name| name.as_bytes() == called)
+        .unwrap_or("other")
+}
+
+/// Whether the front looks at a JSON-RPC call of `method` (a name [`known_method`]
+/// gave) whatever its body holds.
+pub(super) fn looked_at(method: &str) -> bool {
+    OPERATIONS
+        .iter()
+        .any(|o| o.looked_at && (o.name == method || o.v03 == Some(method)))
+}
+
+/// The 1.0 name of 0.3 method `method`, if the front reads it.
+pub(super) fn method_v10(method: &str) -> Option<&'static str> {
+    OPERATIONS
+        .iter()
+        .find(|o| o.v03 == Some(method))
+        .map(|o| o.name)
+}
 
 /// A JSON-RPC body's method, found by its key (the body is never parsed for it); a
 /// `/` written `\/` is a `/`.
@@ -153,11 +199,7 @@ pub(super) fn jsonrpc_method(body: &[u8]) -> &'static str {
     } else {
         name
     };
-    METHODS
-        .iter()
-        .find(|m| m.as_bytes() == name)
-        .copied()
-        .unwrap_or("other")
+    known_method(name)
 }
 
 pub(super) fn is_http_json(method: &Method, path: &str) -> bool {
@@ -187,6 +229,16 @@ pub(super) fn http_json_method(method: &Method, path: &str) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_table_names_every_operation_in_each_version() {
+        assert_eq!(method_v10("tasks/resubscribe"), Some("SubscribeToTask"));
+        assert_eq!(method_v10("SendMessage"), None);
+        assert_eq!(known_method(b"message/stream"), "message/stream");
+        assert_eq!(known_method(b"ListTasks"), "ListTasks");
+        assert!(looked_at("tasks/get") && looked_at("GetTask") && looked_at("ListTasks"));
+        assert!(!looked_at("SendMessage") && !looked_at("other"));
+    }
 
     #[test]
     fn a_json_rpc_method_is_read_from_its_key_for_the_metrics() {

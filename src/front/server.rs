@@ -28,7 +28,7 @@ use crate::front::handled::Handled;
 use crate::front::join::translate;
 use crate::front::operations::{
     activates_us, asks_a2a_json, echo_activation, http_json_method, is_http_json, jsonrpc_method,
-    Binding, RpcMethod, A2A_JSON, LOOKED_AT, METHODS,
+    known_method, looked_at, Binding, RpcMethod, A2A_JSON,
 };
 use crate::front::options::FrontOptions;
 use crate::front::records::{Records, Scope};
@@ -90,13 +90,9 @@ pub(super) async fn handle(ctx: &Context, request: Request<Body>) -> Response<Bo
         None => routed.await,
     };
     // A gRPC call names its method in its path.
-    let grpc_method = path.strip_prefix(grpc::SERVICE_PATH).map(|called| {
-        METHODS
-            .iter()
-            .find(|known| **known == called)
-            .copied()
-            .unwrap_or("other")
-    });
+    let grpc_method = path
+        .strip_prefix(grpc::SERVICE_PATH)
+        .map(|called| known_method(called.as_bytes()));
     let binding = if grpc_method.is_some() {
         "grpc"
     } else if is_http_json(&method, &path) {
@@ -293,7 +289,7 @@ pub(super) async fn post(ctx: &Context, request: Request<Body>) -> Response<Body
     // the front may keep), and the calls whose answers the front writes into.
     let look = a2a::may_hold_command(&bytes, a2a::PRECHECK_MAX_BYTES)
         || (bytes.len() <= a2a::PRECHECK_MAX_BYTES
-            && (rpc_method.is_some_and(|m| LOOKED_AT.contains(&m))
+            && (rpc_method.is_some_and(looked_at)
                 || contains(&bytes, TASK_ID_PREFIX.as_bytes())
                 || contains(&bytes, b"\"taskId\"")));
     // Kept to name the request's JSON-RPC id in an error, should the agent fail.

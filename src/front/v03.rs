@@ -6,23 +6,6 @@
 
 use serde_json::{json, Map, Value};
 
-/// The 0.3 JSON-RPC methods the front reads, and their 1.0 names.
-pub const METHODS: [(&str, &str); 5] = [
-    ("message/send", "SendMessage"),
-    ("message/stream", "SendStreamingMessage"),
-    ("tasks/get", "GetTask"),
-    ("tasks/cancel", "CancelTask"),
-    ("tasks/resubscribe", "SubscribeToTask"),
-];
-
-/// The 1.0 name of 0.3 method `method`, if the front reads it.
-pub fn method_v10(method: &str) -> Option<&'static str> {
-    METHODS
-        .iter()
-        .find(|(v03, _)| *v03 == method)
-        .map(|(_, v10)| *v10)
-}
-
 /// A 1.0 state name as 0.3 writes it (`TASK_STATE_INPUT_REQUIRED` → `input-required`).
 fn state_v03(state: &str) -> String {
     match state.strip_prefix("TASK_STATE_") {
@@ -361,7 +344,5 @@ mod tests {
         );
         assert_eq!(state_v10("auth-required"), "TASK_STATE_AUTH_REQUIRED");
         assert_eq!(state_v03("TASK_STATE_UNSPECIFIED"), "unknown");
-        assert_eq!(method_v10("tasks/resubscribe"), Some("SubscribeToTask"));
-        assert_eq!(method_v10("SendMessage"), None);
     }
 }
