@@ -170,13 +170,10 @@ fn parse_completion(result: Value) -> Result<(Vec<(String, String)>, usize), Fai
 
 /// The reference's role names; a sender with no role (or an unspecified one) is `null`.
 fn role_name(role: i32) -> Value {
-    match ParticipantRole::try_from(role) {
-        Ok(ParticipantRole::Assignee) => "assignee".into(),
-        Ok(ParticipantRole::Reporter) => "reporter".into(),
-        Ok(ParticipantRole::Watcher) => "watcher".into(),
-        Ok(ParticipantRole::Admin) => "admin".into(),
-        _ => Value::Null,
-    }
+    ParticipantRole::try_from(role)
+        .ok()
+        .and_then(crate::rules::policy::Role::of)
+        .map_or(Value::Null, |role| role.name().into())
 }
 
 /// The context the reference harness sends (its `CommandInvokedIn`, every key present,

@@ -18,28 +18,21 @@ use serde_json::Value;
 
 use crate::front::jwks::{parse, read_file, stamp_of, KeySet, MAX_KEY_SET_BYTES};
 use crate::pb::ParticipantRole;
+use crate::rules::policy::Role;
 
-/// A role as the settings and the role header name it.
+/// A role as the settings and the role header name it: a role's name (the rules'), or
+/// `none`.
 pub fn parse_role(word: &str) -> Option<ParticipantRole> {
-    Some(match word.trim().to_ascii_lowercase().as_str() {
-        "assignee" => ParticipantRole::Assignee,
-        "reporter" => ParticipantRole::Reporter,
-        "watcher" => ParticipantRole::Watcher,
-        "admin" => ParticipantRole::Admin,
-        "none" => ParticipantRole::None,
-        _ => return None,
-    })
+    let word = word.trim().to_ascii_lowercase();
+    if word == "none" {
+        return Some(ParticipantRole::None);
+    }
+    Role::from_name(&word).map(Role::to_proto)
 }
 
 /// The word for `role` (the inverse of [`parse_role`]).
 pub fn role_word(role: ParticipantRole) -> &'static str {
-    match role {
-        ParticipantRole::Assignee => "assignee",
-        ParticipantRole::Reporter => "reporter",
-        ParticipantRole::Watcher => "watcher",
-        ParticipantRole::Admin => "admin",
-        ParticipantRole::None | ParticipantRole::Unspecified => "none",
-    }
+    Role::of(role).map_or("none", Role::name)
 }
 
 /// Where the keys that sign callers' tokens are.
