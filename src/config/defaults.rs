@@ -5,6 +5,8 @@
 //!
 //! [`Limits::default`]: crate::config::Limits
 
+use std::time::Duration;
+
 use crate::rules::body::HandlerPolicy;
 
 /// The API's address.
@@ -52,6 +54,31 @@ pub const FLEET_TIMEOUT_MS: u64 = 5_000;
 pub const FLEET_MAX_TXN_OPS: usize = 128;
 /// Largest etcd request, in bytes (etcd's own default `--max-request-bytes`, 1.5 MiB).
 pub const FLEET_MAX_REQUEST_BYTES: usize = 1_572_864;
+
+/// The front's listener.
+pub const FRONT_LISTEN: &str = "0.0.0.0:8080";
+/// A call to the front's agent: its timeout.
+pub const FRONT_TIMEOUT: Duration = Duration::from_secs(30);
+/// A stream from the front's agent: its longest silence (Envoy's stream idle timeout).
+pub const FRONT_STREAM_IDLE: Duration = Duration::from_secs(300);
+/// The largest request body the front takes.
+pub const FRONT_MAX_BODY_BYTES: usize = 4 << 20;
+/// How long an agent card without caching headers is kept.
+pub const FRONT_CARD_REFRESH: Duration = Duration::from_secs(30);
+/// Most task records the front keeps.
+pub const FRONT_RECORDS_MAX: usize = 10_000;
+/// How long the front keeps a task record after its last use.
+pub const FRONT_RECORDS_EXPIRY: Duration = Duration::from_secs(24 * 3600);
+/// The id of the key the front signs its card with, when none is given.
+pub const FRONT_SIGNING_KEY_ID: &str = "a2a-commands-front";
+/// The role of a front's caller that nothing else names.
+pub const FRONT_DEFAULT_ROLE: &str = "watcher";
+/// The JWT claim that names a front's caller.
+pub const FRONT_JWT_SENDER_CLAIM: &str = "sub";
+/// The JWT claim that names a front caller's role.
+pub const FRONT_JWT_ROLE_CLAIM: &str = "role";
+/// How long a fetched JWK set is kept.
+pub const FRONT_JWT_REFRESH: Duration = Duration::from_secs(300);
 
 /// The handler defaults (timeouts, answer size, concurrency).
 pub fn handlers() -> HandlerPolicy {

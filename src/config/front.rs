@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::config::cli::{self};
+use crate::config::defaults;
 use crate::config::error::ConfigError;
 use crate::front::FrontOptions;
 use crate::registry;
@@ -51,7 +52,6 @@ pub(super) fn front_options(
     file: Option<FrontFile>,
 ) -> Result<Option<FrontOptions>, ConfigError> {
     use crate::front::callers::parse_role;
-    use crate::front::options::defaults;
     let file = file.unwrap_or_default();
     let signing = signing(args, &file)?;
     let jwt = jwt(args, &file)?;
@@ -135,7 +135,7 @@ pub(super) fn front_options(
         .front_default_role
         .clone()
         .or(file.default_role)
-        .unwrap_or_else(|| "watcher".into());
+        .unwrap_or_else(|| defaults::FRONT_DEFAULT_ROLE.into());
     let default_role = parse_role(&role_word).ok_or_else(|| {
         ConfigError(format!(
             "front-default-role: {role_word:?} is not a role (assignee, reporter, watcher, admin, none)"
@@ -156,31 +156,31 @@ pub(super) fn front_options(
         listen: args
             .front_listen
             .or(file.listen)
-            .unwrap_or_else(|| defaults::LISTEN.parse().expect("a socket address")),
+            .unwrap_or_else(|| defaults::FRONT_LISTEN.parse().expect("a socket address")),
         upstream,
         public_url,
-        timeout: timeout_ms.map_or(defaults::TIMEOUT, Duration::from_millis),
+        timeout: timeout_ms.map_or(defaults::FRONT_TIMEOUT, Duration::from_millis),
         stream_idle: args
             .front_stream_idle_timeout_ms
             .or(file.stream_idle_timeout_ms)
-            .map_or(defaults::STREAM_IDLE, Duration::from_millis),
+            .map_or(defaults::FRONT_STREAM_IDLE, Duration::from_millis),
         max_body_bytes: args
             .front_max_body_bytes
             .or(file.max_body_bytes)
-            .unwrap_or(defaults::MAX_BODY_BYTES),
+            .unwrap_or(defaults::FRONT_MAX_BODY_BYTES),
         card_refresh: args
             .front_card_refresh_seconds
             .or(file.card_refresh_seconds)
-            .map_or(defaults::CARD_REFRESH, Duration::from_secs),
+            .map_or(defaults::FRONT_CARD_REFRESH, Duration::from_secs),
         records: registry::records::Limits {
             cap: args
                 .front_records_max
                 .or(file.records_max)
-                .unwrap_or(defaults::RECORDS_MAX),
+                .unwrap_or(defaults::FRONT_RECORDS_MAX),
             expiry: args
                 .front_records_expiry_seconds
                 .or(file.records_expiry_seconds)
-                .map_or(defaults::RECORDS_EXPIRY, Duration::from_secs),
+                .map_or(defaults::FRONT_RECORDS_EXPIRY, Duration::from_secs),
         },
         signing,
         default_role,
@@ -225,7 +225,7 @@ pub(super) fn signing(
         .front_signing_key_id
         .clone()
         .or_else(|| file.signing_key_id.clone())
-        .unwrap_or_else(|| crate::front::options::defaults::SIGNING_KEY_ID.to_owned());
+        .unwrap_or_else(|| defaults::FRONT_SIGNING_KEY_ID.to_owned());
     let jku = args
         .front_signing_jku
         .clone()
@@ -257,7 +257,7 @@ pub(super) fn jwt(
     args: &cli::FrontArgs,
     file: &FrontFile,
 ) -> Result<Option<crate::front::callers::JwtOptions>, ConfigError> {
-    use crate::front::callers::{defaults, JwtOptions, KeySource};
+    use crate::front::callers::{JwtOptions, KeySource};
     let path = args
         .front_jwt_jwks_file
         .clone()
@@ -305,7 +305,7 @@ pub(super) fn jwt(
     let refresh = args
         .front_jwt_jwks_refresh_seconds
         .or(file.jwt_jwks_refresh_seconds)
-        .map_or(defaults::REFRESH, Duration::from_secs);
+        .map_or(defaults::FRONT_JWT_REFRESH, Duration::from_secs);
     if refresh.is_zero() {
         return Err(ConfigError(
             "front-jwt-jwks-refresh-seconds: must be at least 1".into(),
@@ -329,13 +329,13 @@ pub(super) fn jwt(
             args.front_jwt_sender_claim
                 .clone()
                 .or_else(|| file.jwt_sender_claim.clone()),
-            defaults::SENDER_CLAIM,
+            defaults::FRONT_JWT_SENDER_CLAIM,
         ),
         role_claim: claim(
             args.front_jwt_role_claim
                 .clone()
                 .or_else(|| file.jwt_role_claim.clone()),
-            defaults::ROLE_CLAIM,
+            defaults::FRONT_JWT_ROLE_CLAIM,
         ),
         required: args.front_jwt_required || file.jwt_required.unwrap_or(false),
         refresh,

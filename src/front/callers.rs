@@ -65,18 +65,6 @@ pub struct JwtOptions {
     pub refresh: Duration,
 }
 
-/// Defaults of the JWT settings.
-pub mod defaults {
-    use std::time::Duration;
-
-    /// The sender's claim.
-    pub const SENDER_CLAIM: &str = "sub";
-    /// The role's claim.
-    pub const ROLE_CLAIM: &str = "role";
-    /// How long a fetched key set is kept.
-    pub const REFRESH: Duration = Duration::from_secs(300);
-}
-
 /// The algorithms a caller's token may be signed with: the asymmetric ones. A shared
 /// secret (HS*) is refused: a key set is public, and a key from it must never verify
 /// a token anyone could have made.
@@ -452,7 +440,7 @@ mod tests {
             sender_claim: "sub".into(),
             role_claim: "role".into(),
             required,
-            refresh: defaults::REFRESH,
+            refresh: std::time::Duration::from_secs(300),
         })
         .await
         .unwrap()
@@ -552,7 +540,7 @@ mod tests {
             sender_claim: "email".into(),
             role_claim: "realm_access.roles".into(),
             required: false,
-            refresh: defaults::REFRESH,
+            refresh: std::time::Duration::from_secs(300),
         })
         .await
         .unwrap();

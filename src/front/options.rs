@@ -61,25 +61,3 @@ pub struct Signing {
     /// The key, loaded.
     pub signer: std::sync::Arc<Signer>,
 }
-
-/// The defaults of what has one.
-pub mod defaults {
-    use std::time::Duration;
-
-    /// The front's listener.
-    pub const LISTEN: &str = "0.0.0.0:8080";
-    /// An upstream call's timeout.
-    pub const TIMEOUT: Duration = Duration::from_secs(30);
-    /// A stream's longest silence (Envoy's stream idle timeout is the same).
-    pub const STREAM_IDLE: Duration = Duration::from_secs(300);
-    /// The largest request body.
-    pub const MAX_BODY_BYTES: usize = 4 << 20;
-    /// How long a card without caching headers is kept.
-    pub const CARD_REFRESH: Duration = Duration::from_secs(30);
-    /// Most task records kept.
-    pub const RECORDS_MAX: usize = 10_000;
-    /// How long a task record is kept after its last use.
-    pub const RECORDS_EXPIRY: Duration = Duration::from_secs(24 * 3600);
-    /// The signing key's id when none is given.
-    pub const SIGNING_KEY_ID: &str = "a2a-commands-front";
-}
