@@ -282,7 +282,7 @@ fn start_fleet(
     let stop = CancellationToken::new();
     let (applied, applied_rx) = watch::channel(AppliedMeta {
         revision,
-        meta: Default::default(),
+        ..Default::default()
     });
 
     let (followed, mut from_follower) = mpsc::channel(1024);

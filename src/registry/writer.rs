@@ -579,9 +579,16 @@ impl Writer {
                 checked,
                 lost,
             } => {
+                let resets = *self.fleet().resets.borrow();
                 let cause = match (self.fleet().pending.take(), lost) {
                     (Some(cause), _) => Some(cause),
-                    (None, Some(cause)) if checked == applied.meta => Some(cause),
+                    (None, _) if checked.resets != resets => {
+                        // Read and checked before this sidecar's last reset: about the
+                        // history before it. Read again.
+                        self.fleet().resync.notify_one();
+                        return;
+                    }
+                    (None, Some(cause)) if checked.meta == applied.meta => Some(cause),
                     (None, Some(_)) => {
                         // This sidecar applied more since the check: check that instead.
                         self.fleet().resync.notify_one();
@@ -773,6 +780,10 @@ impl Writer {
                 Err(err) => return Err(self.reset_pending(cause, err)),
             }
         }
+        // Counted before the registry is applied, so that what the follower checks
+        // from now on carries it.
+        metrics().fleet.resets.inc();
+        self.fleet().resets.send_modify(|n| *n += 1);
         let writes = state::diff(&self.state, &whole.state);
         let commands = whole.state.commands.len();
         self.apply_fleet(whole.state, &writes, whole.meta, whole.incarnation);
@@ -786,10 +797,7 @@ impl Writer {
             named_anew = renamed,
             "etcd's history is not the one this sidecar followed; the whole registry was read again and is served"
         );
-        metrics().fleet.resets.inc();
-        let fleet = self.fleet();
-        fleet.pending = None;
-        fleet.resets.send_modify(|n| *n += 1);
+        self.fleet().pending = None;
         Ok(())
     }
 
@@ -869,9 +877,11 @@ impl Writer {
         self.publish(next);
         let fleet = self.fleet();
         metrics().fleet.applied_etcd_revision.set(meta.mod_revision);
+        let resets = *fleet.resets.borrow();
         fleet.applied.send_replace(AppliedMeta {
             revision,
             meta: meta.clone(),
+            resets,
         });
         fleet.meta = Some(meta);
         fleet.incarnation = incarnation;

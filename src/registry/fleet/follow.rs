@@ -30,8 +30,8 @@ pub enum Followed {
     Whole {
         /// The registry.
         whole: FleetState,
-        /// The write of `meta` the writer had applied when the read was checked.
-        checked: MetaAt,
+        /// What the writer had applied when the read was checked.
+        checked: AppliedMeta,
         /// Why `checked` is not in etcd's history, when it is not: etcd is not the
         /// history followed.
         lost: Option<String>,
@@ -202,14 +202,21 @@ async fn read_checked(
     applied: &watch::Receiver<AppliedMeta>,
     lost: Option<String>,
 ) -> Result<(Followed, i64), crate::error::Error> {
-    let (whole, revision) = read_all(etcd, keys).await?;
-    // Checked after the read: a write the writer applied since is newer than the read,
-    // which the writer then leaves (it never goes back).
-    let checked = applied.borrow().meta.clone();
+    let (whole, revision, checked) = loop {
+        let resets = applied.borrow().resets;
+        let (whole, revision) = read_all(etcd, keys).await?;
+        // Checked after the read: a write the writer applied since is newer than the
+        // read, which the writer then leaves (it never goes back); but a reset taken
+        // meanwhile may have left the history read, so that read is made again.
+        let checked = applied.borrow().clone();
+        if checked.resets == resets {
+            break (whole, revision, checked);
+        }
+    };
     let lost = match lost {
         Some(cause) => Some(cause),
-        None if checked.mod_revision == 0 || checked == whole.meta => None,
-        None => match check(etcd, keys, &checked).await {
+        None if checked.meta.mod_revision == 0 || checked.meta == whole.meta => None,
+        None => match check(etcd, keys, &checked.meta).await {
             Ok(Found::Lost(cause)) => Some(cause),
             Ok(_) => None,
             Err(e) => {

@@ -132,6 +132,9 @@ pub struct AppliedMeta {
     pub revision: u64,
     /// The write of `meta` it was read or made at.
     pub meta: MetaAt,
+    /// The resets it took so far (etcd's history found not to be the one followed): a
+    /// read checked before one is about the history before it.
+    pub resets: u64,
 }
 
 /// The registry as the fleet holds it at one etcd revision.
