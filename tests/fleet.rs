@@ -1361,7 +1361,8 @@ impl Pair {
     /// Both sidecars serve the same registry, holding every one of `present` and none of
     /// `absent`, within [`CONVERGE_BOUND`] of `since`; each said once in its log that
     /// etcd's history was not the one it followed; and the revisions `s1`'s WatchSpecs
-    /// streamed only went up, to the one served. Ends both sidecars.
+    /// streamed only went up, to the one served. Ends both sidecars; returns the line
+    /// each said it in.
     async fn settle(
         mut self,
         scenario: &str,
@@ -1369,7 +1370,7 @@ impl Pair {
         present: &[&str],
         absent: &[&str],
         watched: &Mutex<Vec<u64>>,
-    ) {
+    ) -> Vec<String> {
         let (revision, names) = until_converged(
             &mut self.clients,
             present,
@@ -1379,6 +1380,7 @@ impl Pair {
         .await;
         let took = since.elapsed();
         assert_increasing(watched, revision).await;
+        let mut said = Vec::new();
         for (i, process) in self.sidecars.iter_mut().enumerate() {
             let mut lines = process.before.clone();
             lines.extend(every_line(process));
@@ -1389,11 +1391,13 @@ impl Pair {
                 "s{i} said it {} times: {lines:#?}",
                 resets.len()
             );
+            said.push(resets[0].clone());
         }
         eprintln!(
             "fleet: {scenario}: both sidecars noticed (one line each) and served revision {revision} ({} commands) {took:?} after meeting it (bound {CONVERGE_BOUND:?})",
             names.len()
         );
+        said
     }
 }
 
@@ -1543,14 +1547,18 @@ async fn an_etcd_restored_from_a_snapshot_newer_than_a_follower_is_noticed_by_it
 
     let mut present = vec!["one", "two", "three", "after", "status"];
     present.extend(pads.iter().map(String::as_str));
-    pair.settle(
-        "etcd restored from a snapshot newer than the follower",
-        since,
-        &present,
-        &["four"],
-        &watched,
-    )
-    .await;
+    let said = pair
+        .settle(
+            "etcd restored from a snapshot newer than the follower",
+            since,
+            &present,
+            &["four"],
+            &watched,
+        )
+        .await;
+    // The follower learnt it from the history's new name: etcd still held every change
+    // it had applied.
+    assert!(said[1].contains("named the history anew"), "{}", said[1]);
 }
 
 /// The fleet's prefix deleted by hand (`etcdctl del --prefix`) under two running

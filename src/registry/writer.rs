@@ -629,7 +629,7 @@ impl Writer {
                         // Said once the whole read is taken (`reset`).
                         fleet.pending = Some(format!(
                             "another sidecar found etcd's history is not the one followed \
-                             (etcd recreated or restored) and named it anew ({name}, was {})",
+                             (etcd recreated or restored) and named the history anew ({name}, was {})",
                             applied.incarnation
                         ));
                         fleet.resync.notify_one();
@@ -919,7 +919,8 @@ fn renamed(whole: &FleetState, applied: &FleetState) -> Option<String> {
     let (now, was) = (&whole.incarnation, &applied.incarnation);
     (!now.is_empty() && !was.is_empty() && now != was).then(|| {
         format!(
-            "etcd's registry is named {now}, not {was} as followed: another sidecar found              etcd recreated or restored and named its history anew"
+            "etcd's registry is named {now}, not {was} as followed: another sidecar found \
+             etcd recreated or restored and named the history anew"
         )
     })
 }
