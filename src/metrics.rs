@@ -176,6 +176,9 @@ pub struct FleetMetrics {
     pub full_reads: Counter,
     /// Writes that found the registry changed by another sidecar and were made again.
     pub write_conflicts: Counter,
+    /// Times etcd's history was found not to be the one followed (recreated, restored
+    /// from a snapshot, the keys deleted), and the whole registry taken from it.
+    pub resets: Counter,
 }
 
 impl Metrics {
@@ -285,6 +288,11 @@ impl Metrics {
             "fleet_write_conflicts",
             "Fleet writes made again after another sidecar's change",
             fleet.write_conflicts.clone(),
+        );
+        registry.register(
+            "fleet_resets",
+            "Times etcd's history was not the one followed (etcd recreated, restored or its keys deleted)",
+            fleet.resets.clone(),
         );
         let front = FrontMetrics::default();
         registry.register(

@@ -67,15 +67,38 @@ async fn ready(process: &ServeProcess) -> Client {
     }
 }
 
-/// Waits (at most 30 s) for a log line of `process` that contains `text`.
-fn wait_for_line(process: &ServeProcess, text: &str) {
+/// Waits (at most 30 s) for a log line of `process` that contains `text`; returns it.
+/// The lines read meanwhile are gone for later waits.
+fn wait_for_line(process: &ServeProcess, text: &str) -> String {
     let mut seen = process.before.clone();
     let deadline = Instant::now() + Duration::from_secs(30);
-    while !seen.iter().any(|l| l.contains(text)) {
+    loop {
+        if let Some(line) = seen.iter().find(|l| l.contains(text)) {
+            return line.clone();
+        }
         let left = deadline.saturating_duration_since(Instant::now());
         match process.lines.recv_timeout(left) {
             Ok(line) => seen.push(line),
             Err(_) => panic!("no line with {text:?}: {seen:#?}"),
+        }
+    }
+}
+
+/// Every line `process` logged that has not been read yet: the process is killed and its
+/// log read to its end (so none still on its way is missed).
+fn every_line(process: &mut ServeProcess) -> Vec<String> {
+    let _ = process.child.kill();
+    let _ = process.child.wait();
+    let mut lines = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match process.lines.recv_timeout(left) {
+            Ok(line) => lines.push(line),
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return lines,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                panic!("the log did not end in 30 s after the kill: {lines:#?}")
+            }
         }
     }
 }
@@ -469,13 +492,9 @@ async fn a_paused_sidecar_catches_up_across_a_compaction() {
         revision,
         clients.len(),
     );
-    let logged: Vec<String> = fleet.sidecars[2].lines.try_iter().collect();
-    assert!(
-        logged
-            .iter()
-            .any(|l| l.contains("compacted past this sidecar's revision")),
-        "the paused sidecar did not meet the compaction: {logged:#?}"
-    );
+    // The paused sidecar met the compaction (logged before it read the registry whole,
+    // so before it converged; waited for, since lines reach the test through a thread).
+    wait_for_line(&fleet.sidecars[2], "compacted past this sidecar's revision");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -851,14 +870,9 @@ async fn a_sled_sidecar_joining_an_empty_fleet_serves_the_fleet_and_never_goes_b
     // are not merged, and the revision moved on from the one this sidecar had served.
     assert_eq!(names, ["model", "effort", "sub-task", "status"]);
     assert!(revision > sled_revision, "{revision} after {sled_revision}");
-    let mut logged = process.before.clone();
-    logged.extend(process.lines.try_iter());
-    assert!(
-        logged
-            .iter()
-            .any(|l| l.contains("differs from the fleet") && l.contains("alpha,beta,gamma")),
-        "{logged:#?}"
-    );
+    // Logged when it joined, before the fleet's registry was served.
+    let line = wait_for_line(&process, "differs from the fleet");
+    assert!(line.contains("alpha,beta,gamma"), "{line}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -1274,4 +1288,339 @@ async fn a_task_one_sidecar_s_front_made_is_answered_by_another() {
     );
     let again = front_call(front_a, "CancelTask", serde_json::json!({"id": id})).await;
     assert_eq!(again["error"]["code"], -32002, "{again}");
+}
+
+/// What every sidecar logs, once, when it finds etcd's history is not the one it followed.
+const RESET_LINE: &str = "etcd's history is not the one this sidecar followed";
+
+/// How long every sidecar may take to serve etcd's new history once it meets it: the
+/// writer from etcd's return, the follower from being continued, or both from a deleted
+/// prefix. (A watch that ended is opened again within 0.5 s of etcd answering; the rest
+/// is a few reads and at most two transactions.)
+const CONVERGE_BOUND: Duration = Duration::from_secs(10);
+
+/// Two sidecars in fleet mode on a one-member cluster: `s0`, through which the test
+/// writes, and `s1`, which only follows. `initial` is registered through `s0`, and both
+/// have converged on it.
+struct Pair {
+    cluster: EtcdCluster,
+    sidecars: Vec<ServeProcess>,
+    clients: Vec<Client>,
+    dirs: tempfile::TempDir,
+}
+
+impl Pair {
+    async fn start(initial: &[&str]) -> Option<Self> {
+        if !etcd::available() {
+            return None;
+        }
+        let cluster = EtcdCluster::start(1).await;
+        let dirs = tempfile::tempdir().unwrap();
+        let sidecars: Vec<_> = (0..2)
+            .map(|i| {
+                sidecar(
+                    &cluster,
+                    &dirs.path().join(format!("s{i}")),
+                    &format!("s{i}"),
+                    &[],
+                )
+            })
+            .collect();
+        let mut clients = Vec::new();
+        for s in &sidecars {
+            clients.push(ready(s).await);
+        }
+        // The built-ins first (written by one of them), then the test's commands.
+        until_converged(&mut clients, &["status"], &[], Duration::from_secs(30)).await;
+        for name in initial {
+            register(&mut clients[0], name).await.unwrap();
+        }
+        until_converged(&mut clients, initial, &[], Duration::from_secs(30)).await;
+        Some(Self {
+            cluster,
+            sidecars,
+            clients,
+            dirs,
+        })
+    }
+
+    /// Registers `pad-<k>` through `s0` until etcd's revision is past `revision` + 1: a
+    /// watch resumed at or before `revision` + 1 then starts inside etcd's new history,
+    /// where a revision below the one resumed at cannot show that it is another.
+    async fn write_past(&mut self, revision: i64) -> Vec<String> {
+        let mut names = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while self.cluster.revision().await <= revision + 1 {
+            let name = format!("pad-{}", names.len());
+            register_once_writable(&mut self.clients[0], &name, deadline).await;
+            names.push(name);
+        }
+        names
+    }
+
+    /// Both sidecars serve the same registry, holding every one of `present` and none of
+    /// `absent`, within [`CONVERGE_BOUND`] of `since`; each said once in its log that
+    /// etcd's history was not the one it followed; and the revisions `s1`'s WatchSpecs
+    /// streamed only went up, to the one served. Ends both sidecars; returns the line
+    /// each said it in.
+    async fn settle(
+        mut self,
+        scenario: &str,
+        since: Instant,
+        present: &[&str],
+        absent: &[&str],
+        watched: &Mutex<Vec<u64>>,
+    ) -> Vec<String> {
+        let (revision, names) = until_converged(
+            &mut self.clients,
+            present,
+            absent,
+            CONVERGE_BOUND.saturating_sub(since.elapsed()),
+        )
+        .await;
+        let took = since.elapsed();
+        assert_increasing(watched, revision).await;
+        let mut said = Vec::new();
+        for (i, process) in self.sidecars.iter_mut().enumerate() {
+            let mut lines = process.before.clone();
+            lines.extend(every_line(process));
+            let resets: Vec<&String> = lines.iter().filter(|l| l.contains(RESET_LINE)).collect();
+            assert_eq!(
+                resets.len(),
+                1,
+                "s{i} said it {} times: {lines:#?}",
+                resets.len()
+            );
+            said.push(resets[0].clone());
+        }
+        eprintln!(
+            "fleet: {scenario}: both sidecars noticed (one line each) and served revision {revision} ({} commands) {took:?} after meeting it (bound {CONVERGE_BOUND:?})",
+            names.len()
+        );
+        said
+    }
+}
+
+/// Waits until every sidecar serves the same revision and list, holding every one of
+/// `present` and none of `absent`; at most `within`.
+async fn until_converged(
+    clients: &mut [Client],
+    present: &[&str],
+    absent: &[&str],
+    within: Duration,
+) -> (u64, Vec<String>) {
+    let deadline = Instant::now() + within;
+    loop {
+        let mut seen = Vec::new();
+        for client in clients.iter_mut() {
+            seen.push(listed(client).await);
+        }
+        let names = &seen[0].1;
+        if seen.windows(2).all(|w| w[0] == w[1])
+            && present.iter().all(|p| names.iter().any(|n| n == p))
+            && !absent.iter().any(|a| names.iter().any(|n| n == a))
+        {
+            return seen.remove(0);
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the sidecars did not converge on {present:?} without {absent:?} in {within:?}: {seen:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Waits until `s1`'s WatchSpecs has streamed its first state.
+async fn first_state(watched: &Mutex<Vec<u64>>) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while watched.lock().unwrap().is_empty() {
+        assert!(Instant::now() < deadline, "WatchSpecs streamed nothing");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// The failure, made certain: etcd recreated with the same members and token
+/// (the same cluster id) while the sidecar that does not write is stopped; the writer
+/// re-registers until etcd's revision is past where the stopped one's watch resumes;
+/// only then is it continued. It must find out by itself that the history is another.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_etcd_recreated_is_noticed_by_a_follower_that_resumes_after_the_writer_re_registered() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(mut pair) = Pair::start(&["one", "two", "three"]).await else {
+        return;
+    };
+    let watched = watch_revisions(pair.clients[1].clone());
+    first_state(&watched).await;
+    let before = pair.cluster.revision().await;
+    pair.sidecars[1].signal("STOP");
+
+    pair.cluster.recreate().await;
+    let since = Instant::now();
+    let deadline = since + Duration::from_secs(30);
+    register_once_writable(&mut pair.clients[0], "after", deadline).await;
+    let pads = pair.write_past(before).await;
+    pair.sidecars[1].signal("CONT");
+    let since = Instant::now();
+
+    let mut present = vec!["after", "model", "status"];
+    present.extend(pads.iter().map(String::as_str));
+    pair.settle(
+        "etcd recreated, the follower resuming after the writer re-registered",
+        since,
+        &present,
+        &["one", "two", "three"],
+        &watched,
+    )
+    .await;
+}
+
+/// etcd restored from a snapshot older than both sidecars' registry (`three` and `four`
+/// were made after it): the same ordering as above.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_etcd_restored_from_an_older_snapshot_is_noticed_by_every_sidecar() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(mut pair) = Pair::start(&["one", "two"]).await else {
+        return;
+    };
+    let file = pair.dirs.path().join("snapshot.db");
+    pair.cluster.snapshot(&file);
+    for name in ["three", "four"] {
+        register(&mut pair.clients[0], name).await.unwrap();
+    }
+    until_converged(
+        &mut pair.clients,
+        &["three", "four"],
+        &[],
+        Duration::from_secs(30),
+    )
+    .await;
+    let watched = watch_revisions(pair.clients[1].clone());
+    first_state(&watched).await;
+    let before = pair.cluster.revision().await;
+    pair.sidecars[1].signal("STOP");
+
+    pair.cluster.restore(&file).await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    register_once_writable(&mut pair.clients[0], "after", deadline).await;
+    let pads = pair.write_past(before).await;
+    pair.sidecars[1].signal("CONT");
+    let since = Instant::now();
+
+    let mut present = vec!["one", "two", "after", "status"];
+    present.extend(pads.iter().map(String::as_str));
+    pair.settle(
+        "etcd restored from an older snapshot",
+        since,
+        &present,
+        &["three", "four"],
+        &watched,
+    )
+    .await;
+}
+
+/// etcd restored from a snapshot newer than the registry of the sidecar that does not
+/// write (stopped meanwhile): nothing it applied is contradicted, yet it must find out,
+/// from the writer, which did apply what was lost (`four`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_etcd_restored_from_a_snapshot_newer_than_a_follower_is_noticed_by_it() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(mut pair) = Pair::start(&["one"]).await else {
+        return;
+    };
+    let watched = watch_revisions(pair.clients[1].clone());
+    first_state(&watched).await;
+    pair.sidecars[1].signal("STOP");
+    for name in ["two", "three"] {
+        register(&mut pair.clients[0], name).await.unwrap();
+    }
+    let file = pair.dirs.path().join("snapshot.db");
+    pair.cluster.snapshot(&file);
+    register(&mut pair.clients[0], "four").await.unwrap();
+    let before = pair.cluster.revision().await;
+
+    pair.cluster.restore(&file).await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    register_once_writable(&mut pair.clients[0], "after", deadline).await;
+    let pads = pair.write_past(before).await;
+    pair.sidecars[1].signal("CONT");
+    let since = Instant::now();
+
+    let mut present = vec!["one", "two", "three", "after", "status"];
+    present.extend(pads.iter().map(String::as_str));
+    let said = pair
+        .settle(
+            "etcd restored from a snapshot newer than the follower",
+            since,
+            &present,
+            &["four"],
+            &watched,
+        )
+        .await;
+    // The follower learnt it from the history's new name: etcd still held every change
+    // it had applied.
+    assert!(said[1].contains("named the history anew"), "{}", said[1]);
+}
+
+/// The fleet's prefix deleted by hand (`etcdctl del --prefix`) under two running
+/// sidecars: both find the registry gone, read it whole (empty, its revision moved past
+/// theirs), put the built-ins back, and take writes again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_prefix_deleted_by_hand_is_noticed_by_every_sidecar() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(mut pair) = Pair::start(&["one", "two"]).await else {
+        return;
+    };
+    let watched = watch_revisions(pair.clients[1].clone());
+    first_state(&watched).await;
+
+    pair.cluster.delete_prefix("/a2a-commands/");
+    let since = Instant::now();
+    // The built-ins come back after the reset, on whichever sidecar writes them first.
+    until_converged(
+        &mut pair.clients,
+        &["status"],
+        &["one", "two"],
+        CONVERGE_BOUND,
+    )
+    .await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    register_once_writable(&mut pair.clients[0], "after", deadline).await;
+    pair.settle(
+        "the fleet's prefix deleted by hand",
+        since,
+        &["after", "model", "status"],
+        &["one", "two"],
+        &watched,
+    )
+    .await;
+}
+
+/// A sidecar restarted while every etcd member is down serves its copy; when etcd comes
+/// back it reads the fleet's registry, the same as its copy: its WatchSpecs streams no
+/// state for that (a state is sent after a change, never twice for one revision), and
+/// the next change once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_sidecar_restarted_during_an_outage_streams_each_state_once() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(mut pair) = Pair::start(&["before"]).await else {
+        return;
+    };
+    let (revision, _) = listed(&mut pair.clients[1]).await;
+    pair.cluster.kill(0);
+    let dir = pair.dirs.path().join("s1");
+    drop(pair.sidecars.pop());
+    pair.sidecars.push(sidecar(&pair.cluster, &dir, "s1", &[]));
+    pair.clients[1] = ready(&pair.sidecars[1]).await;
+    let watched = watch_revisions(pair.clients[1].clone());
+    first_state(&watched).await;
+    assert_eq!(*watched.lock().unwrap(), [revision]);
+
+    pair.cluster.restart(&[0]).await;
+    // It read the fleet's registry and found its copy current.
+    wait_for_line(&pair.sidecars[1], "this sidecar's copy follows it");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let after = register_once_writable(&mut pair.clients[0], "after", deadline).await;
+    until_converged(&mut pair.clients, &["after"], &[], Duration::from_secs(30)).await;
+    assert_increasing(&watched, after).await;
+    assert_eq!(*watched.lock().unwrap(), [revision, after]);
 }

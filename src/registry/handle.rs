@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::Error;
 use crate::registry::fleet::etcd::Etcd;
-use crate::registry::fleet::layout::Keys;
+use crate::registry::fleet::layout::{AppliedMeta, Keys};
 use crate::registry::fleet::members::{self, Member};
 use crate::registry::fleet::record::{self, Record};
 use crate::registry::fleet::{copy, follow, FleetOptions};
@@ -280,7 +280,10 @@ fn start_fleet(
     let keys = Keys::new(&options.prefix);
     let resync = Arc::new(Notify::new());
     let stop = CancellationToken::new();
-    let (applied, applied_rx) = watch::channel((revision, 0));
+    let (applied, applied_rx) = watch::channel(AppliedMeta {
+        revision,
+        ..Default::default()
+    });
 
     let (followed, mut from_follower) = mpsc::channel(1024);
     let follower = follow::run(
@@ -288,6 +291,7 @@ fn start_fleet(
         keys.clone(),
         followed,
         Arc::clone(&resync),
+        applied_rx.clone(),
     );
     let forward = {
         let ops = ops.clone();
@@ -321,11 +325,12 @@ fn start_fleet(
         record: Record::new(etcd, options),
         options: options.clone(),
         runtime,
-        meta_mod: None,
+        meta: None,
+        incarnation: String::new(),
+        pending: None,
         resync,
         ready: Arc::clone(ready),
         marked: copy_of_this_fleet,
-        cluster: 0,
         applied,
         resets,
     };

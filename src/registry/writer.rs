@@ -19,8 +19,8 @@ use tokio::sync::{mpsc, oneshot, watch, Notify};
 use crate::error::Error;
 use crate::metrics::metrics;
 use crate::registry::fleet::follow::Followed;
-use crate::registry::fleet::layout::{self, FleetState};
-use crate::registry::fleet::record::{Outcome, Record};
+use crate::registry::fleet::layout::{self, AppliedMeta, FleetState, MetaAt};
+use crate::registry::fleet::record::{self, Outcome, Record};
 use crate::registry::fleet::{copy, FleetOptions};
 use crate::registry::seal::{Fingerprint, Seal};
 use crate::registry::snapshot::Snapshot;
@@ -154,8 +154,13 @@ pub(super) struct Fleet {
     pub(super) options: FleetOptions,
     /// Where the etcd calls run (this thread is not one of the runtime's).
     pub(super) runtime: tokio::runtime::Handle,
-    /// `meta`'s mod revision in the state applied; `None` until the first whole read.
-    pub(super) meta_mod: Option<i64>,
+    /// The write of `meta` the state applied is at; `None` until the first whole read.
+    pub(super) meta: Option<MetaAt>,
+    /// The name of the history applied (empty: none yet).
+    pub(super) incarnation: String,
+    /// Why etcd's history is not the one followed, when that was found and the whole
+    /// read that takes the new one is still to come.
+    pub(super) pending: Option<String>,
     /// Asks the follower for a whole read.
     pub(super) resync: Arc<Notify>,
     /// Set once there is a registry to serve: the copy of this fleet found at open, or
@@ -163,12 +168,10 @@ pub(super) struct Fleet {
     pub(super) ready: Arc<AtomicBool>,
     /// The marker names this fleet.
     pub(super) marked: bool,
-    /// The etcd cluster the registry applied was read from (0: none yet).
-    pub(super) cluster: u64,
-    /// The registry revision and etcd revision applied, for the member key.
-    pub(super) applied: watch::Sender<(u64, i64)>,
-    /// Counts the resets taken (etcd recreated or restored), so that configuration is
-    /// applied again.
+    /// What was applied, for the member key and the follower's checks.
+    pub(super) applied: watch::Sender<AppliedMeta>,
+    /// Counts the resets taken (etcd recreated, restored or emptied), so that
+    /// configuration is applied again.
     pub(super) resets: watch::Sender<u64>,
 }
 
@@ -383,6 +386,15 @@ impl Writer {
     }
 
     fn publish(&mut self, state: State) {
+        // The state served already (a whole read that found nothing new, a copy etcd
+        // agrees with) is not published again: WatchSpecs sends a state after a change,
+        // never twice for one revision.
+        if state.revision == self.state.revision
+            && Fingerprint::of(&state) == Fingerprint::of(&self.state)
+        {
+            self.state = state;
+            return;
+        }
         let snapshot = Arc::new(state.snapshot());
         let m = metrics();
         m.registry_commands
@@ -401,11 +413,21 @@ impl Writer {
         self.fleet.as_mut().expect("fleet mode")
     }
 
+    /// The registry applied, as a commit compares against it (after the first read).
+    fn applied_fleet(&self) -> Option<FleetState> {
+        let fleet = self.fleet.as_ref().expect("fleet mode");
+        Some(FleetState {
+            state: self.state.clone(),
+            meta: fleet.meta.clone()?,
+            incarnation: fleet.incarnation.clone(),
+        })
+    }
+
     /// Commits a group to etcd, in transactions small enough for it, then applies it.
     /// Once etcd is found unavailable, the rest of the group gets the same answer at
     /// once instead of each chunk waiting out its own timeouts.
     fn commit_fleet(&mut self, mut changes: Vec<(Change, oneshot::Sender<ChangeResult>)>) {
-        if self.fleet().meta_mod.is_none() {
+        if self.fleet().meta.is_none() {
             let err = Error::FleetUnavailable(
                 "this sidecar has not read the fleet's registry yet; the change was not made"
                     .into(),
@@ -429,7 +451,7 @@ impl Writer {
         let mut conflicts: u32 = 0;
         let since = std::time::Instant::now();
         loop {
-            let meta_mod = self.fleet().meta_mod.expect("joined");
+            let before = self.applied_fleet().expect("joined");
             let mut next = self.state.clone();
             let mut writes = Writes::new();
             let results: Vec<ChangeResult> = changes
@@ -438,34 +460,36 @@ impl Writer {
                     next.apply(change.clone(), self.options.max_commands, &mut writes)
                 })
                 .collect();
+            // The registry's first write names its history (as does the first write of
+            // a version that names it).
+            let name = if before.incarnation.is_empty() {
+                record::new_incarnation()
+            } else {
+                before.incarnation.clone()
+            };
             let fleet = self.fleet.as_mut().expect("fleet mode");
             let reachable = fleet.record.etcd().reachable();
             let started = std::time::Instant::now();
             let committed = if next.revision == self.state.revision {
                 // Nothing to write (unchanged, or refused): answered only once etcd
                 // confirms the registry these answers were judged on is current.
-                let confirmed = fleet.record.confirm(meta_mod);
+                let confirmed = fleet.record.confirm(&before.meta);
                 match self.inbox.during(&fleet.runtime, reachable, confirmed) {
                     Ok(true) => return answer(changes, results),
                     Ok(false) => Ok(Outcome::Conflict),
                     Err(err) => Err(err),
                 }
             } else {
-                let before = FleetState {
-                    state: self.state.clone(),
-                    meta_mod,
-                    cluster: 0,
-                };
-                let commit = fleet.record.commit(&before, &next, &writes);
+                let commit = fleet.record.commit(&before, &next, &writes, &name);
                 self.inbox.during(&fleet.runtime, reachable, commit)
             };
             match committed {
-                Ok(Outcome::Committed(at)) => {
+                Ok(Outcome::Committed(meta)) => {
                     metrics()
                         .flush_seconds
                         .observe(started.elapsed().as_secs_f64());
                     metrics().group_size.observe(changes.len() as f64);
-                    self.apply_fleet(next, &writes, at);
+                    self.apply_fleet(next, &writes, meta, name);
                     return answer(changes, results);
                 }
                 Ok(Outcome::Conflict) => {
@@ -488,23 +512,13 @@ impl Writer {
                         let read = fleet.record.read_all();
                         self.inbox.during(&fleet.runtime, reachable, read)
                     };
-                    match reread {
-                        Ok((whole, _)) => {
-                            metrics().fleet.full_reads.inc();
-                            if !self.take_read(whole, false) {
-                                let err = Error::FleetUnavailable(
-                                    "the fleet's registry is older than this sidecar's; the \
-                                     change was not made"
-                                        .into(),
-                                );
-                                fail_all(changes, &err);
-                                return Some(err);
-                            }
-                        }
-                        Err(err) => {
-                            fail_all(changes, &err);
-                            return Some(err);
-                        }
+                    let taken = reread.and_then(|(whole, _)| {
+                        metrics().fleet.full_reads.inc();
+                        self.take_fresh(whole)
+                    });
+                    if let Err(err) = taken {
+                        fail_all(changes, &err);
+                        return Some(err);
                     }
                 }
                 Err(Error::FleetTooLarge(_)) if changes.len() > 1 => {
@@ -530,47 +544,102 @@ impl Writer {
         }
     }
 
+    /// Takes a whole read made after a commit found the registry changed: another
+    /// sidecar's change (the usual case), or another history altogether, since the
+    /// read is newer than anything this sidecar applied.
+    fn take_fresh(&mut self, whole: FleetState) -> Result<(), Error> {
+        let applied = self.applied_fleet().expect("joined");
+        let older = whole.meta.mod_revision < applied.meta.mod_revision
+            || (whole.meta.mod_revision == applied.meta.mod_revision
+                && whole.meta.value != applied.meta.value);
+        let cause = self.fleet().pending.take().or_else(|| {
+            older.then(|| {
+                "etcd holds an older registry than this sidecar applied, or none: etcd was \
+                 recreated, restored from a snapshot, or its keys deleted"
+                    .to_owned()
+            })
+        });
+        match cause.or_else(|| renamed(&whole, &applied)) {
+            Some(cause) => self.reset(whole, &cause),
+            None => self.take_read(whole),
+        }
+    }
+
     /// Applies what the follower read.
     fn follow(&mut self, followed: Followed) {
-        let Some(meta_mod) = self.fleet().meta_mod else {
-            if let Followed::Whole(whole) | Followed::Reset(whole) = followed {
+        let Some(applied) = self.applied_fleet() else {
+            if let Followed::Whole { whole, .. } = followed {
                 self.join(whole);
             }
             return;
         };
         match followed {
-            Followed::Whole(whole) => {
-                // A recreated or restored cluster's revisions start again: its read is
-                // taken whatever its revisions say.
-                let other = whole.cluster != 0 && whole.cluster != self.fleet().cluster;
-                if (other || whole.meta_mod >= meta_mod) && !self.take_read(whole, other) {
-                    self.retry_later("the fleet's registry read is older than this sidecar's");
-                }
-            }
-            Followed::Reset(whole) => {
-                if self.take_read(whole, true) {
-                    self.fleet().resets.send_modify(|n| *n += 1);
-                } else {
-                    self.retry_later("the fleet's registry could not be taken after a reset");
+            Followed::Whole {
+                whole,
+                checked,
+                lost,
+            } => {
+                let resets = *self.fleet().resets.borrow();
+                let cause = match (self.fleet().pending.take(), lost) {
+                    (Some(cause), _) => Some(cause),
+                    (None, _) if checked.resets != resets => {
+                        // Read and checked before this sidecar's last reset: about the
+                        // history before it. Read again.
+                        self.fleet().resync.notify_one();
+                        return;
+                    }
+                    (None, Some(cause)) if checked.meta == applied.meta => Some(cause),
+                    (None, Some(_)) => {
+                        // This sidecar applied more since the check: check that instead.
+                        self.fleet().resync.notify_one();
+                        return;
+                    }
+                    (None, None) if whole.meta.mod_revision < applied.meta.mod_revision => {
+                        // Read before this sidecar's own latest commit, in the same
+                        // history: nothing new.
+                        return;
+                    }
+                    (None, None) => renamed(&whole, &applied),
+                };
+                let taken = match cause {
+                    Some(cause) => self.reset(whole, &cause),
+                    None => self.take_read(whole),
+                };
+                if let Err(err) = taken {
+                    tracing::debug!(error = %err, "the fleet's registry read could not be taken");
+                    self.retry_later("the fleet's registry read could not be taken");
                 }
             }
             Followed::Events { revision, events } => {
-                if revision <= meta_mod {
-                    // Already applied: this sidecar's own commit, or a whole read.
+                if revision <= applied.meta.mod_revision || self.fleet().pending.is_some() {
+                    // Already applied (this sidecar's own commit, or a whole read), or a
+                    // whole read is on its way.
                     return;
                 }
-                let fleet = self.fleet.as_ref().expect("fleet mode");
-                let before = FleetState {
-                    state: self.state.clone(),
-                    meta_mod,
-                    cluster: 0,
-                };
-                match layout::apply_events(fleet.record.keys(), &before, &events) {
+                let fleet = self.fleet.as_mut().expect("fleet mode");
+                match layout::apply_events(fleet.record.keys(), &applied, &events) {
                     Ok(layout::Applied::Next(next, writes)) => {
-                        self.apply_fleet(next.state, &writes, next.meta_mod);
+                        self.apply_fleet(next.state, &writes, next.meta, next.incarnation);
                     }
                     Ok(layout::Applied::Gap(why)) => {
                         tracing::warn!(etcd_revision = revision, cause = %why, "a fleet change did not follow the registry applied; reading the whole registry");
+                        fleet.resync.notify_one();
+                    }
+                    Ok(layout::Applied::Renamed(name)) => {
+                        // Said once the whole read is taken (`reset`).
+                        fleet.pending = Some(format!(
+                            "another sidecar found etcd's history is not the one followed \
+                             (etcd recreated or restored) and named the history anew ({name}, was {})",
+                            applied.incarnation
+                        ));
+                        fleet.resync.notify_one();
+                    }
+                    Ok(layout::Applied::Deleted) => {
+                        fleet.pending = Some(
+                            "the registry's keys were deleted from etcd (by hand?), or etcd was \
+                             emptied"
+                                .into(),
+                        );
                         fleet.resync.notify_one();
                     }
                     Err(err) => {
@@ -595,11 +664,27 @@ impl Writer {
         } else {
             log_differences(&self.state, &whole.state);
         }
-        if self.state.revision > whole.state.revision {
-            // A registry with an older revision than this sidecar served (a sled
-            // history, or a fleet recreated empty): its revision moves past ours first.
-            whole = match self.move_revision_past(whole) {
-                Ok(Outcome::Committed(moved)) => moved,
+        if self.is_behind(&whole.state) {
+            // A registry older than (or other than, at the same revision) the one this
+            // sidecar served (a sled history, or a fleet recreated empty): its revision
+            // moves past ours first, so no reader sees a revision go back or mean two
+            // states.
+            let mut next = whole.state.clone();
+            next.revision = self.state.revision + 1;
+            let name = if whole.incarnation.is_empty() {
+                record::new_incarnation()
+            } else {
+                whole.incarnation.clone()
+            };
+            whole = match self.write_meta(&whole, next, name) {
+                Ok(Outcome::Committed(moved)) => {
+                    tracing::info!(
+                        from = whole.state.revision,
+                        to = moved.state.revision,
+                        "the fleet's revision moved past this sidecar's, so that no revision goes back"
+                    );
+                    moved
+                }
                 Ok(Outcome::Conflict) => return self.fleet().resync.notify_one(),
                 Err(err) => {
                     tracing::warn!(error = %err, "cannot move the fleet's revision past this sidecar's yet; trying again");
@@ -607,71 +692,144 @@ impl Writer {
                 }
             };
         }
-        self.fleet().cluster = whole.cluster;
         let writes = state::diff(&self.state, &whole.state);
-        self.apply_fleet(whole.state, &writes, whole.meta_mod);
+        self.apply_fleet(whole.state, &writes, whole.meta, whole.incarnation);
     }
 
-    /// Applies a whole read (after a compaction, a gap or a conflict) unless it is older
-    /// than what this sidecar applied: its revision lower (etcd restored or emptied: the
-    /// fleet's revision is moved on first, as at joining), or the same registry. Returns
-    /// false when the read was not taken.
-    fn take_read(&mut self, mut whole: FleetState, reset: bool) -> bool {
-        if whole.state.revision < self.state.revision {
-            tracing::warn!(
-                fleet_revision = whole.state.revision,
-                applied_revision = self.state.revision,
-                "the fleet's registry has a lower revision than this sidecar applied (etcd restored or emptied?); moving its revision on"
+    /// Whether `fleet` is older than the registry applied: a lower revision, or the same
+    /// with other contents (a revision never means two states).
+    fn is_behind(&self, fleet: &State) -> bool {
+        fleet.revision < self.state.revision
+            || (fleet.revision == self.state.revision
+                && Fingerprint::of(fleet) != Fingerprint::of(&self.state))
+    }
+
+    /// Applies a whole read of the history followed (after a compaction, a gap or a
+    /// conflict) unless it is the registry applied already.
+    fn take_read(&mut self, whole: FleetState) -> Result<(), Error> {
+        if self.is_behind(&whole.state) {
+            return self.reset(
+                whole,
+                "etcd holds a registry older than the one this sidecar applied",
             );
-            whole = match self.move_revision_past(whole) {
-                Ok(Outcome::Committed(moved)) => moved,
-                _ => return false,
-            };
-        } else if whole.state.revision == self.state.revision
-            && Fingerprint::of(&whole.state) == Fingerprint::of(&self.state)
-        {
-            // Nothing new; only the etcd revision it was read at moves on (or starts
-            // again, in another cluster).
-            let fleet = self.fleet();
-            let before = fleet.meta_mod.unwrap_or(0);
-            fleet.meta_mod = Some(if reset {
-                whole.meta_mod
-            } else {
-                whole.meta_mod.max(before)
-            });
-            fleet.cluster = whole.cluster;
-            return true;
         }
-        self.fleet().cluster = whole.cluster;
+        // A change by a version that does not name the history keeps the name it had.
+        let name = if whole.incarnation.is_empty() {
+            self.fleet().incarnation.clone()
+        } else {
+            whole.incarnation
+        };
         let writes = state::diff(&self.state, &whole.state);
-        self.apply_fleet(whole.state, &writes, whole.meta_mod);
-        true
+        self.apply_fleet(whole.state, &writes, whole.meta, name);
+        Ok(())
     }
 
-    /// Moves the fleet's revision past this sidecar's (a meta-only transaction on
-    /// `whole`), so that no reader sees a revision go back; the registry after it.
-    fn move_revision_past(&mut self, whole: FleetState) -> Result<Outcome<FleetState>, Error> {
-        let mut next = whole.state.clone();
-        next.revision = self.state.revision + 1;
-        let fleet = self.fleet();
-        match fleet
-            .runtime
-            .block_on(fleet.record.commit(&whole, &next, &[]))?
-        {
-            Outcome::Committed(at) => {
-                tracing::info!(
-                    from = whole.state.revision,
-                    to = next.revision,
-                    "the fleet's revision moved past this sidecar's, so that no revision goes back"
-                );
-                Ok(Outcome::Committed(FleetState {
-                    state: next,
-                    meta_mod: at,
-                    cluster: whole.cluster,
-                }))
+    /// etcd's history is not the one this sidecar followed (`cause`): takes `whole`, read
+    /// from it, whatever its revisions, and says so in one line. Its registry revision is
+    /// first moved past this sidecar's if it is behind, so that no revision goes back; and
+    /// unless another sidecar already named the history anew, it is named anew, so that
+    /// every other sidecar finds out too, even one whose view it does not contradict (a
+    /// snapshot newer than that sidecar's registry). On an error the reset stays pending:
+    /// the next whole read takes it up again.
+    fn reset(&mut self, mut whole: FleetState, cause: &str) -> Result<(), Error> {
+        let old = self.fleet().incarnation.clone();
+        let (applied_revision, read_revision) = (self.state.revision, whole.state.revision);
+        let (mut moved, mut renamed) = (false, false);
+        let mut attempts = 0;
+        loop {
+            let rename = whole.incarnation.is_empty() || whole.incarnation == old;
+            let behind = self.is_behind(&whole.state);
+            if !rename && !behind {
+                break;
             }
-            Outcome::Conflict => Ok(Outcome::Conflict),
+            attempts += 1;
+            let mut next = whole.state.clone();
+            if behind {
+                next.revision = self.state.revision + 1;
+            }
+            let name = if rename {
+                record::new_incarnation()
+            } else {
+                whole.incarnation.clone()
+            };
+            match self.write_meta(&whole, next, name) {
+                Ok(Outcome::Committed(written)) => {
+                    whole = written;
+                    moved |= behind;
+                    renamed |= rename;
+                    break;
+                }
+                // Another sidecar changed it first (named it, likely): read it again.
+                Ok(Outcome::Conflict) if attempts < 10 => {
+                    let fleet = self.fleet.as_mut().expect("fleet mode");
+                    let reachable = fleet.record.etcd().reachable();
+                    let read = fleet.record.read_all();
+                    match self.inbox.during(&fleet.runtime, reachable, read) {
+                        Ok((read, _)) => whole = read,
+                        Err(err) => return Err(self.reset_pending(cause, err)),
+                    }
+                }
+                Ok(Outcome::Conflict) => {
+                    let err = Error::FleetUnavailable(
+                        "other sidecars kept changing the fleet's registry while this one \
+                         read it again"
+                            .into(),
+                    );
+                    return Err(self.reset_pending(cause, err));
+                }
+                Err(err) => return Err(self.reset_pending(cause, err)),
+            }
         }
+        // Counted before the registry is applied, so that what the follower checks
+        // from now on carries it.
+        metrics().fleet.resets.inc();
+        self.fleet().resets.send_modify(|n| *n += 1);
+        let writes = state::diff(&self.state, &whole.state);
+        let commands = whole.state.commands.len();
+        self.apply_fleet(whole.state, &writes, whole.meta, whole.incarnation);
+        tracing::warn!(
+            cause,
+            applied_revision,
+            fleet_revision = read_revision,
+            revision = self.state.revision,
+            commands,
+            moved_past = moved,
+            named_anew = renamed,
+            "etcd's history is not the one this sidecar followed; the whole registry was read again and is served"
+        );
+        self.fleet().pending = None;
+        Ok(())
+    }
+
+    /// Keeps a reset that could not be completed for the next whole read; `err`, why.
+    fn reset_pending(&mut self, cause: &str, err: Error) -> Error {
+        let fleet = self.fleet();
+        fleet.pending = Some(cause.to_owned());
+        fleet.resync.notify_one();
+        err
+    }
+
+    /// Rewrites `meta` alone on `whole` (its revision moved on, or its history named
+    /// `name`), so that no reader sees a revision go back; the registry after it.
+    fn write_meta(
+        &mut self,
+        whole: &FleetState,
+        next: State,
+        name: String,
+    ) -> Result<Outcome<FleetState>, Error> {
+        let fleet = self.fleet.as_mut().expect("fleet mode");
+        let reachable = fleet.record.etcd().reachable();
+        let commit = fleet.record.commit(whole, &next, &[], &name);
+        Ok(
+            match self.inbox.during(&fleet.runtime, reachable, commit)? {
+                Outcome::Committed(meta) => Outcome::Committed(FleetState {
+                    state: next,
+                    meta,
+                    incarnation: name,
+                }),
+                Outcome::Conflict => Outcome::Conflict,
+            },
+        )
     }
 
     /// Asks the follower for another whole read after a pause, so that a refusal etcd
@@ -682,12 +840,12 @@ impl Writer {
         self.fleet().resync.notify_one();
     }
 
-    /// Makes `next` (at etcd revision `meta_mod`) the state: the local copy first, then
-    /// the snapshot. A copy that cannot be written loses its marker (so a restart while
-    /// etcd is down does not serve it) and is written whole at the next change; reads
-    /// still get `next`, which etcd holds.
-    fn apply_fleet(&mut self, next: State, writes: &[Write], meta_mod: i64) {
-        if self.stopped.is_none() {
+    /// Makes `next` (at `meta`'s write, in the history named `incarnation`) the state:
+    /// the local copy first, then the snapshot. A copy that cannot be written loses its
+    /// marker (so a restart while etcd is down does not serve it) and is written whole at
+    /// the next change; reads still get `next`, which etcd holds.
+    fn apply_fleet(&mut self, next: State, writes: &[Write], meta: MetaAt, incarnation: String) {
+        if self.stopped.is_none() && (next.revision != self.state.revision || !writes.is_empty()) {
             let copied = match self.reopen() {
                 Ok(Some(on_disk)) => {
                     let writes = state::diff(&on_disk, &next);
@@ -711,14 +869,23 @@ impl Writer {
                     self.unmark_copy();
                 }
             }
+        } else if self.stopped.is_none() && self.db.is_some() {
+            // Nothing to write: the copy already holds it.
+            self.mark_copy();
         }
         let revision = next.revision;
         self.publish(next);
         let fleet = self.fleet();
-        fleet.meta_mod = Some(meta_mod);
-        fleet.applied.send_replace((revision, meta_mod));
+        metrics().fleet.applied_etcd_revision.set(meta.mod_revision);
+        let resets = *fleet.resets.borrow();
+        fleet.applied.send_replace(AppliedMeta {
+            revision,
+            meta: meta.clone(),
+            resets,
+        });
+        fleet.meta = Some(meta);
+        fleet.incarnation = incarnation;
         fleet.ready.store(true, Ordering::Release);
-        metrics().fleet.applied_etcd_revision.set(meta_mod);
     }
 
     /// Removes the marker: the copy is no longer the registry applied.
@@ -744,6 +911,18 @@ impl Writer {
             }
         }
     }
+}
+
+/// Why `whole` is not the history `applied` is in, by their names: another sidecar
+/// found etcd's history is not the one followed, and named it anew.
+fn renamed(whole: &FleetState, applied: &FleetState) -> Option<String> {
+    let (now, was) = (&whole.incarnation, &applied.incarnation);
+    (!now.is_empty() && !was.is_empty() && now != was).then(|| {
+        format!(
+            "etcd's registry is named {now}, not {was} as followed: another sidecar found \
+             etcd recreated or restored and named the history anew"
+        )
+    })
 }
 
 /// A random pause of up to 2^`conflicts` ms (at most 64 ms) before writing again.

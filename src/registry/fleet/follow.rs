@@ -1,29 +1,41 @@
 //! Following the fleet's registry: a whole read, then a watch of the registry's key range
 //! from the revision after it, each etcd revision's events handed to the writer in
-//! order. A watch that ends is opened again from the revision after the last one handed
-//! on; a compacted revision, or a gap the writer finds, means a whole read again. No
-//! change is ever skipped: the writer applies a revision only on top of the one it
-//! was made on (`layout::apply_events`).
+//! order. No change is ever skipped: the writer applies a revision only on top of the
+//! one it was made on (`layout::apply_events`); a compacted revision, or a gap the
+//! writer finds, means a whole read again.
+//!
+//! A watch that ends is opened again only once etcd is shown to still hold the history
+//! this sidecar applied: `meta` as the writer last applied it is etcd's current `meta`, or
+//! was `meta` at its revision (`check`). Otherwise etcd was recreated, restored from a
+//! snapshot or had the keys deleted, and the whole registry is read and handed on with
+//! the cause; etcd's revisions cannot tell, since a recreated etcd's soon pass ours. Every
+//! whole read is checked the same way, and the writer checks the history's name on every
+//! change it applies.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::{mpsc, Notify};
+use tokio::sync::{mpsc, watch, Notify};
 
 use crate::metrics::metrics;
-use crate::pb::etcd::Event;
+use crate::pb::etcd::{Event, RangeRequest};
 use crate::registry::fleet::etcd::{Etcd, EtcdError};
-use crate::registry::fleet::layout::{range_end, FleetState, Keys};
+use crate::registry::fleet::layout::{range_end, AppliedMeta, FleetState, Keys, MetaAt};
 use crate::registry::fleet::record::read_all;
 
 /// What the follower hands the writer.
 #[derive(Debug)]
 pub enum Followed {
     /// The whole registry, read at one etcd revision.
-    Whole(FleetState),
-    /// The whole registry, read after etcd's history was found not to be the one
-    /// followed (the cluster recreated or restored): its revisions start again.
-    Reset(FleetState),
+    Whole {
+        /// The registry.
+        whole: FleetState,
+        /// What the writer had applied when the read was checked.
+        checked: AppliedMeta,
+        /// Why `checked` is not in etcd's history, when it is not: etcd is not the
+        /// history followed.
+        lost: Option<String>,
+    },
     /// The events of one etcd revision, in order.
     Events {
         /// The etcd revision.
@@ -33,40 +45,84 @@ pub enum Followed {
     },
 }
 
+/// What etcd holds of a write of `meta` a sidecar applied.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Found {
+    /// It is etcd's current `meta`, read at this etcd revision: nothing changed since.
+    Current(i64),
+    /// It was `meta` at its revision, and `meta` changed since.
+    Behind,
+    /// It is not in etcd's history; why.
+    Lost(String),
+    /// Its revision is compacted and `meta` changed since: a whole read must tell.
+    Unknown,
+}
+
 /// Waits between attempts while etcd does not answer.
 const RETRY: Duration = Duration::from_millis(500);
 
-/// Follows the registry until `out` closes. `resync` asks for a whole read.
-pub async fn run(etcd: Arc<Etcd>, keys: Keys, out: mpsc::Sender<Followed>, resync: Arc<Notify>) {
+/// What the follower does next.
+enum Next {
+    /// Read the whole registry; `lost` says why, when the history followed is gone.
+    Read { lost: Option<String> },
+    /// Check the history applied is etcd's, then watch from after it.
+    Resume,
+}
+
+/// Follows the registry until `out` closes. `resync` asks for a whole read; `applied` is
+/// what the writer applied, which every resumed watch and whole read is checked against.
+pub async fn run(
+    etcd: Arc<Etcd>,
+    keys: Keys,
+    out: mpsc::Sender<Followed>,
+    resync: Arc<Notify>,
+    applied: watch::Receiver<AppliedMeta>,
+) {
     let m = &metrics().fleet;
-    let mut next: Option<i64> = None;
-    // Whether the last whole read failed: logged once, not at every attempt.
+    // Whether the last attempt failed: logged once, not at every attempt.
     let mut failing = false;
-    // The etcd cluster the registry was read from: one recreated from nothing starts
-    // its revisions again, so a watch resumed there from ours would wait for revisions
-    // that mean something else; it is read whole instead.
-    let mut cluster = 0;
-    // Set once the history followed is gone: the next whole read is a reset.
-    let mut reset = false;
+    let mut next = Next::Read { lost: None };
     loop {
-        let start = match next {
-            Some(start) => start,
-            None => match read_all(&etcd, &keys).await {
-                Ok((whole, revision)) => {
+        // A path that does not say otherwise checks the history and watches again.
+        let start = match std::mem::replace(&mut next, Next::Resume) {
+            Next::Resume => {
+                let checked = applied.borrow().meta.clone();
+                if checked.mod_revision == 0 {
+                    // Nothing applied to check (or an empty registry): read it whole.
+                    next = Next::Read { lost: None };
+                    continue;
+                }
+                match check(&etcd, &keys, &checked).await {
+                    // Nothing under the registry changed since: no event is missed.
+                    Ok(Found::Current(at)) => at + 1,
+                    // Every change after the one applied; the writer skips what it has.
+                    Ok(Found::Behind) => checked.mod_revision + 1,
+                    Ok(Found::Lost(cause)) => {
+                        next = Next::Read { lost: Some(cause) };
+                        continue;
+                    }
+                    Ok(Found::Unknown) => {
+                        tracing::info!(from = checked.mod_revision + 1, "the fleet's history was compacted past this sidecar's revision; reading the whole registry");
+                        next = Next::Read { lost: None };
+                        continue;
+                    }
+                    Err(e) => {
+                        tracing::debug!(error = %e, "checking the fleet's history before watching again");
+                        tokio::time::sleep(RETRY).await;
+                        continue;
+                    }
+                }
+            }
+            Next::Read { lost } => match read_checked(&etcd, &keys, &applied, lost.clone()).await {
+                Ok((followed, revision)) => {
                     m.full_reads.inc();
-                    cluster = whole.cluster;
-                    let whole = if std::mem::take(&mut reset) {
-                        Followed::Reset(whole)
-                    } else {
-                        Followed::Whole(whole)
-                    };
                     if std::mem::take(&mut failing) {
                         tracing::info!(etcd_revision = revision, "read the fleet's registry");
                     }
-                    if out.send(whole).await.is_err() {
+                    if out.send(followed).await.is_err() {
                         return;
                     }
-                    next = Some(revision + 1);
+                    // Watched from the revision after the read.
                     revision + 1
                 }
                 Err(e) => {
@@ -75,6 +131,7 @@ pub async fn run(etcd: Arc<Etcd>, keys: Keys, out: mpsc::Sender<Followed>, resyn
                         failing = true;
                     }
                     tokio::time::sleep(RETRY).await;
+                    next = Next::Read { lost };
                     continue;
                 }
             },
@@ -82,38 +139,24 @@ pub async fn run(etcd: Arc<Etcd>, keys: Keys, out: mpsc::Sender<Followed>, resyn
         let prefix = keys.registry();
         let end = range_end(&prefix);
         let mut stream = match etcd.watch(prefix, end, start).await {
-            // A recreated cluster, or one restored from a backup, has revisions that
-            // start again: one below where we resume is not our history.
-            Ok((stream, header))
-                if other_cluster(cluster, header.cluster_id) || header.revision < start - 1 =>
-            {
-                drop(stream);
-                tracing::warn!(
-                    cluster = header.cluster_id,
-                    revision = header.revision,
-                    resume_at = start,
-                    "etcd's history is not the one this sidecar followed (cluster recreated or restored?); reading the whole registry"
-                );
-                reset = true;
-                next = None;
-                continue;
-            }
             Ok((stream, _)) => stream,
             Err(EtcdError::Compacted(at)) => {
                 tracing::info!(from = start, compacted = at, "the fleet's history was compacted past this sidecar's revision; reading the whole registry");
-                next = None;
+                next = Next::Read { lost: None };
                 continue;
             }
             Err(e) => {
                 tracing::debug!(error = %e, "opening the fleet watch");
                 tokio::time::sleep(RETRY).await;
+                next = Next::Resume;
                 continue;
             }
         };
+        next = Next::Resume;
         loop {
             let answer = tokio::select! {
                 () = resync.notified() => {
-                    next = None;
+                    next = Next::Read { lost: None };
                     break;
                 }
                 answer = stream.message() => answer,
@@ -127,30 +170,16 @@ pub async fn run(etcd: Arc<Etcd>, keys: Keys, out: mpsc::Sender<Followed>, resyn
                 }
             };
             etcd.answered();
-            if other_cluster(cluster, answer.header.as_ref().map_or(0, |h| h.cluster_id)) {
-                tracing::warn!(
-                    "the etcd cluster changed (recreated or restored?); reading the whole registry"
-                );
-                reset = true;
-                next = None;
-                break;
-            }
             if answer.compact_revision > 0 {
-                tracing::info!(from = next.unwrap_or(0), compacted = answer.compact_revision, "the fleet's history was compacted past this sidecar's revision; reading the whole registry");
-                next = None;
+                tracing::info!(compacted = answer.compact_revision, "the fleet's history was compacted past this sidecar's revision; reading the whole registry");
+                next = Next::Read { lost: None };
                 break;
             }
             if answer.canceled {
                 m.watch_restarts.inc();
                 break;
             }
-            if answer.events.is_empty() {
-                // A progress notice: every later event has a higher revision.
-                if let Some(h) = &answer.header {
-                    next = Some(next.unwrap_or(0).max(h.revision + 1));
-                }
-                continue;
-            }
+            // An answer without events is a progress notice: nothing to hand on.
             for (revision, events) in by_revision(answer.events) {
                 if out
                     .send(Followed::Events { revision, events })
@@ -159,15 +188,93 @@ pub async fn run(etcd: Arc<Etcd>, keys: Keys, out: mpsc::Sender<Followed>, resyn
                 {
                     return;
                 }
-                next = Some(revision + 1);
             }
         }
     }
 }
 
-/// Whether `now` is a cluster other than `was` (0: not known).
-fn other_cluster(was: u64, now: u64) -> bool {
-    was != 0 && now != 0 && was != now
+/// Reads the whole registry, and checks that the write of `meta` the writer applied is
+/// in etcd's history (unless `lost` already says why it is not); returns what to hand
+/// on and the etcd revision read at.
+async fn read_checked(
+    etcd: &Etcd,
+    keys: &Keys,
+    applied: &watch::Receiver<AppliedMeta>,
+    lost: Option<String>,
+) -> Result<(Followed, i64), crate::error::Error> {
+    let (whole, revision, checked) = loop {
+        let resets = applied.borrow().resets;
+        let (whole, revision) = read_all(etcd, keys).await?;
+        // Checked after the read: a write the writer applied since is newer than the
+        // read, which the writer then leaves (it never goes back); but a reset taken
+        // meanwhile may have left the history read, so that read is made again.
+        let checked = applied.borrow().clone();
+        if checked.resets == resets {
+            break (whole, revision, checked);
+        }
+    };
+    let lost = match lost {
+        Some(cause) => Some(cause),
+        None if checked.meta.mod_revision == 0 || checked.meta == whole.meta => None,
+        None => match check(etcd, keys, &checked.meta).await {
+            Ok(Found::Lost(cause)) => Some(cause),
+            Ok(_) => None,
+            Err(e) => {
+                return Err(crate::error::Error::FleetUnavailable(format!(
+                    "checking the fleet's history: {e}"
+                )))
+            }
+        },
+    };
+    Ok((
+        Followed::Whole {
+            whole,
+            checked,
+            lost,
+        },
+        revision,
+    ))
+}
+
+/// What etcd holds of `applied`, a write of `meta` this sidecar applied (mod revision
+/// above 0).
+pub async fn check(etcd: &Etcd, keys: &Keys, applied: &MetaAt) -> Result<Found, EtcdError> {
+    let meta = |revision| RangeRequest {
+        key: keys.meta(),
+        revision,
+        ..Default::default()
+    };
+    let now = etcd.range(meta(0)).await?;
+    let at = now.header.as_ref().map_or(0, |h| h.revision);
+    let Some(current) = now.kvs.first() else {
+        return Ok(Found::Lost(
+            "etcd holds no registry: its keys were deleted, or etcd was recreated empty".into(),
+        ));
+    };
+    if current.mod_revision == applied.mod_revision && current.value == applied.value {
+        return Ok(Found::Current(at));
+    }
+    if current.mod_revision <= applied.mod_revision {
+        return Ok(Found::Lost(format!(
+            "etcd's registry was last changed at etcd revision {}, not at {} as this sidecar \
+             applied: etcd was restored from a snapshot, or recreated",
+            current.mod_revision, applied.mod_revision
+        )));
+    }
+    match etcd.range(meta(applied.mod_revision)).await {
+        Ok(then) => match then.kvs.first() {
+            Some(kv) if kv.mod_revision == applied.mod_revision && kv.value == applied.value => {
+                Ok(Found::Behind)
+            }
+            _ => Ok(Found::Lost(format!(
+                "etcd's registry at etcd revision {} is not the one this sidecar applied: etcd \
+                 was recreated or restored from a snapshot",
+                applied.mod_revision
+            ))),
+        },
+        Err(EtcdError::Compacted(_)) => Ok(Found::Unknown),
+        Err(e) => Err(e),
+    }
 }
 
 /// Splits events into runs of one revision each, in order.

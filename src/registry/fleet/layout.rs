@@ -2,7 +2,7 @@
 //! (the same JSON record sled keeps) and one `meta` key that every change rewrites.
 //!
 //! ```text
-//! <prefix>registry/meta        {"revision", "next_seq", "from", "txn"}
+//! <prefix>registry/meta        {"revision", "next_seq", "from", "txn", "incarnation"}
 //! <prefix>registry/c/<name>    the command's record
 //! <prefix>members/<id>         a live sidecar (lease-bound), see `members`
 //! ```
@@ -10,7 +10,13 @@
 //! Because every change rewrites `meta`, comparing `meta`'s mod revision with the one
 //! last read is a compare-and-swap on the whole registry, and the registry's order is
 //! etcd's commit order. `from` is the registry revision the change was made on, so a
-//! follower can tell that it applied every change in between.
+//! follower can tell that it applied every change in between. `incarnation` names the
+//! history: a random id made with the registry's first write, carried by every later
+//! one, and made anew by the first sidecar that finds etcd's history is not the one it
+//! followed (etcd recreated, restored from a snapshot, or the keys deleted by hand), so
+//! that every other sidecar finds out too. etcd's own cluster id and revisions cannot
+//! tell: a cluster recreated with the same members has the same id, and its revisions
+//! soon pass the old ones.
 
 use serde::{Deserialize, Serialize};
 
@@ -93,6 +99,42 @@ pub struct Meta {
     pub from: u64,
     /// The transaction's id, so a writer whose answer was lost can find its own.
     pub txn: String,
+    /// The history's name (empty: written by a version that did not name it).
+    #[serde(default)]
+    pub incarnation: String,
+}
+
+/// One write of `meta` as etcd holds it: its mod revision and its bytes (0 and none: no
+/// registry yet). The bytes name the transaction that wrote them, so no two histories
+/// share both, whatever their revisions.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MetaAt {
+    /// `meta`'s mod revision.
+    pub mod_revision: i64,
+    /// `meta`'s value.
+    pub value: Vec<u8>,
+}
+
+impl MetaAt {
+    /// `meta` as `kv` holds it.
+    pub fn of(kv: &KeyValue) -> Self {
+        Self {
+            mod_revision: kv.mod_revision,
+            value: kv.value.clone(),
+        }
+    }
+}
+
+/// What a sidecar has applied, as the member key and the follower's checks need it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AppliedMeta {
+    /// The registry revision.
+    pub revision: u64,
+    /// The write of `meta` it was read or made at.
+    pub meta: MetaAt,
+    /// The resets it took so far (etcd's history found not to be the one followed): a
+    /// read checked before one is about the history before it.
+    pub resets: u64,
 }
 
 /// The registry as the fleet holds it at one etcd revision.
@@ -100,11 +142,10 @@ pub struct Meta {
 pub struct FleetState {
     /// The registry.
     pub state: State,
-    /// `meta`'s mod revision: what the next write compares against (0: no registry yet).
-    pub meta_mod: i64,
-    /// The etcd cluster it was read from (0: not known). A cluster recreated from
-    /// nothing starts its revisions again, so they compare only within one cluster.
-    pub cluster: u64,
+    /// The write of `meta` it is at: what the next write compares against.
+    pub meta: MetaAt,
+    /// The history's name, from `meta` (empty: none yet).
+    pub incarnation: String,
 }
 
 /// What a transaction built by [`txn`] costs against etcd's limits.
@@ -116,14 +157,16 @@ pub struct TxnSize {
     pub bytes: usize,
 }
 
-/// The compare-and-swap that takes the fleet from `before` to `next` by `writes`.
+/// The compare-and-swap that takes the fleet from `before` to `next` by `writes`, in the
+/// history named `incarnation`; also `meta`'s new value.
 pub fn txn(
     keys: &Keys,
     before: &FleetState,
     next: &State,
     writes: &[Write],
     id: &str,
-) -> (TxnRequest, TxnSize) {
+    incarnation: &str,
+) -> (TxnRequest, TxnSize, Vec<u8>) {
     let mut success = Vec::with_capacity(writes.len() + 1);
     for write in writes {
         let op = match write {
@@ -147,16 +190,18 @@ pub fn txn(
         next_seq: next.next_seq,
         from: before.state.revision,
         txn: id.to_owned(),
+        incarnation: incarnation.to_owned(),
     };
+    let value = serde_json::to_vec(&meta).expect("meta serializes");
     success.push(RequestOp {
         request: Some(request_op::Request::RequestPut(PutRequest {
             key: keys.meta(),
-            value: serde_json::to_vec(&meta).expect("meta serializes"),
+            value: value.clone(),
             lease: 0,
         })),
     });
     let request = TxnRequest {
-        compare: vec![meta_unchanged(keys, before.meta_mod)],
+        compare: meta_unchanged(keys, &before.meta),
         success,
         failure: Vec::new(),
     };
@@ -164,17 +209,28 @@ pub fn txn(
         ops: request.success.len(),
         bytes: prost::Message::encoded_len(&request),
     };
-    (request, size)
+    (request, size, value)
 }
 
-/// The compare that the registry is still at `meta_mod` (0: no registry yet).
-pub fn meta_unchanged(keys: &Keys, meta_mod: i64) -> Compare {
-    Compare {
+/// The compares that the registry is still at `meta`: its mod revision, and its value
+/// too (an etcd recreated or restored may hold another write of `meta` at the same
+/// revision). With no registry yet, only that `meta` is absent (mod revision 0).
+pub fn meta_unchanged(keys: &Keys, meta: &MetaAt) -> Vec<Compare> {
+    let mut compares = vec![Compare {
         result: compare::CompareResult::Equal as i32,
         target: compare::CompareTarget::Mod as i32,
         key: keys.meta(),
-        target_union: Some(compare::TargetUnion::ModRevision(meta_mod)),
+        target_union: Some(compare::TargetUnion::ModRevision(meta.mod_revision)),
+    }];
+    if meta.mod_revision != 0 {
+        compares.push(Compare {
+            result: compare::CompareResult::Equal as i32,
+            target: compare::CompareTarget::Value as i32,
+            key: keys.meta(),
+            target_union: Some(compare::TargetUnion::Value(meta.value.clone())),
+        });
     }
+    compares
 }
 
 fn op_key(op: &RequestOp) -> &[u8] {
@@ -216,12 +272,12 @@ pub fn decode_all(keys: &Keys, kvs: &[KeyValue]) -> Result<FleetState, Error> {
     let mut commands = Commands::default();
     for kv in kvs {
         if kv.key == meta_key {
-            meta = Some((decode_meta(kv)?, kv.mod_revision));
+            meta = Some((decode_meta(kv)?, MetaAt::of(kv)));
         } else {
             commands.put(decode_record(kv)?);
         }
     }
-    let Some((meta, meta_mod)) = meta else {
+    let Some((meta, at)) = meta else {
         if commands.len() > 0 {
             return Err(corrupt(format!(
                 "{} commands under {} but no meta key",
@@ -239,8 +295,8 @@ pub fn decode_all(keys: &Keys, kvs: &[KeyValue]) -> Result<FleetState, Error> {
     check_places(&state)?;
     Ok(FleetState {
         state,
-        meta_mod,
-        cluster: 0,
+        meta: at,
+        incarnation: meta.incarnation,
     })
 }
 
@@ -265,6 +321,11 @@ pub enum Applied {
     /// The events did not follow the registry applied (a change was missed): read it
     /// all again.
     Gap(String),
+    /// The change names the history otherwise: another sidecar found etcd's history is
+    /// not the one followed (recreated or restored) and named it anew.
+    Renamed(String),
+    /// `meta` was deleted: the registry's keys are gone from etcd (deleted by hand).
+    Deleted,
 }
 
 /// Applies the events of one etcd revision to `before`.
@@ -277,9 +338,9 @@ pub fn apply_events(keys: &Keys, before: &FleetState, events: &[Event]) -> Resul
         let Some(kv) = &event.kv else { continue };
         if kv.key == meta_key {
             if event.r#type == EventType::Delete as i32 {
-                return Ok(Applied::Gap("the fleet's meta key was deleted".into()));
+                return Ok(Applied::Deleted);
             }
-            meta = Some((decode_meta(kv)?, kv.mod_revision));
+            meta = Some((decode_meta(kv)?, MetaAt::of(kv)));
             continue;
         }
         if event.r#type == EventType::Delete as i32 {
@@ -296,11 +357,18 @@ pub fn apply_events(keys: &Keys, before: &FleetState, events: &[Event]) -> Resul
             writes.push(Write::Put(next.state.commands.put(decode_record(kv)?)));
         }
     }
-    let Some((meta, meta_mod)) = meta else {
+    let Some((meta, at)) = meta else {
         return Ok(Applied::Gap(
             "a change under the registry's prefix did not rewrite meta".into(),
         ));
     };
+    // A change by a version that does not name the history keeps the name it had.
+    if !meta.incarnation.is_empty() && meta.incarnation != before.incarnation {
+        if !before.incarnation.is_empty() {
+            return Ok(Applied::Renamed(meta.incarnation));
+        }
+        next.incarnation = meta.incarnation.clone();
+    }
     if meta.from != before.state.revision {
         return Ok(Applied::Gap(format!(
             "a change made on revision {} arrived while revision {} was applied",
@@ -309,7 +377,7 @@ pub fn apply_events(keys: &Keys, before: &FleetState, events: &[Event]) -> Resul
     }
     next.state.revision = meta.revision;
     next.state.next_seq = meta.next_seq;
-    next.meta_mod = meta_mod;
+    next.meta = at;
     check_places(&next.state)?;
     Ok(Applied::Next(next, writes))
 }
@@ -343,6 +411,80 @@ mod tests {
         assert_eq!(range_end(b"a\xff"), b"b".to_vec());
         assert_eq!(range_end(b"\xff"), vec![0]);
         assert_eq!(Keys::new("/x").registry(), b"/x/registry/".to_vec());
+    }
+
+    /// `meta` written at etcd revision `at` in the history `name`, on registry revision 3.
+    fn meta_event(keys: &Keys, at: i64, name: &str) -> Event {
+        let meta = Meta {
+            revision: 3,
+            next_seq: 0,
+            from: 3,
+            txn: format!("t{at}"),
+            incarnation: name.into(),
+        };
+        Event {
+            r#type: EventType::Put as i32,
+            kv: Some(KeyValue {
+                key: keys.meta(),
+                value: serde_json::to_vec(&meta).unwrap(),
+                mod_revision: at,
+                ..Default::default()
+            }),
+            prev_kv: None,
+        }
+    }
+
+    fn applied(name: &str) -> FleetState {
+        FleetState {
+            state: State {
+                revision: 3,
+                ..Default::default()
+            },
+            meta: MetaAt {
+                mod_revision: 5,
+                value: b"{}".to_vec(),
+            },
+            incarnation: name.into(),
+        }
+    }
+
+    #[test]
+    fn a_change_names_its_history_and_another_name_is_another_history() {
+        let keys = Keys::new("/f/");
+        let name_of = |applied: Applied| match applied {
+            Applied::Next(next, _) => Ok(next.incarnation),
+            Applied::Renamed(name) => Err(format!("renamed {name}")),
+            other => Err(format!("{other:?}")),
+        };
+        let apply = |before: &str, event: &str| {
+            name_of(apply_events(&keys, &applied(before), &[meta_event(&keys, 6, event)]).unwrap())
+        };
+        assert_eq!(apply("a", "a"), Ok("a".into()));
+        assert_eq!(apply("a", "b"), Err("renamed b".into()));
+        // A version that does not name the history keeps the name; the first name counts.
+        assert_eq!(apply("a", ""), Ok("a".into()));
+        assert_eq!(apply("", "b"), Ok("b".into()));
+        // Deleting `meta` is the registry gone, not a gap.
+        let mut deleted = meta_event(&keys, 6, "a");
+        deleted.r#type = EventType::Delete as i32;
+        let got = apply_events(&keys, &applied("a"), &[deleted]).unwrap();
+        assert!(matches!(got, Applied::Deleted), "{got:?}");
+    }
+
+    #[test]
+    fn a_write_compares_meta_s_value_too_once_there_is_one() {
+        let keys = Keys::new("/f/");
+        assert_eq!(meta_unchanged(&keys, &MetaAt::default()).len(), 1);
+        let compares = meta_unchanged(&keys, &applied("a").meta);
+        assert_eq!(compares.len(), 2);
+        assert_eq!(
+            compares[1].target_union,
+            Some(compare::TargetUnion::Value(b"{}".to_vec()))
+        );
+        let (request, _, value) = txn(&keys, &applied("a"), &State::default(), &[], "id", "b");
+        let meta: Meta = serde_json::from_slice(&value).unwrap();
+        assert_eq!((meta.txn.as_str(), meta.incarnation.as_str()), ("id", "b"));
+        assert_eq!(request.compare, compares);
     }
 
     #[test]

@@ -14,7 +14,7 @@ use crate::error::Error;
 use crate::metrics::metrics;
 use crate::pb::etcd::{request_op, PutRequest, RangeRequest, RequestOp, TxnRequest};
 use crate::registry::fleet::etcd::Etcd;
-use crate::registry::fleet::layout::{range_end, Keys};
+use crate::registry::fleet::layout::{range_end, AppliedMeta, Keys};
 
 /// How long a member's key outlives its last keep-alive.
 const LEASE: Duration = Duration::from_secs(10);
@@ -40,7 +40,7 @@ pub async fn run(
     etcd: Arc<Etcd>,
     keys: Keys,
     mut member: Member,
-    applied: watch::Receiver<(u64, i64)>,
+    applied: watch::Receiver<AppliedMeta>,
     stop: CancellationToken,
 ) {
     let key = {
@@ -62,7 +62,10 @@ pub async fn run(
         }
         m.seconds_since_contact
             .set(etcd.since_contact().as_secs_f64());
-        let (revision, etcd_revision) = *applied.borrow();
+        let (revision, etcd_revision) = {
+            let applied = applied.borrow();
+            (applied.revision, applied.meta.mod_revision)
+        };
         if etcd_revision == 0 {
             // Not a member until it has applied the fleet's registry.
             continue;

@@ -8,17 +8,17 @@ use std::time::{Duration, Instant};
 use crate::error::Error;
 use crate::pb::etcd::{RangeRequest, TxnRequest};
 use crate::registry::fleet::etcd::{Etcd, EtcdError};
-use crate::registry::fleet::layout::{self, FleetState, Keys};
+use crate::registry::fleet::layout::{self, FleetState, Keys, MetaAt};
 use crate::registry::fleet::options::FleetOptions;
 use crate::registry::state::{State, Write};
 
 /// Keys read per page of a whole read.
 const PAGE: i64 = 1000;
 
-/// How a commit ended, when it did not fail: by default with `meta`'s new mod revision.
+/// How a commit ended, when it did not fail: by default with `meta`'s new write.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Outcome<T = i64> {
-    /// The transaction committed; `meta`'s new mod revision (or what follows from it).
+pub enum Outcome<T = MetaAt> {
+    /// The transaction committed; `meta` as it wrote it (or what follows from it).
     Committed(T),
     /// Another sidecar changed the registry first: nothing was written.
     Conflict,
@@ -66,16 +66,19 @@ impl Record {
         read_all(&self.etcd, &self.keys).await
     }
 
-    /// Commits `writes` (taking `before` to `next`) if the registry is still `before`.
+    /// Commits `writes` (taking `before` to `next`, in the history named `incarnation`)
+    /// if the registry is still `before`.
     pub async fn commit(
         &mut self,
         before: &FleetState,
         next: &State,
         writes: &[Write],
+        incarnation: &str,
     ) -> Result<Outcome, Error> {
         self.next_id += 1;
         let id = format!("{}-{}", self.id_base, self.next_id);
-        let (request, size) = layout::txn(&self.keys, before, next, writes, &id);
+        let (request, size, value) =
+            layout::txn(&self.keys, before, next, writes, &id, incarnation);
         if size.ops > self.max_txn_ops {
             return Err(Error::FleetTooLarge(format!(
                 "it needs {} operations and etcd takes at most {} per transaction (etcd's \
@@ -91,10 +94,14 @@ impl Record {
                 size.bytes, self.max_request_bytes
             )));
         }
+        let written = |at: i64| MetaAt {
+            mod_revision: at,
+            value: value.clone(),
+        };
         match self.etcd.txn(request.clone()).await {
-            Ok(answer) if answer.succeeded => {
-                Ok(Outcome::Committed(answer.header.map_or(0, |h| h.revision)))
-            }
+            Ok(answer) if answer.succeeded => Ok(Outcome::Committed(written(
+                answer.header.map_or(0, |h| h.revision),
+            ))),
             Ok(_) => Ok(Outcome::Conflict),
             Err(EtcdError::TooLarge(message)) => Err(Error::FleetTooLarge(format!(
                 "etcd refused it ({message}); nothing was written"
@@ -105,18 +112,21 @@ impl Record {
             Err(EtcdError::NotSent(message)) => Err(Error::FleetUnavailable(format!(
                 "no etcd member could be reached ({message}); the change was not made"
             ))),
-            Err(EtcdError::Unreachable(_) | EtcdError::Compacted(_)) => {
-                self.resolve(before.meta_mod, &id, request).await
-            }
+            Err(EtcdError::Unreachable(_) | EtcdError::Compacted(_)) => Ok(
+                match self.resolve(before.meta.mod_revision, &id, request).await? {
+                    Outcome::Committed(at) => Outcome::Committed(written(at)),
+                    Outcome::Conflict => Outcome::Conflict,
+                },
+            ),
         }
     }
 
-    /// Checks that the registry is still at `meta_mod` (a transaction that compares and
+    /// Checks that the registry is still at `meta` (a transaction that compares and
     /// writes nothing): a change that changes nothing is answered only once etcd
     /// confirms the registry it was judged on is current.
-    pub async fn confirm(&self, meta_mod: i64) -> Result<bool, Error> {
+    pub async fn confirm(&self, meta: &MetaAt) -> Result<bool, Error> {
         let request = TxnRequest {
-            compare: vec![layout::meta_unchanged(&self.keys, meta_mod)],
+            compare: layout::meta_unchanged(&self.keys, meta),
             ..Default::default()
         };
         match self.etcd.txn(request).await {
@@ -130,8 +140,14 @@ impl Record {
     /// Finds out whether transaction `id` (`request`, comparing `meta` with `before`)
     /// committed: its answer was lost. A read can show that it did, never that it did
     /// not (a member may still hold it), so while `meta` has not moved the same
-    /// transaction is sent again: of the two, at most one can pass the compare.
-    async fn resolve(&self, before: i64, id: &str, request: TxnRequest) -> Result<Outcome, Error> {
+    /// transaction is sent again: of the two, at most one can pass the compare. Answers
+    /// with `meta`'s mod revision when it committed.
+    async fn resolve(
+        &self,
+        before: i64,
+        id: &str,
+        request: TxnRequest,
+    ) -> Result<Outcome<i64>, Error> {
         let deadline = Instant::now() + self.etcd.timeout() * 3;
         let pause = || tokio::time::sleep(Duration::from_millis(200));
         loop {
@@ -212,6 +228,14 @@ impl Record {
     }
 }
 
+/// A new name for the fleet's history: random, so no two histories share one.
+pub fn new_incarnation() -> String {
+    let mut bytes = [0u8; 8];
+    ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut bytes)
+        .expect("the system's random source works");
+    format!("{:016x}", u64::from_be_bytes(bytes))
+}
+
 fn unknown(cause: &str) -> Error {
     Error::FleetUnavailable(format!(
         "etcd may or may not have committed the change, and it cannot be read back now \
@@ -227,7 +251,6 @@ pub async fn read_all(etcd: &Etcd, keys: &Keys) -> Result<(FleetState, i64), Err
         let mut kvs = Vec::new();
         let mut from = keys.registry();
         let mut revision = 0;
-        let mut cluster = 0;
         loop {
             let answer = match etcd.range(layout::page(keys, from, revision, PAGE)).await {
                 Ok(answer) => answer,
@@ -237,7 +260,6 @@ pub async fn read_all(etcd: &Etcd, keys: &Keys) -> Result<(FleetState, i64), Err
             };
             if revision == 0 {
                 revision = answer.header.as_ref().map_or(0, |h| h.revision);
-                cluster = answer.header.as_ref().map_or(0, |h| h.cluster_id);
             }
             let Some(last) = answer.kvs.last() else { break };
             from = [last.key.as_slice(), &[0]].concat();
@@ -247,8 +269,6 @@ pub async fn read_all(etcd: &Etcd, keys: &Keys) -> Result<(FleetState, i64), Err
                 break;
             }
         }
-        let mut whole = layout::decode_all(keys, &kvs)?;
-        whole.cluster = cluster;
-        return Ok((whole, revision));
+        return Ok((layout::decode_all(keys, &kvs)?, revision));
     }
 }
