@@ -51,13 +51,25 @@ pub(super) async fn with_request_id(answer: Response<Body>, request: &[u8]) -> R
     }
 }
 
-/// Marks an answer the front made itself (for the metrics).
-#[derive(Clone, Copy)]
-pub(super) struct FrontAnswered;
+/// Whose an answer is, for the metrics and the span: the one mark an answer carries
+/// (none: the agent's, passed on).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Outcome {
+    /// The front made it.
+    Answered,
+    /// The agent could not take the request.
+    UpstreamFailed,
+}
 
-/// Marks the answer to a request the agent could not take.
-#[derive(Clone, Copy)]
-pub(super) struct UpstreamFailed;
+/// Marks `answer` as `outcome`'s.
+pub(super) fn mark(answer: &mut Response<Body>, outcome: Outcome) {
+    answer.extensions_mut().insert(outcome);
+}
+
+/// What `answer` was marked, if anything.
+pub(super) fn outcome(answer: &Response<Body>) -> Option<Outcome> {
+    answer.extensions().get::<Outcome>().copied()
+}
 
 /// A JSON answer the front made.
 pub(super) fn json_answer(status: StatusCode, body: &Value) -> Response<Body> {
@@ -66,7 +78,7 @@ pub(super) fn json_answer(status: StatusCode, body: &Value) -> Response<Body> {
         .header(header::CONTENT_TYPE, "application/json")
         .body(Body::from(body.to_string()))
         .expect("a valid answer");
-    answer.extensions_mut().insert(FrontAnswered);
+    mark(&mut answer, Outcome::Answered);
     answer
 }
 
@@ -87,7 +99,7 @@ pub(super) fn stream_answer(binding: Binding, id: &Value, events: &[Value]) -> R
         .header(header::CACHE_CONTROL, "no-cache")
         .body(Body::from(text))
         .expect("a valid answer");
-    answer.extensions_mut().insert(FrontAnswered);
+    mark(&mut answer, Outcome::Answered);
     answer
 }
 
@@ -106,7 +118,7 @@ pub(super) fn error_answer(
         }
         Binding::HttpJson | Binding::Grpc => {
             let mut answer = rest_error(status, message);
-            answer.extensions_mut().insert(FrontAnswered);
+            mark(&mut answer, Outcome::Answered);
             answer
         }
     }
@@ -155,7 +167,7 @@ pub(super) fn unauthenticated(method: &Method, path: &str, refused: &Refused) ->
             HeaderValue::from_static(challenge),
         );
     }
-    answer.extensions_mut().insert(FrontAnswered);
+    mark(&mut answer, Outcome::Answered);
     answer
 }
 
@@ -181,7 +193,7 @@ pub(super) fn upstream_failed(
             error_answer(binding, id, status, 0, &error.to_string())
         }
     };
-    answer.extensions_mut().insert(UpstreamFailed);
+    mark(&mut answer, Outcome::UpstreamFailed);
     answer
 }
 

@@ -11,7 +11,7 @@ use hyper::header::{self, HeaderMap, HeaderValue};
 use hyper::{Method, Response, StatusCode};
 use serde_json::{json, Value};
 
-use crate::front::answer::{json_answer, FrontAnswered};
+use crate::front::answer::{json_answer, mark, Outcome};
 use crate::front::card::{self, CardCache};
 use crate::front::context::Context;
 use crate::front::operations::Binding;
@@ -92,7 +92,7 @@ pub(super) fn merged_card(ctx: &Context, mut card: Value, asked: &HeaderMap) -> 
     let mut answer = if matched {
         let mut answer = Response::new(Body::empty());
         *answer.status_mut() = StatusCode::NOT_MODIFIED;
-        answer.extensions_mut().insert(FrontAnswered);
+        mark(&mut answer, Outcome::Answered);
         answer
     } else {
         json_answer(StatusCode::OK, &card)

@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use tonic::Code;
 
 use crate::front::a2a;
-use crate::front::answer::{rest_error, upstream_failed, FrontAnswered, UpstreamFailed};
+use crate::front::answer::{mark, rest_error, upstream_failed, Outcome};
 use crate::front::card;
 use crate::front::card_serving::refresh_card;
 use crate::front::context::Context;
@@ -34,7 +34,7 @@ pub(super) struct AgentStatus(pub(super) HeaderMap);
 /// A gRPC status answer of the front's own.
 pub(super) fn status_answer(code: Code, message: &str) -> Response<Body> {
     let mut answer = crate::front::grpc::status_answer(code, message);
-    answer.extensions_mut().insert(FrontAnswered);
+    mark(&mut answer, Outcome::Answered);
     answer
 }
 
@@ -69,8 +69,7 @@ pub(super) fn grpc_failed(
         | crate::front::upstream::UpstreamError::Unreadable(..) => Code::Unavailable,
     };
     let mut answer = status_answer(code, message);
-    answer.extensions_mut().remove::<FrontAnswered>();
-    answer.extensions_mut().insert(UpstreamFailed);
+    mark(&mut answer, Outcome::UpstreamFailed);
     answer
 }
 

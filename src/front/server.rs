@@ -16,7 +16,7 @@ use hyper::{Method, Request, Response, StatusCode};
 
 use crate::front::a2a;
 use crate::front::answer::too_large;
-use crate::front::answer::{unauthenticated, with_request_id, FrontAnswered, UpstreamFailed};
+use crate::front::answer::{mark, outcome, unauthenticated, with_request_id, Outcome};
 use crate::front::callers::{Verified, Verifier};
 use crate::front::card_serving::{card_answer, extended_card, has_card};
 use crate::front::classify::{contains, inspect};
@@ -105,9 +105,9 @@ pub(super) async fn handle(ctx: &Context, request: Request<Body>) -> Response<Bo
     let named = grpc_method
         .or_else(|| answer.extensions().get::<RpcMethod>().map(|m| m.0))
         .unwrap_or_else(|| http_json_method(&method, &path));
-    let result = if answer.extensions().get::<UpstreamFailed>().is_some() {
+    let result = if outcome(&answer) == Some(Outcome::UpstreamFailed) {
         "upstream_error"
-    } else if answer.extensions().get::<FrontAnswered>().is_some() {
+    } else if outcome(&answer) == Some(Outcome::Answered) {
         "answered"
     } else {
         "passed"
@@ -185,7 +185,7 @@ pub(super) async fn route(
             header::ALLOW,
             HeaderValue::from_static("GET, POST, PUT, PATCH, DELETE, OPTIONS, HEAD"),
         );
-        answer.extensions_mut().insert(FrontAnswered);
+        mark(&mut answer, Outcome::Answered);
         return answer;
     }
     let is_card = method == Method::GET
@@ -203,7 +203,7 @@ pub(super) async fn route(
             Ok(None) => {}
             Err(refused) if grpc => {
                 let mut answer = grpc::refused(&refused);
-                answer.extensions_mut().insert(FrontAnswered);
+                mark(&mut answer, Outcome::Answered);
                 return answer;
             }
             Err(refused) => return unauthenticated(&method, &path, &refused),
@@ -345,7 +345,7 @@ pub(super) async fn post(ctx: &Context, request: Request<Body>) -> Response<Body
             Box::pin(translate(ctx, answer, joiner, &scope)).await
         }
     };
-    if rpc_method.is_some() && answer.extensions().get::<UpstreamFailed>().is_some() {
+    if rpc_method.is_some() && outcome(&answer) == Some(Outcome::UpstreamFailed) {
         answer = Box::pin(with_request_id(answer, &sent)).await;
     }
     if let Some(method) = rpc_method {
