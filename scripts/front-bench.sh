@@ -16,6 +16,12 @@
 #   gRPC port and through the front's, direct, front, front, direct, sharing the CPUs
 #   and pinned as above (issue 44: at least 0.95 of direct).
 #
+#   SendMessage through nginx, a plain reverse proxy before the same agent (2 workers,
+#   upstream keep-alive), against the front, mirrored (front, nginx, nginx, front), with
+#   FRONT_BENCH_CONNECTIONS connections and with one: the front's throughput as a ratio
+#   to nginx's, and the p50 each adds (issue 48; skipped with a line when nginx is
+#   missing: apt-get install nginx).
+#
 # Then, once: the first event of a stream (SendStreamingMessage, 300 one at a time,
 # direct and through the front: the median time to the first event), and the front's
 # memory per idle keep-alive connection (1,000 of them, its resident set before and
@@ -65,6 +71,41 @@ serving=$(grep -m1 '"serving"' "$work/serve.log")
 front="http://$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["front_addr"])' "$serving")"
 api=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["addr"])' "$serving")
 
+# nginx before the same agent, as operators run it: a plain reverse proxy with
+# keep-alive connections to the agent.
+nginx_url=""
+if command -v nginx >/dev/null; then
+  nginx_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  mkdir -p "$work/nginx"
+  cat >"$work/nginx/nginx.conf" <<NGINX
+worker_processes 2;
+pid $work/nginx/nginx.pid;
+error_log $work/nginx/error.log;
+daemon off;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path $work/nginx/body;
+  proxy_temp_path $work/nginx/proxy;
+  upstream agent { server ${agent#http://}; keepalive 64; }
+  server {
+    listen 127.0.0.1:$nginx_port;
+    location / {
+      proxy_pass http://agent;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+    }
+  }
+}
+NGINX
+  nginx -c "$work/nginx/nginx.conf" -p "$work/nginx" &
+  pids+=($!)
+  nginx_url="http://127.0.0.1:$nginx_port"
+  for _ in $(seq 300); do (exec 3<>"/dev/tcp/127.0.0.1/$nginx_port") 2>/dev/null && break; sleep 0.1; done
+else
+  echo "front-bench: nginx is missing (apt-get install nginx): its rows are skipped" >&2
+fi
+
 A2A_COMMANDS_ADDR=$api "$work/gateway" kit >"$work/gateway.out" &
 pids+=($!)
 gateway="http://127.0.0.1:$(first_line "$work/gateway.out" | awk '{print $2}')"
@@ -104,6 +145,20 @@ pair() { # $1: connections [, $2: CPUs for wrk]
   b=$(run "$front" "$work/plain.lua" "$1" "${2:-}")
   c=$(run "$front" "$work/plain.lua" "$1" "${2:-}")
   d=$(run "$agent" "$work/plain.lua" "$1" "${2:-}")
+  python3 -c '
+import sys
+runs = [list(map(float, r.split())) for r in sys.argv[1:]]
+mean = lambda x, y: [(p + q) / 2 for p, q in zip(x, y)]
+print(" ".join(f"{v:.3f}" for v in mean(runs[0], runs[3]) + mean(runs[1], runs[2])))' "$a" "$b" "$c" "$d"
+}
+# The front against nginx, mirrored: front, nginx, nginx, front. Prints the front then
+# nginx "rps p50 p99 errors", each the mean of its two runs.
+versus_nginx() { # $1: connections
+  local a b c d
+  a=$(run "$front" "$work/plain.lua" "$1")
+  b=$(run "$nginx_url" "$work/plain.lua" "$1")
+  c=$(run "$nginx_url" "$work/plain.lua" "$1")
+  d=$(run "$front" "$work/plain.lua" "$1")
   python3 -c '
 import sys
 runs = [list(map(float, r.split())) for r in sys.argv[1:]]
@@ -174,6 +229,12 @@ for r in $(seq "$rounds"); do
   else
     gd_rps=1 gf_rps=0 gdp_rps=1 gfp_rps=0
   fi
+  if [[ -n $nginx_url ]]; then
+    read -r fn_rps fn_p50 fn_p99 fn_err n_rps n_p50 n_p99 n_err < <(versus_nginx "$connections")
+    read -r fn1_rps fn1_p50 fn1_p99 fn1_err n1_rps n1_p50 n1_p99 n1_err < <(versus_nginx 1)
+  else
+    fn_rps=0 n_rps=1 fn1_p50=0 n1_p50=0
+  fi
   read -r s_rps s_p50 s_p99 s_err < <(run "$front" "$work/status.lua" "$connections")
   read -r g_rps g_p50 g_p99 g_err < <(run "$gateway" "$work/status.lua" "$connections")
   row "$r" "SendMessage, direct, c=$connections" "$d_rps" "$d_p50" "$d_p99" "$d_err" "1.000"
@@ -188,18 +249,27 @@ for r in $(seq "$rounds"); do
   row "$r" "gRPC SendMessage, front, c=$connections" "$gf_rps" - - - "$(ratio "$gf_rps" "$gd_rps")"
   row "$r" "gRPC SendMessage, direct, pinned" "$gdp_rps" - - - "1.000"
   row "$r" "gRPC SendMessage, front, pinned" "$gfp_rps" - - - "$(ratio "$gfp_rps" "$gdp_rps")"
+  if [[ -n $nginx_url ]]; then
+    row "$r" "SendMessage, nginx, c=$connections" "$n_rps" "$n_p50" "$n_p99" "$n_err" "1.000"
+    row "$r" "SendMessage, front vs nginx, c=$connections" "$fn_rps" "$fn_p50" "$fn_p99" "$fn_err" "$(ratio "$fn_rps" "$n_rps")"
+    row "$r" "SendMessage, nginx, c=1" "$n1_rps" "$n1_p50" "$n1_p99" "$n1_err" "1.000"
+    row "$r" "SendMessage, front vs nginx, c=1" "$fn1_rps" "$fn1_p50" "$fn1_p99" "$fn1_err" "$(ratio "$fn1_rps" "$n1_rps")"
+  fi
   row "$r" "/status, Go kit gateway, c=$connections" "$g_rps" "$g_p50" "$g_p99" "$g_err" "1.000"
   row "$r" "/status, front, c=$connections" "$s_rps" "$s_p50" "$s_p99" "$s_err" "$(ratio "$s_rps" "$g_rps")"
-  echo "$(ratio "$f_rps" "$d_rps") $(ratio "$fp_rps" "$dp_rps") $(python3 -c "print(f'{$f1_p50 - $d1_p50:.3f}')") $(ratio "$s_rps" "$g_rps") $(ratio "$gf_rps" "$gd_rps") $(ratio "$gfp_rps" "$gdp_rps")" >>"$work/ratios"
+  echo "$(ratio "$f_rps" "$d_rps") $(ratio "$fp_rps" "$dp_rps") $(python3 -c "print(f'{$f1_p50 - $d1_p50:.3f}')") $(ratio "$s_rps" "$g_rps") $(ratio "$gf_rps" "$gd_rps") $(ratio "$gfp_rps" "$gdp_rps") $(ratio "$fn_rps" "$n_rps") $(python3 -c "print(f'{$n1_p50 - $d1_p50:.3f}')")" >>"$work/ratios"
 done
 python3 - "$work/ratios" <<'PY'
 import statistics, sys
 rows = [list(map(float, line.split())) for line in open(sys.argv[1])]
-through, pinned, added, status, grpc, grpc_pinned = (statistics.median(col) for col in zip(*rows))
+through, pinned, added, status, grpc, grpc_pinned, vs_nginx, nginx_added = (
+    statistics.median(col) for col in zip(*rows))
 print(f"median: SendMessage through the front {through:.3f} of direct (sharing the CPUs), "
       f"{pinned:.3f} (the sidecar on a CPU of its own; 0 if not run); p50 added at c=1 "
       f"{added:+.3f} ms; /status through the front {status:.2f}x the Go kit gateway's; "
-      f"gRPC SendMessage through the front {grpc:.3f} of direct, {grpc_pinned:.3f} pinned")
+      f"gRPC SendMessage through the front {grpc:.3f} of direct, {grpc_pinned:.3f} pinned; "
+      f"the front's throughput {vs_nginx:.3f} of nginx's (0 without nginx), nginx's p50 added at "
+      f"c=1 {nginx_added:+.3f} ms")
 PY
 
 # The first event of a stream, and memory per idle connection: one client, in Python.

@@ -11,7 +11,7 @@ use crate::front::answer::records_failed;
 use crate::front::callers::Verified;
 use crate::front::card_serving::agent_speaks;
 use crate::front::commands::{command, complete, CommandCall};
-use crate::front::context::Context;
+use crate::front::context::{Context, TASK_ID_PREFIX};
 use crate::front::handled::Handled;
 use crate::front::join::Joiner;
 use crate::front::operations::{method_v10, speaks_1_0, Binding, TaskCall};
@@ -116,6 +116,8 @@ pub(super) async fn inspect(
             let task_id = params.get("id").and_then(Value::as_str).unwrap_or_default();
             let kept = match ctx.records.get(task_id, scope).await {
                 Ok(kept) => kept,
+                // The agent's own task, with the records out of reach: the agent answers.
+                Err(_) if !task_id.starts_with(TASK_ID_PREFIX) => None,
                 Err(error) => return Handled::Answer(records_failed(binding, &id, &error)),
             };
             match kept {

@@ -14,7 +14,7 @@ use crate::front::a2a;
 use crate::front::answer::run_failed;
 use crate::front::answer::{error_answer, json_answer, records_failed, stream_answer};
 use crate::front::callers::Verified;
-use crate::front::context::Context;
+use crate::front::context::{Context, TASK_ID_PREFIX};
 use crate::front::handled::Handled;
 use crate::front::join::{data_of, prompt_body, set_data, task_context};
 use crate::front::operations::Binding;
@@ -65,6 +65,10 @@ pub(super) async fn command(
     } else {
         match ctx.records.get(&message.task_id, scope).await {
             Ok(kept) => kept,
+            // The agent's own task, with the records out of reach: run without the data
+            // the front may keep for it; a command that would change it is refused
+            // when it is written.
+            Err(_) if !message.task_id.starts_with(TASK_ID_PREFIX) => None,
             Err(error) => return Handled::Answer(records_failed(binding, id, &error)),
         }
     };
@@ -191,7 +195,9 @@ pub(super) async fn command(
                 Some(task) => data_of(task),
                 None => json!({"subState": "awaiting-next-message"}),
             };
-            let data = a2a::data_with_changes(&data, &reply.changes).unwrap_or(data);
+            let changed = a2a::data_with_changes(&data, &reply.changes);
+            let unchanged = changed.is_none();
+            let data = changed.unwrap_or(data);
             if let Some(sub_task) = &reply.changes.sub_task {
                 let sub = a2a::new_task(
                     &sub_task.id,
@@ -226,7 +232,11 @@ pub(super) async fn command(
             } else {
                 let mut task = task_json.unwrap_or_default();
                 set_data(&mut task, data.clone());
-                let kept = if own.is_some() {
+                // A command that changes nothing of the task writes nothing: it runs
+                // while the records are out of reach (etcd down).
+                let kept = if unchanged {
+                    Ok(())
+                } else if own.is_some() {
                     let own = Own {
                         task: task.clone(),
                         upstream: joined,

@@ -60,14 +60,21 @@ pub(super) async fn plain(
             return Handled::ForwardJoined { body, joiner };
         }
         Ok(None) => return Handled::Forward(bytes.clone()),
+        // A plain message always reaches the agent: with the records out of reach
+        // (etcd down) and nothing of the task in this sidecar's copy, as it came.
+        Err(error) if !task_id.starts_with(TASK_ID_PREFIX) => {
+            tracing::warn!(error = %error, "the front's records are out of reach; a plain message on the agent's task goes on as it came");
+            return Handled::Forward(bytes.clone());
+        }
         Err(error) => return Handled::Answer(records_failed(binding, id, &error)),
     };
     let data = data_of(&own.task);
     if let Some(mut ended) = data.as_object().cloned() {
         if ended.remove("subState").is_some() {
             set_data(&mut own.task, Value::Object(ended));
+            // The wait's end is kept if it can be; the message goes on either way.
             if let Err(error) = ctx.records.put_task(&own, scope).await {
-                return Handled::Answer(records_failed(binding, id, &error));
+                tracing::warn!(error = %error, "the front could not record the end of a task's wait");
             }
         }
     }
@@ -101,6 +108,8 @@ pub(super) async fn rest_task_call(ctx: &Context, request: Request<Body>) -> Res
     let scope = ctx.scope(request.headers(), request.extensions().get::<Verified>());
     let kept = match ctx.records.get(id, &scope).await {
         Ok(kept) => kept,
+        // The agent's own task, with the records out of reach: the agent answers.
+        Err(_) if !id.starts_with(TASK_ID_PREFIX) => None,
         Err(error) => return records_failed(Binding::HttpJson, &Value::Null, &error),
     };
     let mut request = request;

@@ -10,7 +10,6 @@
 //! Keys are opaque strings of the layer above; values are JSON.
 
 use std::path::PathBuf;
-use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -78,12 +77,10 @@ impl Records {
     pub fn open(home: &Home, limits: Limits) -> Result<Self, String> {
         let place = match home {
             Home::Local(data_dir) => Place::Local(Arc::new(Local::open(data_dir, limits)?)),
-            Home::Fleet(etcd, keys) => Place::Fleet(Fleet {
-                etcd: Arc::clone(etcd),
-                prefix: format!("{}records/", keys.prefix()).into_bytes(),
-                lease: tokio::sync::Mutex::new(None),
-                puts: AtomicU64::new(0),
-            }),
+            Home::Fleet(etcd, keys) => Place::Fleet(Fleet::new(
+                Arc::clone(etcd),
+                format!("{}records/", keys.prefix()).into_bytes(),
+            )),
         };
         Ok(Self { place, limits })
     }

@@ -1,6 +1,7 @@
 //! Fleet mode's records: etcd keys under `<prefix>records/`, bound to leases that
 //! outlive their last use by the expiry, trimmed to the cap.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -19,9 +20,14 @@ use crate::registry::records::stored::{unix_ms, Limits, Stored};
 /// How many records one etcd transaction removes (etcd's default `--max-txn-ops`).
 pub(super) const DELETES_PER_TXN: usize = 128;
 
+/// The records in etcd, and this sidecar's copy of those it wrote or read.
 pub(super) struct Fleet {
     pub(super) etcd: Arc<Etcd>,
     pub(super) prefix: Vec<u8>,
+    /// Every record this sidecar wrote or read, as etcd last gave it: what it answers
+    /// from while etcd is unreachable, so that an outage never stops the agent's
+    /// traffic. Bounded by the cap; each read from etcd puts it right again.
+    pub(super) copy: std::sync::Mutex<Copy>,
     /// The lease new writes are bound to, and when it was granted: one lease serves
     /// every write of a period, and outlives the last of them by `expiry`.
     pub(super) lease: tokio::sync::Mutex<Option<(i64, Instant)>>,
@@ -29,14 +35,103 @@ pub(super) struct Fleet {
     pub(super) puts: AtomicU64,
 }
 
+/// This sidecar's copy of the fleet's records: key → the record as stored.
+#[derive(Default)]
+pub(super) struct Copy {
+    kept: HashMap<String, Stored>,
+}
+
+impl Copy {
+    /// Keeps `stored` under `key`; past `cap`, the least recently used eighth goes.
+    fn keep(&mut self, key: &str, stored: Stored, cap: usize) {
+        self.kept.insert(key.to_owned(), stored);
+        if self.kept.len() > cap {
+            let mut uses: Vec<(u64, String)> =
+                self.kept.iter().map(|(k, s)| (s.used, k.clone())).collect();
+            uses.sort_unstable();
+            for (_, key) in uses.into_iter().take(cap / 8 + 1) {
+                self.kept.remove(&key);
+            }
+        }
+    }
+
+    /// The record under `key`, unless expired.
+    fn get(&self, key: &str, limits: Limits) -> Option<Value> {
+        let stored = self.kept.get(key)?;
+        let age = Duration::from_millis(unix_ms().saturating_sub(stored.used));
+        (age <= limits.expiry).then(|| stored.value.clone())
+    }
+
+    /// Up to `limit` records under `prefix`, the most recently used first.
+    fn newest(&self, prefix: &str, limit: usize, limits: Limits) -> Vec<Value> {
+        let now = unix_ms();
+        let mut found: Vec<&Stored> = self
+            .kept
+            .iter()
+            .filter(|(key, _)| key.starts_with(prefix))
+            .map(|(_, stored)| stored)
+            .filter(|s| Duration::from_millis(now.saturating_sub(s.used)) <= limits.expiry)
+            .collect();
+        found.sort_by_key(|stored| std::cmp::Reverse(stored.used));
+        found
+            .into_iter()
+            .take(limit)
+            .map(|s| s.value.clone())
+            .collect()
+    }
+}
+
 impl Fleet {
+    /// The records under `prefix` in `etcd`, with an empty copy.
+    pub(super) fn new(etcd: Arc<Etcd>, prefix: Vec<u8>) -> Self {
+        Self {
+            etcd,
+            prefix,
+            copy: std::sync::Mutex::new(Copy::default()),
+            lease: tokio::sync::Mutex::new(None),
+            puts: AtomicU64::new(0),
+        }
+    }
+
+    fn copy(&self) -> std::sync::MutexGuard<'_, Copy> {
+        self.copy
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The record under `key`: etcd's, kept in the copy; while etcd is unreachable, the
+    /// copy's (an error only for a record this sidecar never wrote or read).
+    pub(super) async fn get(&self, key: &str, limits: Limits) -> Result<Option<Value>, Error> {
+        match self.get_from_etcd(key, limits).await {
+            Ok(found) => Ok(found),
+            Err(error) => match self.copy().get(key, limits) {
+                Some(value) => Ok(Some(value)),
+                None => Err(error),
+            },
+        }
+    }
+
+    /// Up to `limit` records under `prefix`: etcd's, or while it is unreachable, the
+    /// copy's.
+    pub(super) async fn newest(
+        &self,
+        prefix: &str,
+        limit: usize,
+        limits: Limits,
+    ) -> Result<Vec<Value>, Error> {
+        match self.newest_in_etcd(prefix, limit, limits).await {
+            Err(Error::FleetUnavailable(_)) => Ok(self.copy().newest(prefix, limit, limits)),
+            answered => answered,
+        }
+    }
+
     pub(super) fn key(&self, key: &str) -> Vec<u8> {
         let mut full = self.prefix.clone();
         full.extend_from_slice(key.as_bytes());
         full
     }
 
-    pub(super) async fn get(&self, key: &str, limits: Limits) -> Result<Option<Value>, Error> {
+    async fn get_from_etcd(&self, key: &str, limits: Limits) -> Result<Option<Value>, Error> {
         let full = self.key(key);
         let answer = self
             .etcd
@@ -46,17 +141,30 @@ impl Fleet {
             })
             .await
             .map_err(unavailable)?;
-        let Some(kv) = answer.kvs.into_iter().next() else {
-            return Ok(None);
-        };
-        let Ok(stored) = serde_json::from_slice::<Stored>(&kv.value) else {
+        let read = answer
+            .kvs
+            .into_iter()
+            .next()
+            .and_then(|kv| Some((serde_json::from_slice::<Stored>(&kv.value).ok()?, kv)));
+        let Some((stored, kv)) = read else {
+            // Gone from etcd (expired, trimmed, another history): gone from the copy.
+            self.copy().kept.remove(key);
             return Ok(None);
         };
         let now = unix_ms();
         let age = Duration::from_millis(now.saturating_sub(stored.used));
         if age > limits.expiry {
+            self.copy().kept.remove(key);
             return Ok(None);
         }
+        self.copy().keep(
+            key,
+            Stored {
+                used: stored.used,
+                value: stored.value.clone(),
+            },
+            limits.cap,
+        );
         if age > limits.touch_after() {
             // Written anew (a later lease) only if no one wrote it since it was read.
             let touched = serde_json::to_vec(&Stored {
@@ -83,7 +191,7 @@ impl Fleet {
         Ok(Some(stored.value))
     }
 
-    pub(super) async fn newest(
+    async fn newest_in_etcd(
         &self,
         prefix: &str,
         limit: usize,
@@ -103,14 +211,24 @@ impl Fleet {
             .await
             .map_err(unavailable)?;
         let now = unix_ms();
-        let mut found: Vec<Stored> = answer
-            .kvs
-            .iter()
-            .filter_map(|kv| serde_json::from_slice::<Stored>(&kv.value).ok())
-            .filter(|stored| {
-                Duration::from_millis(now.saturating_sub(stored.used)) <= limits.expiry
-            })
-            .collect();
+        let mut found: Vec<Stored> = Vec::new();
+        let mut copy = self.copy();
+        for kv in &answer.kvs {
+            let Ok(stored) = serde_json::from_slice::<Stored>(&kv.value) else {
+                continue;
+            };
+            if Duration::from_millis(now.saturating_sub(stored.used)) > limits.expiry {
+                continue;
+            }
+            let key = String::from_utf8_lossy(&kv.key[self.prefix.len().min(kv.key.len())..]);
+            let kept = Stored {
+                used: stored.used,
+                value: stored.value.clone(),
+            };
+            copy.keep(&key, kept, limits.cap);
+            found.push(stored);
+        }
+        drop(copy);
         found.sort_by_key(|stored| std::cmp::Reverse(stored.used));
         Ok(found.into_iter().map(|stored| stored.value).collect())
     }
@@ -131,7 +249,12 @@ impl Fleet {
                 failure: Vec::new(),
             };
             match self.etcd.txn(put).await {
-                Ok(_) => break,
+                Ok(_) => {
+                    if let Ok(kept) = serde_json::from_slice::<Stored>(&stored) {
+                        self.copy().keep(key, kept, limits.cap);
+                    }
+                    break;
+                }
                 // The lease ended before it was used (etcd restored, or revoked): a new one.
                 Err(EtcdError::Rejected(why)) if !retried && why.contains("lease") => {
                     retried = true;
@@ -228,4 +351,45 @@ pub(super) fn put_op(key: Vec<u8>, value: Vec<u8>, lease: i64) -> RequestOp {
 
 pub(super) fn unavailable(e: EtcdError) -> Error {
     Error::FleetUnavailable(format!("the front's records in etcd: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_copy_answers_what_it_holds_bounded_and_newest_first() {
+        let limits = Limits {
+            cap: 8,
+            expiry: Duration::from_secs(3600),
+        };
+        let mut copy = Copy::default();
+        let now = unix_ms();
+        for i in 0..8u64 {
+            let stored = Stored {
+                used: now - 100 + i,
+                value: json!(i),
+            };
+            copy.keep(&format!("front-{i}"), stored, limits.cap);
+        }
+        assert_eq!(copy.get("front-3", limits), Some(json!(3)));
+        assert_eq!(copy.newest("front-", 2, limits), vec![json!(7), json!(6)]);
+        // One more: the least recently used go.
+        let stored = Stored {
+            used: now,
+            value: json!("x"),
+        };
+        copy.keep("other", stored, limits.cap);
+        assert!(copy.kept.len() <= limits.cap);
+        assert_eq!(copy.get("front-0", limits), None);
+        assert_eq!(copy.get("other", limits), Some(json!("x")));
+        // An expired record is not answered.
+        let old = Stored {
+            used: now - 7_200_000,
+            value: json!("old"),
+        };
+        copy.keep("old", old, limits.cap);
+        assert_eq!(copy.get("old", limits), None);
+    }
 }
