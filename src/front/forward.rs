@@ -17,7 +17,7 @@ use crate::front::answer::upstream_failed;
 use crate::front::context::Context;
 use crate::front::grpc::GrpcCall;
 use crate::front::grpc_agent::forward_grpc;
-use crate::front::limits::{self, Capped, Timed};
+use crate::front::limits::{self, Bound, Capped, Timed};
 use crate::front::operations::Binding;
 use crate::front::upstream::UpstreamError;
 use crate::metrics::metrics;
@@ -100,18 +100,19 @@ pub(super) async fn whole_if_small(
         };
         return Response::from_parts(parts, Body::new(Timed::new(body, gap)));
     }
+    // Whole within the timeout (a timer only if it is not all there already).
     let timeout = ctx.options.timeout;
-    match tokio::time::timeout(timeout, body.collect()).await {
-        Ok(Ok(collected)) => Response::from_parts(parts, Body::from(collected.to_bytes())),
-        Ok(Err(error)) => upstream_failed(
-            binding.unwrap_or(Binding::HttpJson),
-            &Value::Null,
-            &UpstreamError::Unreachable(ctx.upstream.base().to_string(), error.to_string()),
-        ),
-        Err(_) => upstream_failed(
+    match Timed::whole(body, timeout).collect().await {
+        Ok(collected) => Response::from_parts(parts, Body::from(collected.to_bytes())),
+        Err(Bound::Stalled(_)) => upstream_failed(
             binding.unwrap_or(Binding::HttpJson),
             &Value::Null,
             &UpstreamError::Timeout(ctx.upstream.base().to_string(), timeout.as_millis()),
+        ),
+        Err(error) => upstream_failed(
+            binding.unwrap_or(Binding::HttpJson),
+            &Value::Null,
+            &UpstreamError::Unreachable(ctx.upstream.base().to_string(), error.to_string()),
         ),
     }
 }

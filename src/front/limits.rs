@@ -98,12 +98,17 @@ where
     }
 }
 
-/// An answer's body that fails when no frame arrives for `gap`: a stalled agent ends
-/// the answer (the client sees it broken off) rather than holding it open.
+/// An answer's body that fails when it stops arriving: a stalled agent ends the answer
+/// (the client sees it broken off) rather than holding it open. The timer is made only
+/// when the body is not ready, so a body that is already there (a small answer, in the
+/// packet with its head) costs none.
 pub struct Timed<B> {
     inner: B,
     gap: Duration,
-    timer: Pin<Box<tokio::time::Sleep>>,
+    /// Whether a frame puts the timer off again (a gap between parts), or the first
+    /// wait sets a deadline for the whole body.
+    per_frame: bool,
+    timer: Option<Pin<Box<tokio::time::Sleep>>>,
 }
 
 impl<B> Timed<B> {
@@ -112,7 +117,16 @@ impl<B> Timed<B> {
         Self {
             inner,
             gap,
-            timer: Box::pin(tokio::time::sleep(gap)),
+            per_frame: true,
+            timer: None,
+        }
+    }
+
+    /// `inner`, whole within `limit` of the first time it kept the reader waiting.
+    pub fn whole(inner: B, limit: Duration) -> Self {
+        Self {
+            per_frame: false,
+            ..Self::new(inner, limit)
         }
     }
 }
@@ -132,14 +146,21 @@ where
         let this = &mut *self;
         match Pin::new(&mut this.inner).poll_frame(cx) {
             Poll::Ready(frame) => {
-                let deadline = tokio::time::Instant::now() + this.gap;
-                this.timer.as_mut().reset(deadline);
+                if this.per_frame {
+                    this.timer = None;
+                }
                 Poll::Ready(frame.map(|f| f.map_err(|e| Bound::Broken(e.to_string()))))
             }
-            Poll::Pending => match this.timer.as_mut().poll(cx) {
-                Poll::Ready(()) => Poll::Ready(Some(Err(Bound::Stalled(this.gap)))),
-                Poll::Pending => Poll::Pending,
-            },
+            Poll::Pending => {
+                let gap = this.gap;
+                let timer = this
+                    .timer
+                    .get_or_insert_with(|| Box::pin(tokio::time::sleep(gap)));
+                match timer.as_mut().poll(cx) {
+                    Poll::Ready(()) => Poll::Ready(Some(Err(Bound::Stalled(gap)))),
+                    Poll::Pending => Poll::Pending,
+                }
+            }
         }
     }
 

@@ -82,7 +82,9 @@ pub(super) async fn handle(ctx: &Context, request: Request<Body>) -> Response<Bo
     let path = request.uri().path().to_owned();
     let method = request.method().clone();
     let activated = activates_us(request.headers());
-    let a2a_json = asks_a2a_json(request.headers());
+    // Only HTTP+JSON answers take A2A's media type (the JSON-RPC hot path looks at no
+    // header for it).
+    let a2a_json = is_http_json(&method, &path) && asks_a2a_json(request.headers());
     let span = server_span(ctx, &request);
     let routed = route(ctx, request, &path, &method);
     let mut answer = match &span {

@@ -18,16 +18,16 @@ use crate::telemetry::{CallSpan, KeyValue, SpanKind, Tracer};
 /// Headers that belong to one connection, never forwarded (RFC 9110, section 7.6.1).
 /// `Proxy-Connection` is no standard's, but clients still send it and no agent
 /// should see it.
-const HOP_BY_HOP: [&str; 9] = [
-    "connection",
-    "keep-alive",
-    "proxy-connection",
-    "proxy-authenticate",
-    "proxy-authorization",
-    "te",
-    "trailer",
-    "transfer-encoding",
-    "upgrade",
+const HOP_BY_HOP: [HeaderName; 9] = [
+    header::CONNECTION,
+    HeaderName::from_static("keep-alive"),
+    HeaderName::from_static("proxy-connection"),
+    header::PROXY_AUTHENTICATE,
+    header::PROXY_AUTHORIZATION,
+    header::TE,
+    header::TRAILER,
+    header::TRANSFER_ENCODING,
+    header::UPGRADE,
 ];
 
 /// Why an upstream call gave no answer.
@@ -266,6 +266,17 @@ pub fn encoding(headers: &HeaderMap) -> Option<&str> {
 
 /// Removes hop-by-hop headers, and those the `Connection` header names.
 pub fn strip_hop_by_hop(headers: &mut HeaderMap) {
+    // One pass over the few headers a request has, rather than a lookup (a hash) for
+    // each hop-by-hop name: most requests carry none of them.
+    let mut found: Vec<HeaderName> = Vec::new();
+    for name in headers.keys() {
+        if HOP_BY_HOP.contains(name) {
+            found.push(name.clone());
+        }
+    }
+    if found.is_empty() {
+        return;
+    }
     let named: Vec<HeaderName> = headers
         .get_all(header::CONNECTION)
         .iter()
@@ -273,10 +284,7 @@ pub fn strip_hop_by_hop(headers: &mut HeaderMap) {
         .flat_map(|v| v.split(','))
         .filter_map(|name| HeaderName::from_bytes(name.trim().as_bytes()).ok())
         .collect();
-    for name in named {
-        headers.remove(name);
-    }
-    for name in HOP_BY_HOP {
+    for name in named.into_iter().chain(found) {
         headers.remove(name);
     }
 }

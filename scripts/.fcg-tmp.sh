@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Instructions the sidecar executes per request through the front, counted by valgrind's
+# callgrind while h2load (HTTP/1.1, 2 connections) drives it: a plain SendMessage passed
+# to the agent (the floor: the front's cheapest work), the card (the agent's, cached,
+# merged with the registry's entry at each request), and /status answered by the front (a
+# new task, its record written and synced). The agent is tests/agents/go
+# (a plain a2a-go echo agent), outside valgrind. Counts the sidecar's threads, not the
+# kernel: what our process costs, a count that does not drift with the machine.
+#
+#   apt-get install valgrind nghttp2-client
+#   bash scripts/front-callgrind.sh          # FRONT_CALLGRIND_CALLS (2000) a row
+set -euo pipefail
+cd "$(dirname "$0")/.."
+for tool in h2load valgrind callgrind_annotate callgrind_control go; do
+  command -v "$tool" >/dev/null || { echo "$tool is missing (valgrind, nghttp2-client, Go)" >&2; exit 1; }
+done
+calls=${FRONT_CALLGRIND_CALLS:-2000}
+
+
+dir=$(mktemp -d)
+(cd tests/agents/go && go build -o "$dir/agent" .)
+"$dir/agent" >"$dir/agent.out" &
+agent_pid=$!
+valgrind --tool=callgrind --callgrind-out-file="$dir/cg.out" \
+  "$BIN" serve --listen 127.0.0.1:0 --health-listen off \
+  --data-dir "$dir/data" --log-format json --call-log-sample 1000000 \
+  --front-upstream "$(for _ in $(seq 100); do [ -s "$dir/agent.out" ] && break; sleep 0.1; done; head -1 "$dir/agent.out")" \
+  --front-listen 127.0.0.1:0 --front-default-role assignee 2>"$dir/server.log" &
+server=$!
+trap 'kill $server $agent_pid 2>/dev/null; wait $server 2>/dev/null; rm -rf "$dir"' EXIT
+for _ in $(seq 600); do grep -q '"serving"' "$dir/server.log" 2>/dev/null && break; sleep 0.2; done # valgrind starts slowly
+front=$(grep -m1 '"serving"' "$dir/server.log" | python3 -c 'import json,sys; print(json.load(sys.stdin)["front_addr"])')
+
+message() { # $1: text
+  printf '{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m-1","role":"ROLE_USER","parts":[{"text":"%s"}]}}}' "$1"
+}
+message hello >"$dir/plain.json"
+message /status >"$dir/status.json"
+run() { # $1: row
+  local args=()
+  case $1 in
+    card) args=("http://$front/.well-known/agent-card.json") ;;
+    plain) args=(-d "$dir/plain.json" -H 'content-type: application/json' -H 'a2a-version: 1.0' "http://$front/") ;;
+    status) args=(-d "$dir/status.json" -H 'content-type: application/json' -H 'a2a-version: 1.0' "http://$front/") ;;
+  esac
+  h2load --h1 -n "$calls" -c 2 "${args[@]}" | grep -q "$calls succeeded"
+}
+. scripts/callgrind-per-call.sh
+
+for row in card plain status; do run "$row"; done # warm-up: connections, caches, the card
+floor=$(per_call plain)
+echo "| request ($calls, h2load --h1) | instructions per request | floor ÷ request |"
+echo "| --- | ---: | ---: |"
+printf '| plain SendMessage, passed to the agent (floor) | %.0f | 1.00 |\n' "$floor"
+for row in card status; do
+  this=$(per_call "$row")
+  printf '| %s | %.0f | %.2f |\n' "$row" "$this" "$(awk -v a="$floor" -v b="$this" 'BEGIN {print a / b}')"
+done
