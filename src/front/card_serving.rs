@@ -237,6 +237,7 @@ pub(super) async fn refresh_card(ctx: &Context, cache: &mut CardCache, headers: 
     }
 }
 
+/// The `Cache-Control` of an answer, if it has one that is text.
 pub(super) fn cache_control(headers: &HeaderMap) -> Option<&str> {
     headers
         .get(header::CACHE_CONTROL)

@@ -19,6 +19,7 @@ use crate::front::records::{Kept, Own, Scope};
 use crate::front::tasks::{own_task_call, plain};
 use crate::front::v03;
 
+/// Whether `needle` occurs in `haystack` (never for an empty needle).
 pub(super) fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     !needle.is_empty() && memchr::memmem::find(haystack, needle).is_some()
 }

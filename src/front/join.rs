@@ -54,6 +54,7 @@ pub(super) fn set_data(task: &mut Value, data: Value) {
     task["metadata"][TASK_DATA_KEY] = data;
 }
 
+/// The context of `task`, or `fallback` when there is no task or it names none.
 pub(super) fn task_context(task: &Option<Value>, fallback: &str) -> String {
     task.as_ref()
         .and_then(|t| t.get("contextId"))

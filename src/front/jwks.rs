@@ -54,11 +54,13 @@ pub fn check_file(path: &std::path::Path) -> Result<(), String> {
     read_file(path).map(|_| ())
 }
 
+/// A file's modification time and length: what says it changed.
 pub(super) fn stamp_of(path: &std::path::Path) -> Option<(SystemTime, u64)> {
     let meta = std::fs::metadata(path).ok()?;
     Some((meta.modified().ok()?, meta.len()))
 }
 
+/// The key set in a file, read now.
 pub(super) fn read_file(path: &std::path::Path) -> Result<KeySet, String> {
     let stamp = stamp_of(path);
     let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
@@ -96,6 +98,7 @@ pub(super) fn parse(bytes: &[u8], source: &str) -> Result<Vec<Key>, String> {
     Ok(keys)
 }
 
+/// One JWK as a key to verify with, if its type and parameters are usable.
 pub(super) fn key_of(jwk: &Jwk) -> Option<Key> {
     if jwk
         .common
