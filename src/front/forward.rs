@@ -23,7 +23,7 @@ use crate::front::upstream::UpstreamError;
 use crate::metrics::metrics;
 
 /// The largest answer of the agent's read whole before it is passed on (see
-/// [`Front::whole_if_small`]).
+/// [`whole_if_small`]).
 pub(super) const WHOLE_ANSWER_MAX_BYTES: usize = 16 << 10;
 
 /// Hands `request` to the agent and streams its answer back.

@@ -273,7 +273,7 @@ pub(super) async fn forward_grpc(ctx: &Context, request: Request<Body>) -> Respo
 }
 
 /// The agent's task `task_id`, asked over gRPC with the caller's credentials; `Err`
-/// as [`Front::upstream_task`]'s (the agent's own error, for the client).
+/// as `tasks::upstream_task`'s (the agent's own error, for the client).
 pub(super) async fn grpc_task(
     ctx: &Context,
     headers: &HeaderMap,

@@ -204,7 +204,7 @@ pub(super) async fn own_task_call(
 /// Task `task_id` as its client sees it, for the rules: a task the front made (once
 /// joined, the agent's state of it under the front's id), or the agent's, with the
 /// task data the front keeps (`own` and `kept_data`: what the records hold for it).
-/// `Err` as [`Front::upstream_task`]'s.
+/// `Err` as [`upstream_task`]'s.
 #[allow(clippy::too_many_arguments)]
 pub(super) async fn task_as_seen(
     ctx: &Context,
