@@ -7,6 +7,10 @@
 # (a plain a2a-go echo agent), outside valgrind. Counts the sidecar's threads, not the
 # kernel: what our process costs, a count that does not drift with the machine.
 #
+# Then the same plain SendMessage through nginx (one process, master_process off, with
+# upstream keep-alive), a plain reverse proxy before the same agent, also under
+# callgrind: the floor a proxy hop is held to (issue 50). Skipped when nginx is missing.
+#
 #   apt-get install valgrind nghttp2-client
 #   bash scripts/front-callgrind.sh          # FRONT_CALLGRIND_CALLS (2000) a row
 set -euo pipefail
@@ -42,6 +46,7 @@ run() { # $1: row
     card) args=("http://$front/.well-known/agent-card.json") ;;
     plain) args=(-d "$dir/plain.json" -H 'content-type: application/json' -H 'a2a-version: 1.0' "http://$front/") ;;
     status) args=(-d "$dir/status.json" -H 'content-type: application/json' -H 'a2a-version: 1.0' "http://$front/") ;;
+    nginx) args=(-d "$top/plain.json" -H 'content-type: application/json' -H 'a2a-version: 1.0' "http://$nginx_addr/") ;;
   esac
   h2load --h1 -n "$calls" -c 2 "${args[@]}" | grep -q "$calls succeeded"
 }
@@ -56,3 +61,39 @@ for row in card status; do
   this=$(per_call "$row")
   printf '| %s | %.0f | %.2f |\n' "$row" "$this" "$(awk -v a="$floor" -v b="$this" 'BEGIN {print a / b}')"
 done
+
+# nginx before the same agent, counted the same way.
+command -v nginx >/dev/null || { echo "(nginx is missing: its row is skipped)"; exit 0; }
+agent_addr=$(head -1 "$dir/agent.out"); agent_addr=${agent_addr#http://}; agent_addr=${agent_addr%/}
+nginx_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+nginx_addr="127.0.0.1:$nginx_port"
+mkdir -p "$dir/nginx"
+cat >"$dir/nginx/nginx.conf" <<NGINX
+master_process off;
+daemon off;
+pid $dir/nginx/nginx.pid;
+error_log $dir/nginx/error.log;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  client_body_temp_path $dir/nginx/body;
+  proxy_temp_path $dir/nginx/proxy;
+  upstream agent { server $agent_addr; keepalive 16; }
+  server {
+    listen $nginx_addr;
+    location / { proxy_pass http://agent; proxy_http_version 1.1; proxy_set_header Connection ""; }
+  }
+}
+NGINX
+front_server=$server
+top=$dir
+dir=$top/nginx-counts # per_call's dumps, numbered from 1 again, kept apart from the front's
+mkdir -p "$dir"
+valgrind --tool=callgrind --callgrind-out-file="$dir/cg.out" \
+  nginx -c "$top/nginx/nginx.conf" -p "$top/nginx" 2>"$top/nginx.log" &
+server=$!
+trap 'kill $front_server $server $agent_pid 2>/dev/null; wait $front_server $server 2>/dev/null; rm -rf "$top"' EXIT
+for _ in $(seq 600); do (exec 3<>"/dev/tcp/127.0.0.1/$nginx_port") 2>/dev/null && break; sleep 0.2; done
+run nginx # warm-up
+this=$(per_call nginx)
+printf '| plain SendMessage through nginx (a plain reverse proxy) | %.0f | %.2f |\n' "$this" "$(awk -v a="$floor" -v b="$this" 'BEGIN {print a / b}')"
