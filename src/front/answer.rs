@@ -182,17 +182,9 @@ pub(super) fn upstream_failed(
         UpstreamError::Timeout(..) => StatusCode::GATEWAY_TIMEOUT,
         UpstreamError::Unreachable(..) | UpstreamError::Unreadable(..) => StatusCode::BAD_GATEWAY,
     };
-    let mut answer = match binding {
-        Binding::JsonRpc | Binding::JsonRpc03 => {
-            let mut answer =
-                error_answer(binding, id, status, a2a::INTERNAL_ERROR, &error.to_string());
-            *answer.status_mut() = status;
-            answer
-        }
-        Binding::HttpJson | Binding::Grpc => {
-            error_answer(binding, id, status, 0, &error.to_string())
-        }
-    };
+    // JSON-RPC's error object, here with the HTTP status too: the agent failed.
+    let mut answer = error_answer(binding, id, status, a2a::INTERNAL_ERROR, &error.to_string());
+    *answer.status_mut() = status;
     mark(&mut answer, Outcome::UpstreamFailed);
     answer
 }

@@ -162,10 +162,7 @@ pub(super) async fn extended_card(
         Ok(read) => read,
         Err(answer) => return answer,
     };
-    let card = match binding {
-        Binding::JsonRpc | Binding::JsonRpc03 => value.get_mut("result"),
-        Binding::HttpJson | Binding::Grpc => Some(&mut value),
-    };
+    let card = binding.payload(&mut value);
     let merged = match card {
         Some(card) if card.is_object() => merge(ctx, card).is_some(),
         _ => false,

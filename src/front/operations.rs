@@ -4,6 +4,7 @@
 
 use hyper::header::{self, HeaderMap, HeaderValue};
 use hyper::Method;
+use serde_json::Value;
 
 use crate::front::a2a;
 use crate::rules::card::EXTENSION_URI;
@@ -28,6 +29,15 @@ impl Binding {
     /// answer in `result`).
     pub(super) fn is_rpc(self) -> bool {
         matches!(self, Binding::JsonRpc | Binding::JsonRpc03)
+    }
+
+    /// Where an answer's payload is: JSON-RPC's `result`, or the whole body.
+    pub(super) fn payload(self, answer: &mut Value) -> Option<&mut Value> {
+        if self.is_rpc() {
+            answer.get_mut("result")
+        } else {
+            Some(answer)
+        }
     }
 
     /// Where a message request's message is in its body.

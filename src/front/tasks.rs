@@ -327,11 +327,9 @@ pub(super) async fn list_answer(
         Ok(read) => read,
         Err(answer) => return answer,
     };
-    let listing = match binding {
-        Binding::JsonRpc | Binding::JsonRpc03 => value.get_mut("result"),
-        Binding::HttpJson | Binding::Grpc if parts.status.is_success() => Some(&mut value),
-        Binding::HttpJson | Binding::Grpc => None,
-    };
+    // An HTTP+JSON error is no listing.
+    let listed = binding.is_rpc() || parts.status.is_success();
+    let listing = binding.payload(&mut value).filter(|_| listed);
     let Some(listing) = listing.and_then(Value::as_object_mut) else {
         return Response::from_parts(parts, Body::from(bytes));
     };
