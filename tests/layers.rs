@@ -467,7 +467,7 @@ const FRONT_STAGES: &[&str] = &[
 
 /// What the stages use that is not a step of a request: the agent's client, the
 /// records, who is asking.
-const FRONT_SERVICES: &[&str] = &["upstream", "records", "callers"];
+const FRONT_SERVICES: &[&str] = &["upstream", "pool", "records", "callers"];
 
 /// Lines of a file before its unit tests.
 fn code_lines(text: &str) -> usize {

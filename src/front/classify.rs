@@ -2,8 +2,11 @@
 //! command, a call about a task the front made or keeps data for, a listing, the
 //! extended card, or completion; anything else goes on as it came.
 
+use std::sync::LazyLock;
+
 use bytes::Bytes;
 use hyper::header::HeaderMap;
+use memchr::memmem::Finder;
 use serde_json::{json, Value};
 
 use crate::front::a2a;
@@ -19,9 +22,17 @@ use crate::front::records::{Kept, Own, Scope};
 use crate::front::tasks::{own_task_call, plain};
 use crate::front::v03;
 
-/// Whether `needle` occurs in `haystack` (never for an empty needle).
-pub(super) fn contains(haystack: &[u8], needle: &[u8]) -> bool {
-    !needle.is_empty() && memchr::memmem::find(haystack, needle).is_some()
+/// Whether a body may name a task: an id the front made (they share a prefix), or a
+/// `taskId` (a message on a task whose data the front may keep). Judged on its bytes,
+/// with searchers built once (a search built per request costs more than the search).
+pub(super) fn may_name_a_task(body: &[u8]) -> bool {
+    static SOUGHT: LazyLock<[Finder<'static>; 2]> = LazyLock::new(|| {
+        [
+            Finder::new(TASK_ID_PREFIX.as_bytes()),
+            Finder::new(b"\"taskId\""),
+        ]
+    });
+    SOUGHT.iter().any(|sought| sought.find(body).is_some())
 }
 
 /// A body that may be a command (or a call about a task the front made): parsed,

@@ -47,14 +47,16 @@ pub(super) async fn forward(
         .to_owned();
     parts.uri = ctx.upstream.uri_for(&path_and_query, ctx.public.path());
     // A body read whole is within the limit already; any other is cut at it.
-    let crossed = Arc::new(AtomicBool::new(false));
+    let mut crossed = None;
     let body = if http_body::Body::size_hint(&body)
         .exact()
         .is_some_and(|n| n <= max as u64)
     {
         body
     } else {
-        Body::new(Capped::new(body, max, Arc::clone(&crossed)))
+        let flag = Arc::new(AtomicBool::new(false));
+        crossed = Some(Arc::clone(&flag));
+        Body::new(Capped::new(body, max, flag))
     };
     let started = Instant::now();
     match ctx.upstream.send(Request::from_parts(parts, body)).await {
@@ -65,7 +67,7 @@ pub(super) async fn forward(
                 .observe(started.elapsed().as_secs_f64());
             Box::pin(whole_if_small(ctx, answer, binding)).await
         }
-        Err(_) if crossed.load(Ordering::Relaxed) => {
+        Err(_) if crossed.is_some_and(|c| c.load(Ordering::Relaxed)) => {
             too_large(ctx, binding.unwrap_or(Binding::HttpJson))
         }
         Err(error) => upstream_failed(binding.unwrap_or(Binding::HttpJson), &Value::Null, &error),

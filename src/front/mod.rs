@@ -24,6 +24,7 @@ pub mod jwks;
 pub mod limits;
 pub mod operations;
 pub mod options;
+pub mod pool;
 pub mod reading;
 pub mod records;
 pub mod server;

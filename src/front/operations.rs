@@ -2,8 +2,11 @@
 //! method names (1.0's and 0.3's JSON-RPC names, HTTP+JSON's paths, the metrics'
 //! labels), and what a request's headers say of the version and extensions it speaks.
 
-use hyper::header::{self, HeaderMap, HeaderValue};
+use std::sync::LazyLock;
+
+use hyper::header::{self, HeaderMap, HeaderName, HeaderValue};
 use hyper::Method;
+use memchr::memmem::Finder;
 use serde_json::Value;
 
 use crate::front::a2a;
@@ -90,9 +93,14 @@ pub(super) fn asks_a2a_json(headers: &HeaderMap) -> bool {
 /// Whether the request activates this extension (`A2A-Extensions`, or 0.3's
 /// `X-A2A-Extensions`).
 pub(super) fn activates_us(headers: &HeaderMap) -> bool {
-    ["a2a-extensions", "x-a2a-extensions"].iter().any(|name| {
+    // Names made once: a name given as text is parsed at every lookup.
+    static NAMES: [HeaderName; 2] = [
+        HeaderName::from_static("a2a-extensions"),
+        HeaderName::from_static("x-a2a-extensions"),
+    ];
+    NAMES.iter().any(|name| {
         headers
-            .get_all(*name)
+            .get_all(name)
             .iter()
             .filter_map(|v| v.to_str().ok())
             .flat_map(|v| v.split(','))
@@ -184,7 +192,8 @@ pub(super) fn method_v10(method: &str) -> Option<&'static str> {
 /// A JSON-RPC body's method, found by its key (the body is never parsed for it); a
 /// `/` written `\/` is a `/`.
 pub(super) fn jsonrpc_method(body: &[u8]) -> &'static str {
-    let Some(at) = memchr::memmem::find(body, b"\"method\"") else {
+    static METHOD: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"method\""));
+    let Some(at) = METHOD.find(body) else {
         return "other";
     };
     let value = body[at + 8..]

@@ -19,8 +19,8 @@ use crate::front::answer::too_large;
 use crate::front::answer::{mark, outcome, unauthenticated, with_request_id, Outcome};
 use crate::front::callers::{Verified, Verifier};
 use crate::front::card_serving::{card_answer, extended_card, has_card};
-use crate::front::classify::{contains, inspect};
-use crate::front::context::{Context, TASK_ID_PREFIX};
+use crate::front::classify::{inspect, may_name_a_task};
+use crate::front::context::Context;
 use crate::front::forward::forward;
 use crate::front::grpc::{self, GrpcCall};
 use crate::front::grpc_calls::{grpc_answer, grpc_call, GrpcRead};
@@ -291,9 +291,7 @@ pub(super) async fn post(ctx: &Context, request: Request<Body>) -> Response<Body
     // the front may keep), and the calls whose answers the front writes into.
     let look = a2a::may_hold_command(&bytes, a2a::PRECHECK_MAX_BYTES)
         || (bytes.len() <= a2a::PRECHECK_MAX_BYTES
-            && (rpc_method.is_some_and(looked_at)
-                || contains(&bytes, TASK_ID_PREFIX.as_bytes())
-                || contains(&bytes, b"\"taskId\"")));
+            && (rpc_method.is_some_and(looked_at) || may_name_a_task(&bytes)));
     // Kept to name the request's JSON-RPC id in an error, should the agent fail.
     let sent = bytes.clone();
     let (handled, scope) = if look {

@@ -2,6 +2,7 @@
 //! headers dropped, the path mapped under the upstream's base), answers streamed back
 //! frame by frame, and the few calls the front makes itself (the card, a task).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
@@ -13,12 +14,13 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 
+use crate::front::pool::Pool;
 use crate::telemetry::{CallSpan, KeyValue, SpanKind, Tracer};
 
 /// Headers that belong to one connection, never forwarded (RFC 9110, section 7.6.1).
 /// `Proxy-Connection` is no standard's, but clients still send it and no agent
 /// should see it.
-const HOP_BY_HOP: [HeaderName; 9] = [
+static HOP_BY_HOP: [HeaderName; 9] = [
     header::CONNECTION,
     HeaderName::from_static("keep-alive"),
     HeaderName::from_static("proxy-connection"),
@@ -48,7 +50,12 @@ pub enum UpstreamError {
 #[derive(Clone, Debug)]
 pub struct Upstream {
     base: url::Url,
-    client: Client<HttpConnector, Body>,
+    /// The base URL's path, without its last `/`: what every path is put under.
+    base_path: String,
+    /// The `Host` every HTTP/1.1 request carries: the base URL's host and port.
+    host: HeaderValue,
+    /// Kept-alive HTTP/1.1 connections to the agent.
+    pool: Arc<Pool>,
     /// HTTP/2 only (prior knowledge), for the agent's gRPC interface.
     grpc: Client<HttpConnector, Body>,
     timeout: Duration,
@@ -61,9 +68,19 @@ impl Upstream {
         let mut connector = HttpConnector::new();
         connector.set_nodelay(true);
         connector.set_connect_timeout(Some(timeout));
+        // `host_str` keeps an IPv6 address in brackets, as both uses want it.
+        let host = base.host_str().unwrap_or("localhost");
+        let port = base.port_or_known_default().unwrap_or(80);
+        let with_port = match base.port() {
+            Some(port) => format!("{host}:{port}"),
+            None => host.to_owned(),
+        };
         Self {
+            base_path: base.path().trim_end_matches('/').to_owned(),
+            host: HeaderValue::from_str(&with_port)
+                .unwrap_or_else(|_| HeaderValue::from_static("localhost")),
+            pool: Arc::new(Pool::new(format!("{host}:{port}"))),
             base,
-            client: Client::builder(TokioExecutor::new()).build(connector.clone()),
             grpc: Client::builder(TokioExecutor::new())
                 .http2_only(true)
                 .build(connector),
@@ -83,61 +100,78 @@ impl Upstream {
         &self.base
     }
 
-    /// The upstream's URI for a path under the front's base `front_base` (the public
-    /// URL's path): that base replaced by the upstream's. Never another host: a request
-    /// names a path, and the front only ever adds it to its one upstream.
+    /// The upstream's URI (in origin form: a path and query) for a path under the
+    /// front's base `front_base` (the public URL's path): that base replaced by the
+    /// upstream's. Never another host: a request names a path, and the front's
+    /// connections only ever reach its one upstream.
     pub fn uri_for(&self, path_and_query: &str, front_base: &str) -> Uri {
         let front_base = front_base.trim_end_matches('/');
         let rest = path_and_query
             .strip_prefix(front_base)
             .filter(|r| r.is_empty() || r.starts_with('/') || r.starts_with('?'))
             .unwrap_or(path_and_query);
-        let base = self.base.path().trim_end_matches('/');
         let rest = if rest.is_empty() { "/" } else { rest };
-        let origin = self.base.origin().ascii_serialization();
-        format!("{origin}{base}{rest}")
-            .parse()
-            .unwrap_or_else(|_| Uri::from_static("/"))
+        let mut path = String::with_capacity(self.base_path.len() + rest.len() + 1);
+        path.push_str(&self.base_path);
+        if path.is_empty() && !rest.starts_with('/') {
+            path.push('/');
+        }
+        path.push_str(rest);
+        Uri::try_from(path).unwrap_or_else(|_| Uri::from_static("/"))
     }
 
     /// Sends `request` (its URI already the upstream's) and waits for the answer's
     /// head; its body streams after that.
     pub async fn send(&self, request: Request<Body>) -> Result<Response<Body>, UpstreamError> {
-        self.send_with(&self.client, request, false).await
+        self.send_with(request, false).await
     }
 
     /// As [`Upstream::send`], to the agent's gRPC interface (its URI already that
     /// interface's): HTTP/2, the answer's trailers (its gRPC status) kept.
     pub async fn send_grpc(&self, request: Request<Body>) -> Result<Response<Body>, UpstreamError> {
-        self.send_with(&self.grpc, request, true).await
+        self.send_with(request, true).await
     }
 
     async fn send_with(
         &self,
-        client: &Client<HttpConnector, Body>,
         mut request: Request<Body>,
         grpc: bool,
     ) -> Result<Response<Body>, UpstreamError> {
         strip_hop_by_hop(request.headers_mut());
-        if grpc {
+        let host = if grpc {
             // The one `TE` gRPC has (and some servers require): it will read trailers.
             request
                 .headers_mut()
                 .insert(header::TE, HeaderValue::from_static("trailers"));
-        }
-        if let Some(authority) = request.uri().authority() {
-            if let Ok(host) = HeaderValue::from_str(authority.as_str()) {
-                request.headers_mut().insert(header::HOST, host);
-            }
+            request
+                .uri()
+                .authority()
+                .and_then(|authority| HeaderValue::from_str(authority.as_str()).ok())
+        } else {
+            Some(self.host.clone())
+        };
+        if let Some(host) = host {
+            request.headers_mut().insert(header::HOST, host);
         }
         let span = self.span(&mut request);
-        let where_ = self.base.to_string();
-        let answer = tokio::time::timeout(self.timeout, client.request(request))
-            .await
-            .map_err(|_| UpstreamError::Timeout(where_.clone(), self.timeout.as_millis()))
-            .and_then(|answer| {
-                answer.map_err(|e| UpstreamError::Unreachable(where_, error_chain(&e)))
-            });
+        let sent = async {
+            if grpc {
+                let answer = self.grpc.request(request).await;
+                answer
+                    .map(|a| a.map(Body::new))
+                    .map_err(|e| error_chain(&e))
+            } else {
+                self.pool.send(request).await.map_err(|e| error_chain(&e))
+            }
+        };
+        let answer = match tokio::time::timeout(self.timeout, sent).await {
+            Ok(Ok(answer)) => Ok(answer),
+            Ok(Err(error)) => Err(UpstreamError::Unreachable(self.base.to_string(), error)),
+            Err(_) => Err(UpstreamError::Timeout(
+                self.base.to_string(),
+                self.timeout.as_millis(),
+            )),
+        };
         if let Some(span) = span {
             match &answer {
                 Ok(answer) => {
@@ -156,7 +190,7 @@ impl Upstream {
         }
         let (mut parts, body) = answer?.into_parts();
         strip_hop_by_hop(&mut parts.headers);
-        Ok(Response::from_parts(parts, Body::new(body)))
+        Ok(Response::from_parts(parts, body))
     }
 
     /// With traces on, the client span of one call (until its answer starts), and the
@@ -313,18 +347,26 @@ mod tests {
         );
         assert_eq!(
             upstream.uri_for("/message:send", "/"),
-            "http://127.0.0.1:9000/agent/message:send"
+            "/agent/message:send"
         );
         assert_eq!(
             upstream.uri_for("/front/tasks/t-1?historyLength=2", "/front"),
-            "http://127.0.0.1:9000/agent/tasks/t-1?historyLength=2"
+            "/agent/tasks/t-1?historyLength=2"
         );
-        assert_eq!(upstream.uri_for("/", "/"), "http://127.0.0.1:9000/agent/");
+        assert_eq!(upstream.uri_for("/", "/"), "/agent/");
         // A request naming another host is still a path here.
         assert_eq!(
             upstream.uri_for("//evil.example/x", "/"),
-            "http://127.0.0.1:9000/agent//evil.example/x"
+            "/agent//evil.example/x"
         );
+        let at_root = Upstream::new(
+            url::Url::parse("http://127.0.0.1:9000").unwrap(),
+            Duration::from_secs(1),
+        );
+        assert_eq!(at_root.uri_for("/", "/"), "/");
+        assert_eq!(at_root.uri_for("?a=1", "/"), "/?a=1");
+        let named = at_root.uri_for("//evil.example/x", "/");
+        assert_eq!((named.host(), named.path()), (None, "//evil.example/x"));
     }
 
     #[test]

@@ -14,7 +14,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::task::{ready, Context, Poll, Waker};
+use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -28,8 +28,6 @@ pub struct Activity {
     in_flight: AtomicUsize,
     /// When the connection was accepted or its last call ended (an idle period began).
     idle_since: Mutex<Instant>,
-    /// The reader to wake when the connection becomes idle, to arm its timer.
-    reader: Mutex<Option<Waker>>,
 }
 
 impl Activity {
@@ -37,7 +35,6 @@ impl Activity {
         Self {
             in_flight: AtomicUsize::new(0),
             idle_since: Mutex::new(Instant::now()),
-            reader: Mutex::new(None),
         }
     }
 
@@ -49,6 +46,8 @@ impl Activity {
 }
 
 /// Ends a call when dropped (with its response body, or its future if it never answers).
+/// The reader needs no wake-up: its timer is always armed while it waits, and says
+/// when it fires whether the connection has been idle long enough.
 #[derive(Debug)]
 pub struct CallEnd(Arc<Activity>);
 
@@ -56,9 +55,6 @@ impl Drop for CallEnd {
     fn drop(&mut self) {
         if self.0.in_flight.fetch_sub(1, Ordering::AcqRel) == 1 {
             *self.0.idle_since.lock().expect("not poisoned") = Instant::now();
-            if let Some(waker) = self.0.reader.lock().expect("not poisoned").take() {
-                waker.wake();
-            }
         }
     }
 }
@@ -96,26 +92,33 @@ impl<T> IdleIo<T> {
         Arc::clone(&self.activity)
     }
 
-    /// Whether the connection has been idle for its timeout; arms the timer otherwise.
+    /// Whether the connection has been idle for its timeout; keeps the timer armed
+    /// otherwise. The timer is left alone from one request to the next (no timer is
+    /// made or moved per request): it fires at the earliest time the connection could
+    /// be idle long enough, and is moved on only then, if a call was made since.
     fn idle_expired(&mut self, cx: &mut Context<'_>) -> bool {
         let Some(idle) = self.idle else {
             return false;
         };
-        let activity = &self.activity;
-        *activity.reader.lock().expect("not poisoned") = Some(cx.waker().clone());
-        if activity.in_flight.load(Ordering::Acquire) > 0 {
-            self.timer = None;
-            return false;
-        }
-        let since = *activity.idle_since.lock().expect("not poisoned");
-        let deadline = since + idle;
         let timer = self
             .timer
-            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
-        if timer.deadline() != deadline {
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(idle)));
+        loop {
+            if timer.as_mut().poll(cx).is_pending() {
+                return false;
+            }
+            // Fired: idle for the whole timeout, or it is moved to when it could be.
+            let deadline = if self.activity.in_flight.load(Ordering::Acquire) > 0 {
+                Instant::now() + idle
+            } else {
+                let deadline = *self.activity.idle_since.lock().expect("not poisoned") + idle;
+                if deadline <= Instant::now() {
+                    return true;
+                }
+                deadline
+            };
             timer.as_mut().reset(deadline);
         }
-        timer.as_mut().poll(cx).is_ready()
     }
 }
 
