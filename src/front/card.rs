@@ -2,10 +2,14 @@
 //! registry's card params) in `capabilities.extensions` and every interface URL pointed
 //! at the front. The merge is a pure function; [`CardCache`] keeps the upstream's card.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
+use hyper::header::HeaderValue;
 use serde_json::{Map, Value};
 
+use crate::registry::Snapshot;
 use crate::rules::card::EXTENSION_URI;
 
 /// Which A2A versions an agent serves.
@@ -219,6 +223,8 @@ pub struct CardCache {
     pub card: Option<(Value, Instant)>,
     /// Its ETag, for a conditional fetch.
     pub etag: Option<String>,
+    /// Counts the cards fetched: what the served card was made from is known by it.
+    pub generation: u64,
 }
 
 impl CardCache {
@@ -233,6 +239,55 @@ impl CardCache {
     /// The last good card, fresh or not.
     pub fn last(&self) -> Option<&Value> {
         self.card.as_ref().map(|(card, _)| card)
+    }
+}
+
+/// The merged card as last served: what it was made from (the agent's card by its
+/// [`CardCache::generation`], the registry by its snapshot), its ETag and bytes, and
+/// when it changed to that content.
+#[derive(Debug)]
+pub struct Served {
+    agent: u64,
+    registry: Arc<Snapshot>,
+    etag: HeaderValue,
+    body: Bytes,
+    changed: HeaderValue,
+}
+
+impl Served {
+    /// The card made from the agent's card of generation `agent` and `registry`; it
+    /// changed now unless `last` had the same ETag.
+    pub fn new(
+        agent: u64,
+        registry: Arc<Snapshot>,
+        etag: &str,
+        body: Bytes,
+        last: Option<&Served>,
+    ) -> Self {
+        let etag = HeaderValue::from_str(etag).expect("an ETag is hex in quotes");
+        let changed = match last {
+            Some(last) if last.etag == etag => last.changed.clone(),
+            _ => HeaderValue::from_str(&httpdate::fmt_http_date(std::time::SystemTime::now()))
+                .expect("an HTTP date"),
+        };
+        Self {
+            agent,
+            registry,
+            etag,
+            body,
+            changed,
+        }
+    }
+
+    /// Whether it was made from these: the agent's card of generation `agent` and
+    /// this very snapshot of the registry.
+    pub fn made_from(&self, agent: u64, registry: &Arc<Snapshot>) -> bool {
+        self.agent == agent && Arc::ptr_eq(&self.registry, registry)
+    }
+
+    /// What an answer carries: the ETag, the bytes, and `Last-Modified`.
+    pub fn parts(&self) -> (HeaderValue, Bytes, HeaderValue) {
+        (self.etag.clone(), self.body.clone(), self.changed.clone())
     }
 }
 

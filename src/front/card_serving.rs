@@ -12,11 +12,12 @@ use hyper::{Method, Response, StatusCode};
 use serde_json::{json, Value};
 
 use crate::front::answer::{json_answer, mark, Outcome};
-use crate::front::card::{self, CardCache};
+use crate::front::card::{self, CardCache, Served};
 use crate::front::context::Context;
 use crate::front::operations::Binding;
 use crate::front::reading::read_json;
 use crate::front::upstream::identity_only;
+use crate::registry::Snapshot;
 
 /// Whether the front has a card to serve (for readiness): fetches the agent's card
 /// when there is none fresh.
@@ -34,7 +35,7 @@ pub(super) async fn card_answer(ctx: &Context, headers: &HeaderMap) -> Response<
     if cache.fresh().is_none() {
         refresh_card(ctx, &mut cache, headers).await;
     }
-    let Some(card) = cache.last().cloned() else {
+    let Some(agent) = cache.last() else {
         return json_answer(
             StatusCode::SERVICE_UNAVAILABLE,
             &json!({"error": format!(
@@ -43,8 +44,29 @@ pub(super) async fn card_answer(ctx: &Context, headers: &HeaderMap) -> Response<
             )}),
         );
     };
+    let Ok(registry) = ctx.runner.registry().read() else {
+        return json_answer(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &json!({"error": "the command registry is not ready yet"}),
+        );
+    };
+    let generation = cache.generation;
+    let served = {
+        let mut served = ctx.card_served.lock().expect("card lock");
+        match &*served {
+            Some(last) if last.made_from(generation, &registry) => last.parts(),
+            _ => {
+                // Made once per change of either card, then served as these bytes.
+                let (etag, body) = merge_with(ctx, &mut agent.clone(), &registry);
+                let made = Served::new(generation, registry, &etag, body, served.as_ref());
+                let parts = made.parts();
+                *served = Some(made);
+                parts
+            }
+        }
+    };
     drop(cache);
-    merged_card(ctx, card, headers)
+    merged_card(served, headers)
 }
 
 /// Which A2A versions the agent serves: as configured, or as its card says (the
@@ -60,54 +82,42 @@ pub(super) async fn agent_speaks(ctx: &Context) -> card::Versions {
     cache.last().map(card::versions).unwrap_or_default()
 }
 
-/// The card with this registry's entry, at the next request after any change. It
+/// The card with this registry's entry, made at the next request after any change. It
 /// carries its ETag and when it last changed, and must be revalidated at each use
 /// (`max-age=0`): the commands on it change with the registry. A client's matching
 /// `If-None-Match` gets 304.
-pub(super) fn merged_card(ctx: &Context, mut card: Value, asked: &HeaderMap) -> Response<Body> {
-    let Some(etag) = merge(ctx, &mut card) else {
-        return json_answer(
-            StatusCode::SERVICE_UNAVAILABLE,
-            &json!({"error": "the command registry is not ready yet"}),
-        );
-    };
-    let changed = {
-        let mut served = ctx.card_served.lock().expect("card lock");
-        match &*served {
-            Some((last, at)) if *last == etag => *at,
-            _ => {
-                let now = std::time::SystemTime::now();
-                *served = Some((etag.clone(), now));
-                now
-            }
-        }
-    };
+fn merged_card(
+    (etag, body, changed): (HeaderValue, Bytes, HeaderValue),
+    asked: &HeaderMap,
+) -> Response<Body> {
+    let tag = etag.to_str().unwrap_or_default();
     let matched = asked
         .get_all(header::IF_NONE_MATCH)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(','))
         .map(|v| v.trim().trim_start_matches("W/"))
-        .any(|v| v == "*" || v == etag.trim_start_matches("W/"));
+        .any(|v| v == "*" || v == tag.trim_start_matches("W/"));
     let mut answer = if matched {
         let mut answer = Response::new(Body::empty());
         *answer.status_mut() = StatusCode::NOT_MODIFIED;
-        mark(&mut answer, Outcome::Answered);
         answer
     } else {
-        json_answer(StatusCode::OK, &card)
+        let mut answer = Response::new(Body::from(body));
+        answer.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        answer
     };
+    mark(&mut answer, Outcome::Answered);
     let headers = answer.headers_mut();
-    if let Ok(value) = HeaderValue::from_str(&etag) {
-        headers.insert(header::ETAG, value);
-    }
+    headers.insert(header::ETAG, etag);
     headers.insert(
         header::CACHE_CONTROL,
         HeaderValue::from_static("max-age=0, must-revalidate"),
     );
-    if let Ok(value) = HeaderValue::from_str(&httpdate::fmt_http_date(changed)) {
-        headers.insert(header::LAST_MODIFIED, value);
-    }
+    headers.insert(header::LAST_MODIFIED, changed);
     answer
 }
 
@@ -116,11 +126,15 @@ pub(super) fn merged_card(ctx: &Context, mut card: Value, asked: &HeaderMap) -> 
 /// differs at each signing); `None` when there is no registry to take the entry from
 /// yet.
 pub(super) fn merge(ctx: &Context, card: &mut Value) -> Option<String> {
-    let Ok(snapshot) = ctx.runner.registry().read() else {
-        return None;
-    };
+    let registry = ctx.runner.registry().read().ok()?;
+    Some(merge_with(ctx, card, &registry).0)
+}
+
+/// [`merge`] with `registry`'s entry: the ETag, and the card as served (its one
+/// serialisation, or the signed card's when a key signs it).
+fn merge_with(ctx: &Context, card: &mut Value, registry: &Snapshot) -> (String, Bytes) {
     let extension =
-        serde_json::from_str::<Value>(&snapshot.card().extension_json).expect("our JSON");
+        serde_json::from_str::<Value>(&registry.card().extension_json).expect("our JSON");
     // The front serves gRPC on its own port for an agent whose gRPC it reaches.
     let grpc = (ctx.options.upstream_grpc.is_some()
         || card::grpc_address(card, ctx.upstream.base()).is_some())
@@ -136,17 +150,22 @@ pub(super) fn merge(ctx: &Context, card: &mut Value) -> Option<String> {
         &ctx.public,
         grpc.as_deref(),
     );
-    let digest = ring::digest::digest(&ring::digest::SHA256, card.to_string().as_bytes());
+    let text = card.to_string();
+    let digest = ring::digest::digest(&ring::digest::SHA256, text.as_bytes());
     let hex: String = digest.as_ref()[..16]
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect();
-    if let Some(signing) = &ctx.options.signing {
+    let body = if let Some(signing) = &ctx.options.signing {
         signing.signer.sign(card);
-    } else if dropped && !ctx.signature_logged.swap(true, Ordering::Relaxed) {
-        tracing::warn!(upstream = %ctx.upstream.base(), "the agent's card is signed; the front serves it merged without the signatures, which no longer match (configure a signing key to sign the merged card)");
-    }
-    Some(format!("W/\"{hex}\""))
+        Bytes::from(card.to_string())
+    } else {
+        if dropped && !ctx.signature_logged.swap(true, Ordering::Relaxed) {
+            tracing::warn!(upstream = %ctx.upstream.base(), "the agent's card is signed; the front serves it merged without the signatures, which no longer match (configure a signing key to sign the merged card)");
+        }
+        Bytes::from(text)
+    };
+    (format!("W/\"{hex}\""), body)
 }
 
 /// The agent's answer to an extended-card request (`GetExtendedAgentCard`, `GET
@@ -220,6 +239,7 @@ pub(super) async fn refresh_card(ctx: &Context, cache: &mut CardCache, headers: 
                         .and_then(|v| v.to_str().ok())
                         .map(str::to_owned);
                     cache.card = Some((card, started + fresh));
+                    cache.generation += 1;
                 }
                 None => {
                     tracing::warn!(upstream = %ctx.upstream.base(), status = status.as_u16(), "the agent's card answer is not a card (not 200, compressed, or not a JSON object); the last good card is served");

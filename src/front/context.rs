@@ -8,7 +8,7 @@ use std::sync::Arc;
 use hyper::header::HeaderMap;
 
 use crate::front::callers::{parse_role, Verified, Verifier};
-use crate::front::card::CardCache;
+use crate::front::card::{CardCache, Served};
 use crate::front::options::FrontOptions;
 use crate::front::records::{Records, Scope};
 use crate::front::upstream::Upstream;
@@ -31,8 +31,9 @@ pub struct Context {
     pub(super) public: url::Url,
     pub(super) card: Mutex<CardCache>,
     pub(super) records: Arc<Records>,
-    /// The merged card last served (its ETag) and when it changed to that.
-    pub(super) card_served: std::sync::Mutex<Option<(String, std::time::SystemTime)>>,
+    /// The merged card last served, made once per change of the agent's card or the
+    /// registry.
+    pub(super) card_served: std::sync::Mutex<Option<Served>>,
     /// Logged once: a signed upstream card is served unsigned.
     pub(super) signature_logged: AtomicBool,
     /// Draws the ids of the tasks the front makes.

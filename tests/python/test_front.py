@@ -127,6 +127,39 @@ def test_the_card_carries_its_etag_and_is_revalidated(front):
     assert httpx.get(url, headers={"If-None-Match": 'W/"other"'}, timeout=30).status_code == 200
 
 
+def test_the_card_follows_the_registry_at_the_next_request(front, stubs):
+    """The card is made once per change (and served as those bytes until the next): a
+    command registered is on the card the next request gets, under a new ETag, and
+    unregistered it is gone and the ETag is the old one again."""
+    import grpc
+    _, commands_pb2, commands_pb2_grpc = stubs
+    url = f"{front_url(front)}/.well-known/agent-card.json"
+
+    def commands(answer):
+        entry = [e for e in answer.json()["capabilities"]["extensions"] if e["uri"] == EXTENSION]
+        return [c["name"] for c in entry[0]["params"]["commands"]]
+
+    before = httpx.get(url, timeout=30)
+    assert httpx.get(url, timeout=30).content == before.content
+    channel = grpc.insecure_channel(front[1]["addr"])
+    api = commands_pb2_grpc.CommandServiceStub(channel)
+    api.Register(commands_pb2.RegisterRequest(
+        spec=commands_pb2.CommandSpec(name="card-follows", description="On the card next"),
+        prompt=commands_pb2.PromptBinding(template="x"),
+    ))
+    try:
+        after = httpx.get(url, timeout=30)
+        assert commands(after)[-1] == "card-follows"
+        assert after.headers["etag"] != before.headers["etag"]
+        assert httpx.get(url, headers={"If-None-Match": before.headers["etag"]}, timeout=30).status_code == 200
+    finally:
+        api.Unregister(commands_pb2.UnregisterRequest(name="card-follows"))
+        channel.close()
+    again = httpx.get(url, timeout=30)
+    assert "card-follows" not in commands(again)
+    assert again.headers["etag"] == before.headers["etag"]
+
+
 @pytest.mark.parametrize("binding", BINDINGS)
 def test_the_extended_card_is_merged_as_the_card_is(front, binding):
     async def go():
