@@ -259,13 +259,16 @@ pub fn new_task(
     if let Some(reply) = status_message {
         status.insert("message".into(), reply.clone());
     }
-    json!({
-        "id": id,
-        "contextId": context_id,
-        "status": status,
-        "history": [sent],
-        "metadata": {TASK_DATA_KEY: data},
-    })
+    // Built by hand: `json!` would copy each part through a serializer once more.
+    let mut metadata = Map::with_capacity(1);
+    metadata.insert(TASK_DATA_KEY.into(), data.clone());
+    let mut task = Map::with_capacity(5);
+    task.insert("id".into(), Value::String(id.to_owned()));
+    task.insert("contextId".into(), Value::String(context_id.to_owned()));
+    task.insert("status".into(), Value::Object(status));
+    task.insert("history".into(), Value::Array(vec![sent]));
+    task.insert("metadata".into(), Value::Object(metadata));
+    Value::Object(task)
 }
 
 /// What a `ListTasks` request asks, as far as the tasks only the front holds are
@@ -408,7 +411,17 @@ pub fn urlencode(segment: &str) -> String {
 
 /// A JSON-RPC success answer.
 pub fn rpc_result(id: &Value, result: Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "result": result})
+    // Built by hand: `json!` would copy `result` through a serializer.
+    let mut answer = Map::with_capacity(3);
+    answer.insert("jsonrpc".into(), Value::from("2.0"));
+    answer.insert("id".into(), id.clone());
+    answer.insert("result".into(), result);
+    Value::Object(answer)
+}
+
+/// `{key: value}`, `value` moved in (`json!` would copy it through a serializer).
+pub fn keyed(key: &str, value: Value) -> Value {
+    Value::Object(Map::from_iter([(key.to_owned(), value)]))
 }
 
 /// A JSON-RPC error answer.

@@ -228,7 +228,9 @@ pub(super) async fn command(
                 if let Err(error) = ctx.records.put_task(&answered, scope).await {
                     return Handled::Answer(records_failed(binding, id, &error));
                 }
-                (made("TASK_STATE_SUBMITTED", None), answered.task)
+                // The task as submitted is an event of the stream only.
+                let submitted = stream.then(|| made("TASK_STATE_SUBMITTED", None));
+                (submitted.unwrap_or_default(), answered.task)
             } else {
                 let mut task = task_json.unwrap_or_default();
                 set_data(&mut task, data.clone());
@@ -266,10 +268,13 @@ pub(super) async fn command(
                 stream_answer(
                     binding,
                     id,
-                    &[json!({"task": submitted}), json!({"statusUpdate": event})],
+                    &[
+                        a2a::keyed("task", submitted),
+                        a2a::keyed("statusUpdate", event),
+                    ],
                 )
             } else {
-                let result = json!({"task": answered});
+                let result = a2a::keyed("task", answered);
                 match binding {
                     Binding::JsonRpc => json_answer(StatusCode::OK, &a2a::rpc_result(id, result)),
                     Binding::JsonRpc03 => json_answer(

@@ -127,7 +127,13 @@ impl Context {
     pub(super) fn new_id(&self) -> String {
         let mut bits = [0u8; 12];
         ring::rand::SecureRandom::fill(&self.random, &mut bits).expect("the system's random");
-        let hex: String = bits.iter().map(|b| format!("{b:02x}")).collect();
-        format!("{TASK_ID_PREFIX}{hex}")
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let mut id = String::with_capacity(TASK_ID_PREFIX.len() + 2 * bits.len());
+        id.push_str(TASK_ID_PREFIX);
+        for b in bits {
+            id.push(char::from(HEX[usize::from(b >> 4)]));
+            id.push(char::from(HEX[usize::from(b & 15)]));
+        }
+        id
     }
 }

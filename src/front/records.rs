@@ -89,6 +89,19 @@ const JOINED: &str = "joined:";
 /// What the key of a caller's task data for an agent's task begins with.
 const DATA: &str = "data:";
 
+/// A task record as written: the task, what it is joined to, and its owner (read back
+/// by its keys, as `get` reads them).
+#[derive(serde::Serialize)]
+struct TaskRecord<'a> {
+    task: &'a Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    upstream: Option<&'a str>,
+    #[serde(rename = "upstreamContext", skip_serializing_if = "Option::is_none")]
+    upstream_context: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    owner: Option<&'a str>,
+}
+
 /// The front's records.
 #[derive(Debug)]
 pub struct Records {
@@ -154,16 +167,12 @@ impl Records {
         let Some(id) = own.task.get("id").and_then(Value::as_str) else {
             return Ok(());
         };
-        let mut record = json!({"task": own.task});
-        if let Some(upstream) = &own.upstream {
-            record["upstream"] = json!(upstream.id);
-            if let Some(context) = &upstream.context {
-                record["upstreamContext"] = json!(context);
-            }
-        }
-        if let Some(owner) = scope.owner() {
-            record["owner"] = json!(owner);
-        }
+        let record = TaskRecord {
+            task: &own.task,
+            upstream: own.upstream.as_ref().map(|u| u.id.as_str()),
+            upstream_context: own.upstream.as_ref().and_then(|u| u.context.as_deref()),
+            owner: scope.owner(),
+        };
         self.store.put(id, &record).await
     }
 

@@ -12,6 +12,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use serde::Serialize;
 use serde_json::Value;
 
 use crate::error::Error;
@@ -25,7 +26,7 @@ mod stored;
 use etcd::Fleet;
 use local::Local;
 pub use stored::Limits;
-use stored::{unix_ms, Stored};
+use stored::{unix_ms, StoredRef};
 
 /// Where the registry keeps its records: handed out by the registry, opened once.
 #[derive(Clone)]
@@ -105,13 +106,9 @@ impl Records {
 
     /// Keeps `value` under `key`; returns once it is durable (sled mode: flushed and
     /// synced; fleet mode: committed by etcd).
-    pub async fn put(&self, key: &str, value: &Value) -> Result<(), Error> {
+    pub async fn put<T: Serialize + ?Sized>(&self, key: &str, value: &T) -> Result<(), Error> {
         let used = unix_ms();
-        let stored = serde_json::to_vec(&Stored {
-            used,
-            value: value.clone(),
-        })
-        .expect("JSON serializes");
+        let stored = serde_json::to_vec(&StoredRef { used, value }).expect("JSON serializes");
         match &self.place {
             Place::Local(local) => {
                 let (local, key, limits) = (Arc::clone(local), key.to_owned(), self.limits);
@@ -141,11 +138,7 @@ mod tests {
         let Place::Local(local) = &records.place else {
             unreachable!("sled mode")
         };
-        let stored = serde_json::to_vec(&Stored {
-            used,
-            value: value.clone(),
-        })
-        .unwrap();
+        let stored = serde_json::to_vec(&StoredRef { used, value }).unwrap();
         local.put(key, stored, used, records.limits).unwrap();
     }
 

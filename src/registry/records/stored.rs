@@ -30,6 +30,14 @@ pub(super) struct Stored {
     pub(super) value: Value,
 }
 
+/// A record as it is written: [`Stored`]'s form, its value serialised from where it is
+/// (never copied into a `Value` first).
+#[derive(Serialize)]
+pub(super) struct StoredRef<'a, T: Serialize + ?Sized> {
+    pub(super) used: u64,
+    pub(super) value: &'a T,
+}
+
 pub(super) fn unix_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
