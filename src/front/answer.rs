@@ -45,7 +45,7 @@ pub(super) async fn with_request_id(answer: Response<Body>, request: &[u8]) -> R
         Ok(mut value) if value.get("error").is_some() => {
             value["id"] = id;
             parts.headers.remove(header::CONTENT_LENGTH);
-            Response::from_parts(parts, Body::from(value.to_string()))
+            Response::from_parts(parts, Body::from(a2a::json_vec(&value)))
         }
         _ => Response::from_parts(parts, Body::from(bytes)),
     }
@@ -76,7 +76,7 @@ pub(super) fn json_answer(status: StatusCode, body: &Value) -> Response<Body> {
     let mut answer = Response::builder()
         .status(status)
         .header(header::CONTENT_TYPE, "application/json")
-        .body(Body::from(body.to_string()))
+        .body(Body::from(a2a::json_vec(&body)))
         .expect("a valid answer");
     mark(&mut answer, Outcome::Answered);
     answer
@@ -133,7 +133,7 @@ pub(super) fn rest_error(status: StatusCode, message: &str) -> Response<Body> {
     Response::builder()
         .status(status)
         .header(header::CONTENT_TYPE, "application/json")
-        .body(Body::from(body.to_string()))
+        .body(Body::from(a2a::json_vec(&body)))
         .expect("a valid answer")
 }
 

@@ -11,6 +11,7 @@ use hyper::header::{self, HeaderMap, HeaderValue};
 use hyper::{Method, Response, StatusCode};
 use serde_json::{json, Value};
 
+use crate::front::a2a;
 use crate::front::answer::{json_answer, mark, Outcome};
 use crate::front::card::{self, CardCache, Served};
 use crate::front::context::Context;
@@ -150,15 +151,15 @@ fn merge_with(ctx: &Context, card: &mut Value, registry: &Snapshot) -> (String, 
         &ctx.public,
         grpc.as_deref(),
     );
-    let text = card.to_string();
-    let digest = ring::digest::digest(&ring::digest::SHA256, text.as_bytes());
+    let text = a2a::json_vec(card);
+    let digest = ring::digest::digest(&ring::digest::SHA256, &text);
     let hex: String = digest.as_ref()[..16]
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect();
     let body = if let Some(signing) = &ctx.options.signing {
         signing.signer.sign(card);
-        Bytes::from(card.to_string())
+        Bytes::from(a2a::json_vec(card))
     } else {
         if dropped && !ctx.signature_logged.swap(true, Ordering::Relaxed) {
             tracing::warn!(upstream = %ctx.upstream.base(), "the agent's card is signed; the front serves it merged without the signatures, which no longer match (configure a signing key to sign the merged card)");
@@ -190,7 +191,7 @@ pub(super) async fn extended_card(
         return Response::from_parts(parts, Body::from(bytes));
     }
     parts.headers.remove(header::CONTENT_LENGTH);
-    Response::from_parts(parts, Body::from(value.to_string()))
+    Response::from_parts(parts, Body::from(a2a::json_vec(&value)))
 }
 
 /// Fetches the upstream's card into `cache` (conditionally, with its ETag); keeps

@@ -147,7 +147,7 @@ pub(super) async fn inspect(
                     let mut body = body.clone();
                     body["params"]["id"] = json!(joiner.upstream_id());
                     Handled::ForwardJoined {
-                        body: Bytes::from(body.to_string()),
+                        body: Bytes::from(a2a::json_vec(&body)),
                         joiner,
                     }
                 }

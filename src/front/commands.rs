@@ -184,8 +184,7 @@ pub(super) async fn command(
                 now(),
                 false,
             );
-            let event: Value =
-                serde_json::from_str(&event.to_json(JsonForm::A2a10)).expect("our JSON");
+            let event = event.to_value(JsonForm::A2a10);
             let reply_message = event
                 .pointer("/status/message")
                 .cloned()

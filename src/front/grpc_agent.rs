@@ -106,7 +106,7 @@ pub(super) async fn json_of_grpc(
         let json = only_message(&bytes).map(|message| method.answer_json(message));
         return match json {
             Some(Ok(json)) => {
-                let mut answer = Response::new(Body::from(json.to_string()));
+                let mut answer = Response::new(Body::from(a2a::json_vec(&json)));
                 answer.headers_mut().insert(
                     header::CONTENT_TYPE,
                     HeaderValue::from_static("application/json"),

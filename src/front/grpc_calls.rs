@@ -221,7 +221,7 @@ pub(super) async fn grpc_call(ctx: &Context, request: Request<Body>) -> GrpcRead
     let body = if body.is_null() {
         Body::empty()
     } else {
-        Body::from(body.to_string())
+        Body::from(a2a::json_vec(&body))
     };
     let mut internal = Request::builder()
         .method(http_method.clone())

@@ -84,7 +84,7 @@ pub(super) fn prompt_body(binding: Binding, body: &Value, name: &str, text: &str
         message["metadata"]["command"] = json!(name);
         message["metadata"]["originalText"] = typed;
     }
-    Bytes::from(body.to_string())
+    Bytes::from(a2a::json_vec(&body))
 }
 
 /// The task data in `task` (an empty object when it has none).
@@ -215,7 +215,7 @@ pub(super) fn follow_up_body(
             }
         }
     }
-    Bytes::from(body.to_string())
+    Bytes::from(a2a::json_vec(&body))
 }
 
 /// Where the first whole server-sent event in `pending` ends (after its blank line).
@@ -391,7 +391,7 @@ pub(super) async fn translate(
                 if let Some(found) = joiner.rewrite(&mut value) {
                     join(&records, &joiner.front, &found, &scope).await;
                 }
-                Bytes::from(value.to_string())
+                Bytes::from(a2a::json_vec(&value))
             }
             Err(_) => bytes,
         };

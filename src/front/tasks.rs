@@ -271,7 +271,13 @@ pub(super) async fn upstream_task(
                               "method": method, "params": {"id": task_id}});
             let uri = ctx.upstream.uri_for(path, front_base);
             ctx.upstream
-                .call(Method::POST, uri, asked, Bytes::from(call.to_string()), max)
+                .call(
+                    Method::POST,
+                    uri,
+                    asked,
+                    Bytes::from(a2a::json_vec(&call)),
+                    max,
+                )
                 .await
         }
         Binding::HttpJson | Binding::Grpc => {
@@ -401,5 +407,5 @@ pub(super) async fn list_answer(
         }
     }
     parts.headers.remove(header::CONTENT_LENGTH);
-    Response::from_parts(parts, Body::from(value.to_string()))
+    Response::from_parts(parts, Body::from(a2a::json_vec(&value)))
 }

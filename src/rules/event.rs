@@ -118,14 +118,36 @@ pub fn reply_message_id(incoming: &str) -> String {
 impl ReplyEvent<'_> {
     /// The event as JSON text in `format`, ready to send.
     pub fn to_json(&self, format: JsonForm) -> String {
+        let (metadata, timestamp) = self.parts();
+        serde_json::to_string(&self.form(format, &metadata, &timestamp))
+            .expect("events always serialize")
+    }
+
+    /// The event as a JSON value in `format`, for a caller that puts it into an
+    /// answer of its own (built directly, never written out and read back).
+    pub fn to_value(&self, format: JsonForm) -> serde_json::Value {
+        let (metadata, timestamp) = self.parts();
+        serde_json::to_value(self.form(format, &metadata, &timestamp))
+            .expect("events always serialize")
+    }
+
+    fn parts(&self) -> (Metadata<'_>, String) {
         let metadata = Metadata {
             command: self.command,
             task_ref: self.task_ref,
         };
-        let event_metadata = self.event_metadata.then_some(&metadata);
-        let timestamp = self.timestamp.to_string();
-        let result = match format {
-            JsonForm::A2a10 => serde_json::to_string(&V1Event {
+        (metadata, self.timestamp.to_string())
+    }
+
+    fn form<'a>(
+        &'a self,
+        format: JsonForm,
+        metadata: &'a Metadata<'a>,
+        timestamp: &'a str,
+    ) -> Form<'a> {
+        let event_metadata = self.event_metadata.then_some(metadata);
+        match format {
+            JsonForm::A2a10 => Form::V1(V1Event {
                 task_id: self.task_id,
                 context_id: self.context_id,
                 status: V1Status {
@@ -136,13 +158,13 @@ impl ReplyEvent<'_> {
                         task_id: self.task_id,
                         role: Role::Agent.as_str_name(),
                         parts: [V1Part { text: self.text }],
-                        metadata: &metadata,
+                        metadata,
                     },
-                    timestamp: &timestamp,
+                    timestamp,
                 },
                 metadata: event_metadata,
             }),
-            JsonForm::A2a03 => serde_json::to_string(&V03Event {
+            JsonForm::A2a03 => Form::V03(V03Event {
                 kind: "status-update",
                 task_id: self.task_id,
                 context_id: self.context_id,
@@ -158,16 +180,23 @@ impl ReplyEvent<'_> {
                             kind: "text",
                             text: self.text,
                         }],
-                        metadata: &metadata,
+                        metadata,
                     },
-                    timestamp: &timestamp,
+                    timestamp,
                 },
                 is_final: false,
                 metadata: event_metadata,
             }),
-        };
-        result.expect("events always serialize")
+        }
     }
+}
+
+/// The event in one of its JSON forms (serialised as the form itself).
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Form<'a> {
+    V1(V1Event<'a>),
+    V03(V03Event<'a>),
 }
 
 /// A2A 0.3's name for a state.
@@ -283,6 +312,17 @@ pub(crate) mod tests {
                 nanos: 807_000_000,
             },
             event_metadata: true,
+        }
+    }
+
+    #[test]
+    fn the_value_is_the_text_read_back_in_every_form_and_key_order() {
+        for format in [JsonForm::A2a10, JsonForm::A2a03] {
+            for task_ref in [None, Some("t-2")] {
+                let text = event(task_ref).to_json(format);
+                let value = event(task_ref).to_value(format);
+                assert_eq!(serde_json::to_string(&value).unwrap(), text);
+            }
         }
     }
 
