@@ -76,7 +76,7 @@ pub(super) fn json_answer(status: StatusCode, body: &Value) -> Response<Body> {
     let mut answer = Response::builder()
         .status(status)
         .header(header::CONTENT_TYPE, "application/json")
-        .body(Body::from(a2a::json_vec(&body)))
+        .body(Body::from(a2a::json_vec(body)))
         .expect("a valid answer");
     mark(&mut answer, Outcome::Answered);
     answer
