@@ -2,6 +2,12 @@
 
 use std::process::ExitCode;
 
+/// mimalloc, not glibc's malloc: the service allocates small, short-lived values at
+/// every request (JSON, headers, futures), where glibc's free lists cost more than the
+/// work itself (BENCHMARKS.md, issue 50).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use clap::Parser;
 use tracing_subscriber::EnvFilter;
 
