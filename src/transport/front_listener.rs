@@ -181,10 +181,13 @@ pub async fn serve(
         let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
             let end = activity.begin();
             let front = Arc::clone(&front);
-            async move {
+            // Boxed for the request's life only: hyper keeps the slot of a
+            // connection's service future while the connection lives, and the front's
+            // future is kilobytes that an idle connection would otherwise hold.
+            Box::pin(async move {
                 let answer = front.handle(request.map(Body::new)).await;
                 Ok::<_, Infallible>(answer.map(|body| Counted { body, _end: end }))
-            }
+            }) as Pin<Box<dyn Future<Output = Result<_, Infallible>> + Send>>
         });
         let connection = builder
             .serve_connection_with_upgrades(TokioIo::new(io), service)
