@@ -20,7 +20,8 @@
 #   upstream keep-alive), against the front, mirrored (front, nginx, nginx, front), with
 #   FRONT_BENCH_CONNECTIONS connections and with one: the front's throughput as a ratio
 #   to nginx's, and the p50 each adds (issue 48; skipped with a line when nginx is
-#   missing: apt-get install nginx).
+#   missing: apt-get install nginx). The same against HAProxy (2 threads, `http-reuse
+#   always`; skipped when missing: apt-get install haproxy).
 #
 # Then, once: the first event of a stream (SendStreamingMessage, 300 one at a time,
 # direct and through the front: the median time to the first event), and the front's
@@ -106,6 +107,34 @@ else
   echo "front-bench: nginx is missing (apt-get install nginx): its rows are skipped" >&2
 fi
 
+# HAProxy before the same agent: two threads, connections to the agent kept and shared.
+haproxy_url=""
+if command -v haproxy >/dev/null; then
+  haproxy_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  cat >"$work/haproxy.cfg" <<HAPROXY
+global
+  nbthread 2
+  maxconn 20000
+defaults
+  mode http
+  timeout connect 5s
+  timeout client 60s
+  timeout server 60s
+  http-reuse always
+frontend front
+  bind 127.0.0.1:$haproxy_port
+  default_backend agent
+backend agent
+  server agent ${agent#http://}
+HAPROXY
+  haproxy -f "$work/haproxy.cfg" -db >"$work/haproxy.log" 2>&1 &
+  pids+=($!)
+  haproxy_url="http://127.0.0.1:$haproxy_port"
+  for _ in $(seq 300); do (exec 3<>"/dev/tcp/127.0.0.1/$haproxy_port") 2>/dev/null && break; sleep 0.1; done
+else
+  echo "front-bench: haproxy is missing (apt-get install haproxy): its rows are skipped" >&2
+fi
+
 A2A_COMMANDS_ADDR=$api "$work/gateway" kit >"$work/gateway.out" &
 pids+=($!)
 gateway="http://127.0.0.1:$(first_line "$work/gateway.out" | awk '{print $2}')"
@@ -151,14 +180,14 @@ runs = [list(map(float, r.split())) for r in sys.argv[1:]]
 mean = lambda x, y: [(p + q) / 2 for p, q in zip(x, y)]
 print(" ".join(f"{v:.3f}" for v in mean(runs[0], runs[3]) + mean(runs[1], runs[2])))' "$a" "$b" "$c" "$d"
 }
-# The front against nginx, mirrored: front, nginx, nginx, front. Prints the front then
-# nginx "rps p50 p99 errors", each the mean of its two runs.
-versus_nginx() { # $1: connections
+# The front against another proxy, mirrored: front, proxy, proxy, front. Prints the
+# front then the proxy "rps p50 p99 errors", each the mean of its two runs.
+versus() { # $1: the proxy's URL, $2: connections
   local a b c d
-  a=$(run "$front" "$work/plain.lua" "$1")
-  b=$(run "$nginx_url" "$work/plain.lua" "$1")
-  c=$(run "$nginx_url" "$work/plain.lua" "$1")
-  d=$(run "$front" "$work/plain.lua" "$1")
+  a=$(run "$front" "$work/plain.lua" "$2")
+  b=$(run "$1" "$work/plain.lua" "$2")
+  c=$(run "$1" "$work/plain.lua" "$2")
+  d=$(run "$front" "$work/plain.lua" "$2")
   python3 -c '
 import sys
 runs = [list(map(float, r.split())) for r in sys.argv[1:]]
@@ -230,10 +259,16 @@ for r in $(seq "$rounds"); do
     gd_rps=1 gf_rps=0 gdp_rps=1 gfp_rps=0
   fi
   if [[ -n $nginx_url ]]; then
-    read -r fn_rps fn_p50 fn_p99 fn_err n_rps n_p50 n_p99 n_err < <(versus_nginx "$connections")
-    read -r fn1_rps fn1_p50 fn1_p99 fn1_err n1_rps n1_p50 n1_p99 n1_err < <(versus_nginx 1)
+    read -r fn_rps fn_p50 fn_p99 fn_err n_rps n_p50 n_p99 n_err < <(versus "$nginx_url" "$connections")
+    read -r fn1_rps fn1_p50 fn1_p99 fn1_err n1_rps n1_p50 n1_p99 n1_err < <(versus "$nginx_url" 1)
   else
     fn_rps=0 n_rps=1 fn1_p50=0 n1_p50=0
+  fi
+  if [[ -n $haproxy_url ]]; then
+    read -r fh_rps fh_p50 fh_p99 fh_err h_rps h_p50 h_p99 h_err < <(versus "$haproxy_url" "$connections")
+    read -r fh1_rps fh1_p50 fh1_p99 fh1_err h1_rps h1_p50 h1_p99 h1_err < <(versus "$haproxy_url" 1)
+  else
+    fh_rps=0 h_rps=1 fh1_p50=0 h1_p50=0
   fi
   read -r s_rps s_p50 s_p99 s_err < <(run "$front" "$work/status.lua" "$connections")
   read -r g_rps g_p50 g_p99 g_err < <(run "$gateway" "$work/status.lua" "$connections")
@@ -255,21 +290,29 @@ for r in $(seq "$rounds"); do
     row "$r" "SendMessage, nginx, c=1" "$n1_rps" "$n1_p50" "$n1_p99" "$n1_err" "1.000"
     row "$r" "SendMessage, front vs nginx, c=1" "$fn1_rps" "$fn1_p50" "$fn1_p99" "$fn1_err" "$(ratio "$fn1_rps" "$n1_rps")"
   fi
+  if [[ -n $haproxy_url ]]; then
+    row "$r" "SendMessage, HAProxy, c=$connections" "$h_rps" "$h_p50" "$h_p99" "$h_err" "1.000"
+    row "$r" "SendMessage, front vs HAProxy, c=$connections" "$fh_rps" "$fh_p50" "$fh_p99" "$fh_err" "$(ratio "$fh_rps" "$h_rps")"
+    row "$r" "SendMessage, HAProxy, c=1" "$h1_rps" "$h1_p50" "$h1_p99" "$h1_err" "1.000"
+    row "$r" "SendMessage, front vs HAProxy, c=1" "$fh1_rps" "$fh1_p50" "$fh1_p99" "$fh1_err" "$(ratio "$fh1_rps" "$h1_rps")"
+  fi
   row "$r" "/status, Go kit gateway, c=$connections" "$g_rps" "$g_p50" "$g_p99" "$g_err" "1.000"
   row "$r" "/status, front, c=$connections" "$s_rps" "$s_p50" "$s_p99" "$s_err" "$(ratio "$s_rps" "$g_rps")"
-  echo "$(ratio "$f_rps" "$d_rps") $(ratio "$fp_rps" "$dp_rps") $(python3 -c "print(f'{$f1_p50 - $d1_p50:.3f}')") $(ratio "$s_rps" "$g_rps") $(ratio "$gf_rps" "$gd_rps") $(ratio "$gfp_rps" "$gdp_rps") $(ratio "$fn_rps" "$n_rps") $(python3 -c "print(f'{$n1_p50 - $d1_p50:.3f}')")" >>"$work/ratios"
+  echo "$(ratio "$f_rps" "$d_rps") $(ratio "$fp_rps" "$dp_rps") $(python3 -c "print(f'{$f1_p50 - $d1_p50:.3f}')") $(ratio "$s_rps" "$g_rps") $(ratio "$gf_rps" "$gd_rps") $(ratio "$gfp_rps" "$gdp_rps") $(ratio "$fn_rps" "$n_rps") $(python3 -c "print(f'{$n1_p50 - $d1_p50:.3f}')") $(ratio "$fh_rps" "$h_rps") $(python3 -c "print(f'{$h1_p50 - $d1_p50:.3f}')") $(python3 -c "print(f'{$fn1_p50 - $n1_p50:.3f}')")" >>"$work/ratios"
 done
 python3 - "$work/ratios" <<'PY'
 import statistics, sys
 rows = [list(map(float, line.split())) for line in open(sys.argv[1])]
-through, pinned, added, status, grpc, grpc_pinned, vs_nginx, nginx_added = (
-    statistics.median(col) for col in zip(*rows))
+(through, pinned, added, status, grpc, grpc_pinned, vs_nginx, nginx_added, vs_haproxy,
+ haproxy_added, over_nginx) = (statistics.median(col) for col in zip(*rows))
 print(f"median: SendMessage through the front {through:.3f} of direct (sharing the CPUs), "
       f"{pinned:.3f} (the sidecar on a CPU of its own; 0 if not run); p50 added at c=1 "
       f"{added:+.3f} ms; /status through the front {status:.2f}x the Go kit gateway's; "
       f"gRPC SendMessage through the front {grpc:.3f} of direct, {grpc_pinned:.3f} pinned; "
       f"the front's throughput {vs_nginx:.3f} of nginx's (0 without nginx), nginx's p50 added at "
-      f"c=1 {nginx_added:+.3f} ms")
+      f"c=1 {nginx_added:+.3f} ms, the front's p50 at c=1 {over_nginx:+.3f} ms over nginx's "
+      f"(side by side); the front's throughput {vs_haproxy:.3f} of HAProxy's (0 without it), "
+      f"HAProxy's p50 added at c=1 {haproxy_added:+.3f} ms")
 PY
 
 # The first event of a stream, and memory per idle connection: one client, in Python.

@@ -8,8 +8,9 @@
 # kernel: what our process costs, a count that does not drift with the machine.
 #
 # Then the same plain SendMessage through nginx (one process, master_process off, with
-# upstream keep-alive), a plain reverse proxy before the same agent, also under
-# callgrind: the floor a proxy hop is held to (issue 50). Skipped when nginx is missing.
+# upstream keep-alive) and through HAProxy (one thread, `http-reuse always`), plain
+# reverse proxies before the same agent, also under callgrind: the floor a proxy hop is
+# held to (issue 50). Each is skipped when missing.
 #
 #   apt-get install valgrind nghttp2-client
 #   bash scripts/front-callgrind.sh          # FRONT_CALLGRIND_CALLS (2000) a row
@@ -47,6 +48,7 @@ run() { # $1: row
     plain) args=(-d "$dir/plain.json" -H 'content-type: application/json' -H 'a2a-version: 1.0' "http://$front/") ;;
     status) args=(-d "$dir/status.json" -H 'content-type: application/json' -H 'a2a-version: 1.0' "http://$front/") ;;
     nginx) args=(-d "$top/plain.json" -H 'content-type: application/json' -H 'a2a-version: 1.0' "http://$nginx_addr/") ;;
+    haproxy) args=(-d "$top/plain.json" -H 'content-type: application/json' -H 'a2a-version: 1.0' "http://$haproxy_addr/") ;;
   esac
   h2load --h1 -n "$calls" -c 2 "${args[@]}" | grep -q "$calls succeeded"
 }
@@ -97,3 +99,35 @@ for _ in $(seq 600); do (exec 3<>"/dev/tcp/127.0.0.1/$nginx_port") 2>/dev/null &
 run nginx # warm-up
 this=$(per_call nginx)
 printf '| plain SendMessage through nginx (a plain reverse proxy) | %.0f | %.2f |\n' "$this" "$(awk -v a="$floor" -v b="$this" 'BEGIN {print a / b}')"
+
+# HAProxy before the same agent (one thread, connections to the agent kept and shared),
+# counted the same way.
+command -v haproxy >/dev/null || { echo "(haproxy is missing: its row is skipped)"; exit 0; }
+haproxy_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+haproxy_addr="127.0.0.1:$haproxy_port"
+cat >"$top/haproxy.cfg" <<HAPROXY
+global
+  nbthread 1
+defaults
+  mode http
+  timeout connect 5s
+  timeout client 60s
+  timeout server 60s
+  http-reuse always
+frontend front
+  bind $haproxy_addr
+  default_backend agent
+backend agent
+  server agent $agent_addr
+HAPROXY
+nginx_server=$server
+dir=$top/haproxy-counts
+mkdir -p "$dir"
+valgrind --tool=callgrind --callgrind-out-file="$dir/cg.out" \
+  haproxy -f "$top/haproxy.cfg" -db 2>"$top/haproxy.log" &
+server=$!
+trap 'kill $front_server $nginx_server $server $agent_pid 2>/dev/null; wait $front_server $nginx_server $server 2>/dev/null; rm -rf "$top"' EXIT
+for _ in $(seq 600); do (exec 3<>"/dev/tcp/127.0.0.1/$haproxy_port") 2>/dev/null && break; sleep 0.2; done
+run haproxy # warm-up
+this=$(per_call haproxy)
+printf '| plain SendMessage through HAProxy (a plain reverse proxy) | %.0f | %.2f |\n' "$this" "$(awk -v a="$floor" -v b="$this" 'BEGIN {print a / b}')"

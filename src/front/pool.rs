@@ -68,7 +68,8 @@ impl Pool {
         loop {
             let (mut sender, reused) = match self.checkout().await {
                 Some(sender) => (sender, true),
-                None => (self.connect().await?, false),
+                // Boxed: a connection's handshake is a large future, made rarely.
+                None => (Box::pin(self.connect()).await?, false),
             };
             match sender.try_send_request(request).await {
                 Ok(answer) => {

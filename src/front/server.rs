@@ -25,7 +25,7 @@ use crate::front::forward::forward;
 use crate::front::grpc::{self, GrpcCall};
 use crate::front::grpc_calls::{grpc_answer, grpc_call, GrpcRead};
 use crate::front::handled::Handled;
-use crate::front::join::translate;
+use crate::front::join::{translate, Joiner};
 use crate::front::operations::{
     activates_us, asks_a2a_json, echo_activation, http_json_method, is_http_json, jsonrpc_method,
     known_method, looked_at, Binding, RpcMethod, A2A_JSON,
@@ -242,17 +242,18 @@ pub(super) async fn dispatch(
     let answer = if is_card {
         Box::pin(card_answer(ctx, request.headers())).await
     } else if method == Method::GET && path.ends_with("/extendedAgentCard") {
-        let mut request = request;
-        identity_only(request.headers_mut());
-        let answer = forward(ctx, request, Some(Binding::HttpJson)).await;
-        Box::pin(extended_card(ctx, answer, Binding::HttpJson)).await
+        Box::pin(forward_and_read(
+            ctx,
+            request,
+            Binding::HttpJson,
+            Read::Card,
+        ))
+        .await
     } else if method == Method::GET && path.ends_with("/tasks") {
         let asked = a2a::ListAsked::from_query(request.uri().query());
         let scope = ctx.scope(request.headers(), request.extensions().get::<Verified>());
-        let mut request = request;
-        identity_only(request.headers_mut());
-        let answer = forward(ctx, request, Some(Binding::HttpJson)).await;
-        Box::pin(list_answer(ctx, answer, Binding::HttpJson, &asked, &scope)).await
+        let read = Read::List(&asked, &scope);
+        Box::pin(forward_and_read(ctx, request, Binding::HttpJson, read)).await
     } else if path.contains("/tasks/")
         && (method == Method::GET
             || (method == Method::POST
@@ -262,9 +263,38 @@ pub(super) async fn dispatch(
     } else if method == Method::POST {
         post(ctx, request).await
     } else {
-        forward(ctx, request, None).await
+        Box::pin(forward(ctx, request, None)).await
     };
     answer
+}
+
+/// What the front does with an answer it reads: a listing's, an extended card's, or
+/// one about a task it joined.
+pub(super) enum Read<'a> {
+    /// A listing: the front's tasks added, in the caller's scope.
+    List(&'a a2a::ListAsked, &'a Scope),
+    /// The extended card, merged.
+    Card,
+    /// About a task the front joined: rewritten to the front's ids.
+    Joined(Joiner, &'a Scope),
+}
+
+/// A request forwarded whose answer the front reads and rewrites (so it asks for the
+/// answer unencoded). Boxed by its callers: the plain forward's future stays small
+/// without its states.
+pub(super) async fn forward_and_read(
+    ctx: &Context,
+    mut request: Request<Body>,
+    binding: Binding,
+    read: Read<'_>,
+) -> Response<Body> {
+    identity_only(request.headers_mut());
+    let answer = forward(ctx, request, Some(binding)).await;
+    match read {
+        Read::List(asked, scope) => list_answer(ctx, answer, binding, asked, scope).await,
+        Read::Card => extended_card(ctx, answer, binding).await,
+        Read::Joined(joiner, scope) => translate(ctx, answer, joiner, scope).await,
+    }
 }
 
 /// A POST: read (within the limit), looked at only if it may be a command or a
@@ -326,23 +356,33 @@ pub(super) async fn post(ctx: &Context, request: Request<Body>) -> Response<Body
             forward(ctx, request, Some(binding)).await
         }
         Handled::ForwardList(body, asked) => {
-            let mut request = with_length(parts, body);
-            identity_only(request.headers_mut());
-            let answer = forward(ctx, request, Some(binding)).await;
-            Box::pin(list_answer(ctx, answer, binding, &asked, &scope)).await
+            let read = Read::List(&asked, &scope);
+            Box::pin(forward_and_read(
+                ctx,
+                with_length(parts, body),
+                binding,
+                read,
+            ))
+            .await
         }
         Handled::ForwardCard(body) => {
-            let mut request = with_length(parts, body);
-            identity_only(request.headers_mut());
-            let answer = forward(ctx, request, Some(binding)).await;
-            Box::pin(extended_card(ctx, answer, binding)).await
+            Box::pin(forward_and_read(
+                ctx,
+                with_length(parts, body),
+                binding,
+                Read::Card,
+            ))
+            .await
         }
         Handled::ForwardJoined { body, joiner } => {
-            // The answer is rewritten, so it must come readable.
-            let mut request = with_length(parts, body);
-            identity_only(request.headers_mut());
-            let answer = forward(ctx, request, Some(binding)).await;
-            Box::pin(translate(ctx, answer, joiner, &scope)).await
+            let read = Read::Joined(joiner, &scope);
+            Box::pin(forward_and_read(
+                ctx,
+                with_length(parts, body),
+                binding,
+                read,
+            ))
+            .await
         }
     };
     if rpc_method.is_some() && outcome(&answer) == Some(Outcome::UpstreamFailed) {
