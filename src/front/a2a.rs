@@ -3,6 +3,7 @@
 //! answers a command gets (the reply event, the task) on each binding. Everything
 //! specific to A2A's JSON is here; the rest of the front moves bytes.
 
+use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
 use crate::pb::{self, SubState, TaskState};
@@ -424,6 +425,32 @@ pub fn keyed(key: &str, value: Value) -> Value {
     Value::Object(Map::from_iter([(key.to_owned(), value)]))
 }
 
+/// The answer `{"task": …}` (in JSON-RPC's `result` when `id` is given) with the task
+/// already JSON text: the same bytes [`rpc_result`] and [`keyed`] would make of it,
+/// with the task copied rather than serialised again.
+pub fn task_answer_text(id: Option<&Value>, task: &RawValue) -> Vec<u8> {
+    #[derive(serde::Serialize)]
+    struct TaskResult<'a> {
+        task: &'a RawValue,
+    }
+    #[derive(serde::Serialize)]
+    struct RpcResult<'a> {
+        jsonrpc: &'static str,
+        id: &'a Value,
+        result: TaskResult<'a>,
+    }
+    let result = TaskResult { task };
+    match id {
+        Some(id) => serde_json::to_vec(&RpcResult {
+            jsonrpc: "2.0",
+            id,
+            result,
+        }),
+        None => serde_json::to_vec(&result),
+    }
+    .expect("JSON serializes")
+}
+
 /// A JSON-RPC error answer.
 pub fn rpc_error(id: &Value, code: i64, message: &str) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
@@ -496,6 +523,18 @@ pub fn json_vec(value: &Value) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_task_answer_from_its_text_is_the_bytes_of_the_value_s() {
+        let task = json!({"id": "front-1", "status": {"state": "TASK_STATE_INPUT_REQUIRED"},
+                          "metadata": {"x": [1, "é\u{1}"]}});
+        let text = serde_json::value::to_raw_value(&task).unwrap();
+        for id in [json!(7), json!("r-1"), Value::Null] {
+            let want = json_vec(&rpc_result(&id, keyed("task", task.clone())));
+            assert_eq!(task_answer_text(Some(&id), &text), want);
+        }
+        assert_eq!(task_answer_text(None, &text), json_vec(&keyed("task", task)));
+    }
 
     #[test]
     fn a_task_is_canceled_once_and_an_ended_one_never() {

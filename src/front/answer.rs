@@ -73,10 +73,15 @@ pub(super) fn outcome(answer: &Response<Body>) -> Option<Outcome> {
 
 /// A JSON answer the front made.
 pub(super) fn json_answer(status: StatusCode, body: &Value) -> Response<Body> {
+    json_text_answer(status, a2a::json_vec(body))
+}
+
+/// An answer of the front's own whose JSON is already written.
+pub(super) fn json_text_answer(status: StatusCode, json: Vec<u8>) -> Response<Body> {
     let mut answer = Response::builder()
         .status(status)
         .header(header::CONTENT_TYPE, "application/json")
-        .body(Body::from(a2a::json_vec(body)))
+        .body(Body::from(json))
         .expect("a valid answer");
     mark(&mut answer, Outcome::Answered);
     answer

@@ -12,7 +12,9 @@ use crate::bodies::Trace;
 use crate::error::Error;
 use crate::front::a2a;
 use crate::front::answer::run_failed;
-use crate::front::answer::{error_answer, json_answer, records_failed, stream_answer};
+use crate::front::answer::{
+    error_answer, json_answer, json_text_answer, records_failed, stream_answer,
+};
 use crate::front::callers::Verified;
 use crate::front::context::{Context, TASK_ID_PREFIX};
 use crate::front::handled::Handled;
@@ -175,7 +177,7 @@ pub(super) async fn command(
             plain(ctx, binding, id, &expanded, &message, scope, bytes).await
         }
         Ran::Command { name, reply, .. } => {
-            let event = reply_event(
+            let replied = reply_event(
                 &task,
                 &message.context_id,
                 &message.message_id,
@@ -184,11 +186,15 @@ pub(super) async fn command(
                 now(),
                 false,
             );
-            let event = event.to_value(JsonForm::A2a10);
-            let reply_message = event
-                .pointer("/status/message")
-                .cloned()
-                .unwrap_or_default();
+            // The reply's message; the whole event only for a stream, which sends it.
+            let event = stream.then(|| replied.to_value(JsonForm::A2a10));
+            let reply_message = match &event {
+                Some(event) => event
+                    .pointer("/status/message")
+                    .cloned()
+                    .unwrap_or_default(),
+                None => replied.message_value(),
+            };
             // A new task's data says what it waits for; an existing one's is its own.
             let data = match &task_json {
                 Some(task) => data_of(task),
@@ -216,6 +222,8 @@ pub(super) async fn command(
                     return Handled::Answer(records_failed(binding, id, &error));
                 }
             }
+            // The new task's JSON as its record was written, for the answer.
+            let mut written = None;
             let (submitted, answered) = if new_task {
                 let made = |state: &str, status: Option<&Value>| {
                     a2a::new_task(&new_id, &context_id, message_json, state, status, &data)
@@ -224,8 +232,9 @@ pub(super) async fn command(
                     task: made("TASK_STATE_INPUT_REQUIRED", Some(&reply_message)),
                     upstream: None,
                 };
-                if let Err(error) = ctx.records.put_task(&answered, scope).await {
-                    return Handled::Answer(records_failed(binding, id, &error));
+                match ctx.records.put_task_text(&answered, scope).await {
+                    Ok(text) => written = Some(text),
+                    Err(error) => return Handled::Answer(records_failed(binding, id, &error)),
                 }
                 // The task as submitted is an event of the stream only.
                 let submitted = stream.then(|| made("TASK_STATE_SUBMITTED", None));
@@ -255,15 +264,14 @@ pub(super) async fn command(
                 }
                 (task, answered)
             };
-            let mut event = event;
-            if new_task {
-                // The reply moves the new task to input-required.
-                event["taskId"] = json!(new_id);
-                event["contextId"] = json!(context_id);
-                event["status"]["message"]["taskId"] = json!(new_id);
-                event["status"]["message"]["contextId"] = json!(context_id);
-            }
-            Handled::Answer(if stream {
+            Handled::Answer(if let Some(mut event) = event {
+                if new_task {
+                    // The reply moves the new task to input-required.
+                    event["taskId"] = json!(new_id);
+                    event["contextId"] = json!(context_id);
+                    event["status"]["message"]["taskId"] = json!(new_id);
+                    event["status"]["message"]["contextId"] = json!(context_id);
+                }
                 stream_answer(
                     binding,
                     id,
@@ -272,6 +280,11 @@ pub(super) async fn command(
                         a2a::keyed("statusUpdate", event),
                     ],
                 )
+            } else if let (Some(text), Binding::JsonRpc | Binding::HttpJson | Binding::Grpc) =
+                (&written, binding)
+            {
+                let rpc_id = (binding == Binding::JsonRpc).then_some(id);
+                json_text_answer(StatusCode::OK, a2a::task_answer_text(rpc_id, text))
             } else {
                 let result = a2a::keyed("task", answered);
                 match binding {

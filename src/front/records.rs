@@ -4,6 +4,7 @@
 //! registry's store ([`crate::registry::records`]): durable before a command's answer
 //! is sent, shared by every replica in fleet mode, bounded by a cap and an expiry.
 
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use crate::error::Error;
@@ -93,7 +94,7 @@ const DATA: &str = "data:";
 /// by its keys, as `get` reads them).
 #[derive(serde::Serialize)]
 struct TaskRecord<'a> {
-    task: &'a Value,
+    task: &'a RawValue,
     #[serde(skip_serializing_if = "Option::is_none")]
     upstream: Option<&'a str>,
     #[serde(rename = "upstreamContext", skip_serializing_if = "Option::is_none")]
@@ -164,16 +165,24 @@ impl Records {
 
     /// Keeps `own` (a task the front made) under its id, as the caller's in `scope`.
     pub async fn put_task(&self, own: &Own, scope: &Scope) -> Result<(), Error> {
+        self.put_task_text(own, scope).await.map(drop)
+    }
+
+    /// As [`Records::put_task`], returning the task's JSON text as written: an answer
+    /// that carries the same task is made from it, the task serialised once.
+    pub async fn put_task_text(&self, own: &Own, scope: &Scope) -> Result<Box<RawValue>, Error> {
+        let task = serde_json::value::to_raw_value(&own.task).expect("a Value serializes");
         let Some(id) = own.task.get("id").and_then(Value::as_str) else {
-            return Ok(());
+            return Ok(task);
         };
         let record = TaskRecord {
-            task: &own.task,
+            task: &task,
             upstream: own.upstream.as_ref().map(|u| u.id.as_str()),
             upstream_context: own.upstream.as_ref().and_then(|u| u.context.as_deref()),
             owner: scope.owner(),
         };
-        self.store.put(id, &record).await
+        self.store.put(id, &record).await?;
+        Ok(task)
     }
 
     /// Keeps `data` for the agent's task `id`, as the caller's in `scope`.

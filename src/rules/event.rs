@@ -131,6 +131,24 @@ impl ReplyEvent<'_> {
             .expect("events always serialize")
     }
 
+    /// The event's message alone (A2A 1.0's form), as a JSON value: what an answer
+    /// that is a task, not an event, carries as its status message.
+    pub fn message_value(&self) -> serde_json::Value {
+        let (metadata, _) = self.parts();
+        serde_json::to_value(self.message(&metadata)).expect("messages always serialize")
+    }
+
+    fn message<'a>(&'a self, metadata: &'a Metadata<'a>) -> V1Message<'a> {
+        V1Message {
+            message_id: &self.message_id,
+            context_id: self.context_id,
+            task_id: self.task_id,
+            role: Role::Agent.as_str_name(),
+            parts: [V1Part { text: self.text }],
+            metadata,
+        }
+    }
+
     fn parts(&self) -> (Metadata<'_>, String) {
         let metadata = Metadata {
             command: self.command,
@@ -152,14 +170,7 @@ impl ReplyEvent<'_> {
                 context_id: self.context_id,
                 status: V1Status {
                     state: self.state.as_str_name(),
-                    message: V1Message {
-                        message_id: &self.message_id,
-                        context_id: self.context_id,
-                        task_id: self.task_id,
-                        role: Role::Agent.as_str_name(),
-                        parts: [V1Part { text: self.text }],
-                        metadata,
-                    },
+                    message: self.message(metadata),
                     timestamp,
                 },
                 metadata: event_metadata,
@@ -312,6 +323,14 @@ pub(crate) mod tests {
                 nanos: 807_000_000,
             },
             event_metadata: true,
+        }
+    }
+
+    #[test]
+    fn the_message_value_is_the_event_s_message() {
+        for task_ref in [None, Some("t-2")] {
+            let whole = event(task_ref).to_value(JsonForm::A2a10);
+            assert_eq!(event(task_ref).message_value(), whole["status"]["message"]);
         }
     }
 

@@ -172,17 +172,17 @@ impl Runner {
                 server,
                 prompt,
             } => {
-                let answer = self
-                    .handlers
-                    .prompt(
-                        &server,
-                        &prompt,
-                        name,
-                        arguments,
-                        asked.trace,
-                        asked.deadline,
-                    )
-                    .await;
+                // Boxed, as the call below: a remote call's future is kilobytes that
+                // every built-in's run would otherwise carry and copy.
+                let answer = Box::pin(self.handlers.prompt(
+                    &server,
+                    &prompt,
+                    name,
+                    arguments,
+                    asked.trace,
+                    asked.deadline,
+                ))
+                .await;
                 match prompt_result(name, answer) {
                     Prompted::Text(text) => {
                         return Ok(Ran::Prompt {
@@ -210,10 +210,13 @@ impl Runner {
                     task: Some(asked.task_snapshot.clone()),
                     message: Some(asked.message.clone()),
                 };
-                let answer = self
-                    .handlers
-                    .invoke(&handler, &invocation, asked.trace, asked.deadline)
-                    .await;
+                let answer = Box::pin(self.handlers.invoke(
+                    &handler,
+                    &invocation,
+                    asked.trace,
+                    asked.deadline,
+                ))
+                .await;
                 // A failed call was logged with its detail where it failed.
                 let call_failed = matches!(answer, HandlerAnswer::Failed(_));
                 let reply = handler_reply(name, answer, asked.task, asked.role, &self.catalogue);
