@@ -533,7 +533,10 @@ mod tests {
             let want = json_vec(&rpc_result(&id, keyed("task", task.clone())));
             assert_eq!(task_answer_text(Some(&id), &text), want);
         }
-        assert_eq!(task_answer_text(None, &text), json_vec(&keyed("task", task)));
+        assert_eq!(
+            task_answer_text(None, &text),
+            json_vec(&keyed("task", task))
+        );
     }
 
     #[test]

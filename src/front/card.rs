@@ -225,6 +225,9 @@ pub struct CardCache {
     pub etag: Option<String>,
     /// Counts the cards fetched: what the served card was made from is known by it.
     pub generation: u64,
+    /// The A2A versions the last card says the agent serves (read once per card, not
+    /// at each request that asks).
+    pub versions: Versions,
 }
 
 impl CardCache {

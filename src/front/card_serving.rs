@@ -80,7 +80,7 @@ pub(super) async fn agent_speaks(ctx: &Context) -> card::Versions {
     if cache.last().is_none() {
         refresh_card(ctx, &mut cache, &HeaderMap::new()).await;
     }
-    cache.last().map(card::versions).unwrap_or_default()
+    cache.last().map(|_| cache.versions).unwrap_or_default()
 }
 
 /// The card with this registry's entry, made at the next request after any change. It
@@ -239,6 +239,7 @@ pub(super) async fn refresh_card(ctx: &Context, cache: &mut CardCache, headers: 
                         .get(header::ETAG)
                         .and_then(|v| v.to_str().ok())
                         .map(str::to_owned);
+                    cache.versions = card::versions(&card);
                     cache.card = Some((card, started + fresh));
                     cache.generation += 1;
                 }

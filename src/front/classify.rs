@@ -99,7 +99,7 @@ pub(super) async fn inspect(
                 message
             };
             if a2a::command_candidate(message).is_none() {
-                return plain(ctx, binding, &id, &body, message, scope, bytes).await;
+                return Box::pin(plain(ctx, binding, &id, &body, message, scope, bytes)).await;
             }
             // A 1.0 method without `A2A-Version` (which means 0.3) goes to the agent
             // as it came.
@@ -136,7 +136,9 @@ pub(super) async fn inspect(
                 Some(Kept::Task(Own {
                     task,
                     upstream: None,
-                })) => Handled::Answer(own_task_call(ctx, binding, &id, call, task, scope).await),
+                })) => Handled::Answer(
+                    Box::pin(own_task_call(ctx, binding, &id, call, task, scope)).await,
+                ),
                 // Joined: the agent has the task now, under its own id.
                 Some(Kept::Task(
                     own @ Own {
@@ -160,9 +162,9 @@ pub(super) async fn inspect(
             }
         }
         "GetExtendedAgentCard" => Handled::ForwardCard(bytes.clone()),
-        a2a::COMPLETE_METHOD if binding == Binding::JsonRpc => {
-            Handled::Answer(complete(ctx, path, &id, headers, verified, scope, &params).await)
-        }
+        a2a::COMPLETE_METHOD if binding == Binding::JsonRpc => Handled::Answer(
+            Box::pin(complete(ctx, path, &id, headers, verified, scope, &params)).await,
+        ),
         "ListTasks" => Handled::ForwardList(bytes.clone(), a2a::ListAsked::from_params(&params)),
         _ => Handled::Forward(bytes.clone()),
     }

@@ -83,7 +83,9 @@ pub(super) async fn command(
     let task_json = if message.task_id.is_empty() {
         None
     } else {
-        let looked = task_as_seen(
+        // Boxed, as each path a new task's command does not take: the futures of
+        // calls to the agent are large, and a command's future is moved whole.
+        let looked = Box::pin(task_as_seen(
             ctx,
             binding,
             path,
@@ -92,7 +94,7 @@ pub(super) async fn command(
             &message.task_id,
             own.clone(),
             kept_data,
-        )
+        ))
         .await;
         match looked {
             Ok(task) => Some(task),
@@ -160,7 +162,7 @@ pub(super) async fn command(
     };
     match ran {
         Ran::Ordinary { .. } if own.is_some() => {
-            plain(ctx, binding, id, body, message_json, scope, bytes).await
+            Box::pin(plain(ctx, binding, id, body, message_json, scope, bytes)).await
         }
         Ran::Ordinary { .. } => Handled::Forward(bytes.clone()),
         Ran::Prompt { name, text, .. } => {
@@ -174,7 +176,7 @@ pub(super) async fn command(
             if binding == Binding::JsonRpc03 {
                 message = v03::message_v10(&message);
             }
-            plain(ctx, binding, id, &expanded, &message, scope, bytes).await
+            Box::pin(plain(ctx, binding, id, &expanded, &message, scope, bytes)).await
         }
         Ran::Command { name, reply, .. } => {
             let replied = reply_event(
