@@ -90,7 +90,9 @@ impl Records {
     pub async fn get(&self, key: &str) -> Result<Option<Value>, Error> {
         match &self.place {
             Place::Local(local) => local.get(key, self.limits),
-            Place::Fleet(fleet) => fleet.get(key, self.limits).await,
+            // Boxed: etcd's calls are large futures, which sled mode's callers would
+            // otherwise carry (and copy) at every record read and write.
+            Place::Fleet(fleet) => Box::pin(fleet.get(key, self.limits)).await,
         }
     }
 
@@ -100,7 +102,7 @@ impl Records {
     pub async fn newest(&self, prefix: &str, limit: usize) -> Result<Vec<Value>, Error> {
         match &self.place {
             Place::Local(local) => local.newest(prefix, limit, self.limits),
-            Place::Fleet(fleet) => fleet.newest(prefix, limit, self.limits).await,
+            Place::Fleet(fleet) => Box::pin(fleet.newest(prefix, limit, self.limits)).await,
         }
     }
 
@@ -117,7 +119,7 @@ impl Records {
                     .await
                     .map_err(|e| Error::Storage(format!("the records' writer failed: {e}")))?
             }
-            Place::Fleet(fleet) => fleet.put(key, stored, self.limits).await,
+            Place::Fleet(fleet) => Box::pin(fleet.put(key, stored, self.limits)).await,
         }
     }
 }
