@@ -114,7 +114,7 @@ if command -v haproxy >/dev/null; then
   cat >"$work/haproxy.cfg" <<HAPROXY
 global
   nbthread 2
-  maxconn 20000
+  maxconn 4096
 defaults
   mode http
   timeout connect 5s

@@ -438,6 +438,7 @@ fn the_check_catches_what_it_forbids() {
 /// a request in flight.
 const FRONT_PURE: &[&str] = &[
     "a2a",
+    "json_text",
     "v03",
     "grpc",
     "operations",

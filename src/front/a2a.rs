@@ -3,9 +3,9 @@
 //! answers a command gets (the reply event, the task) on each binding. Everything
 //! specific to A2A's JSON is here; the rest of the front moves bytes.
 
-use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
+use crate::front::json_text;
 use crate::pb::{self, SubState, TaskState};
 use crate::rules::structs::{to_struct, to_value};
 
@@ -425,32 +425,6 @@ pub fn keyed(key: &str, value: Value) -> Value {
     Value::Object(Map::from_iter([(key.to_owned(), value)]))
 }
 
-/// The answer `{"task": …}` (in JSON-RPC's `result` when `id` is given) with the task
-/// already JSON text: the same bytes [`rpc_result`] and [`keyed`] would make of it,
-/// with the task copied rather than serialised again.
-pub fn task_answer_text(id: Option<&Value>, task: &RawValue) -> Vec<u8> {
-    #[derive(serde::Serialize)]
-    struct TaskResult<'a> {
-        task: &'a RawValue,
-    }
-    #[derive(serde::Serialize)]
-    struct RpcResult<'a> {
-        jsonrpc: &'static str,
-        id: &'a Value,
-        result: TaskResult<'a>,
-    }
-    let result = TaskResult { task };
-    match id {
-        Some(id) => serde_json::to_vec(&RpcResult {
-            jsonrpc: "2.0",
-            id,
-            result,
-        }),
-        None => serde_json::to_vec(&result),
-    }
-    .expect("JSON serializes")
-}
-
 /// A JSON-RPC error answer.
 pub fn rpc_error(id: &Value, code: i64, message: &str) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
@@ -509,15 +483,9 @@ pub fn sse_data(event: &[u8]) -> String {
 /// One server-sent event carrying `data`.
 pub fn sse_event(data: &Value) -> String {
     let mut event = String::from("data: ");
-    event.push_str(&String::from_utf8(json_vec(data)).expect("JSON is UTF-8"));
+    event.push_str(&String::from_utf8(json_text::write(data)).expect("JSON is UTF-8"));
     event.push_str("\n\n");
     event
-}
-
-/// `value`'s JSON text. Written straight into bytes: `Value`'s `to_string` goes
-/// through `fmt` at each token and costs twice as much.
-pub fn json_vec(value: &Value) -> Vec<u8> {
-    serde_json::to_vec(value).expect("a Value serializes")
 }
 
 #[cfg(test)]
@@ -530,12 +498,12 @@ mod tests {
                           "metadata": {"x": [1, "é\u{1}"]}});
         let text = serde_json::value::to_raw_value(&task).unwrap();
         for id in [json!(7), json!("r-1"), Value::Null] {
-            let want = json_vec(&rpc_result(&id, keyed("task", task.clone())));
-            assert_eq!(task_answer_text(Some(&id), &text), want);
+            let want = json_text::write(&rpc_result(&id, keyed("task", task.clone())));
+            assert_eq!(json_text::task_answer(Some(&id), &text), want);
         }
         assert_eq!(
-            task_answer_text(None, &text),
-            json_vec(&keyed("task", task))
+            json_text::task_answer(None, &text),
+            json_text::write(&keyed("task", task))
         );
     }
 

@@ -12,6 +12,7 @@ use crate::error::Error;
 use crate::front::a2a;
 use crate::front::callers::Refused;
 use crate::front::context::Context;
+use crate::front::json_text;
 use crate::front::operations::{is_http_json, Binding};
 use crate::front::upstream::UpstreamError;
 use crate::front::v03;
@@ -45,7 +46,7 @@ pub(super) async fn with_request_id(answer: Response<Body>, request: &[u8]) -> R
         Ok(mut value) if value.get("error").is_some() => {
             value["id"] = id;
             parts.headers.remove(header::CONTENT_LENGTH);
-            Response::from_parts(parts, Body::from(a2a::json_vec(&value)))
+            Response::from_parts(parts, Body::from(json_text::write(&value)))
         }
         _ => Response::from_parts(parts, Body::from(bytes)),
     }
@@ -73,7 +74,7 @@ pub(super) fn outcome(answer: &Response<Body>) -> Option<Outcome> {
 
 /// A JSON answer the front made.
 pub(super) fn json_answer(status: StatusCode, body: &Value) -> Response<Body> {
-    json_text_answer(status, a2a::json_vec(body))
+    json_text_answer(status, json_text::write(body))
 }
 
 /// An answer of the front's own whose JSON is already written.
@@ -138,7 +139,7 @@ pub(super) fn rest_error(status: StatusCode, message: &str) -> Response<Body> {
     Response::builder()
         .status(status)
         .header(header::CONTENT_TYPE, "application/json")
-        .body(Body::from(a2a::json_vec(&body)))
+        .body(Body::from(json_text::write(&body)))
         .expect("a valid answer")
 }
 

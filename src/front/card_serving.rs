@@ -11,10 +11,10 @@ use hyper::header::{self, HeaderMap, HeaderValue};
 use hyper::{Method, Response, StatusCode};
 use serde_json::{json, Value};
 
-use crate::front::a2a;
 use crate::front::answer::{json_answer, mark, Outcome};
 use crate::front::card::{self, CardCache, Served};
 use crate::front::context::Context;
+use crate::front::json_text;
 use crate::front::operations::Binding;
 use crate::front::reading::read_json;
 use crate::front::upstream::identity_only;
@@ -151,7 +151,7 @@ fn merge_with(ctx: &Context, card: &mut Value, registry: &Snapshot) -> (String, 
         &ctx.public,
         grpc.as_deref(),
     );
-    let text = a2a::json_vec(card);
+    let text = json_text::write(card);
     let digest = ring::digest::digest(&ring::digest::SHA256, &text);
     let hex: String = digest.as_ref()[..16]
         .iter()
@@ -159,7 +159,7 @@ fn merge_with(ctx: &Context, card: &mut Value, registry: &Snapshot) -> (String, 
         .collect();
     let body = if let Some(signing) = &ctx.options.signing {
         signing.signer.sign(card);
-        Bytes::from(a2a::json_vec(card))
+        Bytes::from(json_text::write(card))
     } else {
         if dropped && !ctx.signature_logged.swap(true, Ordering::Relaxed) {
             tracing::warn!(upstream = %ctx.upstream.base(), "the agent's card is signed; the front serves it merged without the signatures, which no longer match (configure a signing key to sign the merged card)");
@@ -191,7 +191,7 @@ pub(super) async fn extended_card(
         return Response::from_parts(parts, Body::from(bytes));
     }
     parts.headers.remove(header::CONTENT_LENGTH);
-    Response::from_parts(parts, Body::from(a2a::json_vec(&value)))
+    Response::from_parts(parts, Body::from(json_text::write(&value)))
 }
 
 /// Fetches the upstream's card into `cache` (conditionally, with its ETag); keeps

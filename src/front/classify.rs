@@ -17,6 +17,7 @@ use crate::front::commands::{command, complete, CommandCall};
 use crate::front::context::{Context, TASK_ID_PREFIX};
 use crate::front::handled::Handled;
 use crate::front::join::Joiner;
+use crate::front::json_text;
 use crate::front::operations::{method_v10, speaks_1_0, Binding, TaskCall};
 use crate::front::records::{Kept, Own, Scope};
 use crate::front::tasks::{own_task_call, plain};
@@ -149,7 +150,7 @@ pub(super) async fn inspect(
                     let mut body = body.clone();
                     body["params"]["id"] = json!(joiner.upstream_id());
                     Handled::ForwardJoined {
-                        body: Bytes::from(a2a::json_vec(&body)),
+                        body: Bytes::from(json_text::write(&body)),
                         joiner,
                     }
                 }

@@ -19,6 +19,7 @@ use crate::front::callers::Verified;
 use crate::front::context::{Context, TASK_ID_PREFIX};
 use crate::front::handled::Handled;
 use crate::front::join::{data_of, prompt_body, set_data, task_context};
+use crate::front::json_text;
 use crate::front::operations::Binding;
 use crate::front::records::{Kept, Own, Scope};
 use crate::front::tasks::{plain, task_as_seen};
@@ -286,7 +287,7 @@ pub(super) async fn command(
                 (&written, binding)
             {
                 let rpc_id = (binding == Binding::JsonRpc).then_some(id);
-                json_text_answer(StatusCode::OK, a2a::task_answer_text(rpc_id, text))
+                json_text_answer(StatusCode::OK, json_text::task_answer(rpc_id, text))
             } else {
                 let result = a2a::keyed("task", answered);
                 match binding {

@@ -21,6 +21,7 @@ use crate::front::grpc::{
     task_id_in_path, GrpcCall, Method, SERVICE_PATH,
 };
 use crate::front::join::frames_body;
+use crate::front::json_text;
 use crate::front::limits::{Capped, Timed};
 use crate::front::operations::Binding;
 use crate::front::upstream::own_call_headers;
@@ -106,7 +107,7 @@ pub(super) async fn json_of_grpc(
         let json = only_message(&bytes).map(|message| method.answer_json(message));
         return match json {
             Some(Ok(json)) => {
-                let mut answer = Response::new(Body::from(a2a::json_vec(&json)));
+                let mut answer = Response::new(Body::from(json_text::write(&json)));
                 answer.headers_mut().insert(
                     header::CONTENT_TYPE,
                     HeaderValue::from_static("application/json"),

@@ -21,6 +21,7 @@ use crate::front::grpc::{
 };
 use crate::front::grpc_agent::{grpc_pass, grpc_upstream, status_answer, AgentStatus};
 use crate::front::join::{event_end, frames_body};
+use crate::front::json_text;
 
 /// A gRPC call as the front read it.
 pub(super) enum GrpcRead {
@@ -221,7 +222,7 @@ pub(super) async fn grpc_call(ctx: &Context, request: Request<Body>) -> GrpcRead
     let body = if body.is_null() {
         Body::empty()
     } else {
-        Body::from(a2a::json_vec(&body))
+        Body::from(json_text::write(&body))
     };
     let mut internal = Request::builder()
         .method(http_method.clone())

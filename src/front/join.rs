@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 use crate::front::a2a::{self, TASK_DATA_KEY};
 use crate::front::answer::upstream_failed;
 use crate::front::context::Context;
+use crate::front::json_text;
 use crate::front::limits::Timed;
 use crate::front::operations::Binding;
 use crate::front::reading::read_whole;
@@ -84,7 +85,7 @@ pub(super) fn prompt_body(binding: Binding, body: &Value, name: &str, text: &str
         message["metadata"]["command"] = json!(name);
         message["metadata"]["originalText"] = typed;
     }
-    Bytes::from(a2a::json_vec(&body))
+    Bytes::from(json_text::write(&body))
 }
 
 /// The task data in `task` (an empty object when it has none).
@@ -215,7 +216,7 @@ pub(super) fn follow_up_body(
             }
         }
     }
-    Bytes::from(a2a::json_vec(&body))
+    Bytes::from(json_text::write(&body))
 }
 
 /// Where the first whole server-sent event in `pending` ends (after its blank line).
@@ -391,7 +392,7 @@ pub(super) async fn translate(
                 if let Some(found) = joiner.rewrite(&mut value) {
                     join(&records, &joiner.front, &found, &scope).await;
                 }
-                Bytes::from(a2a::json_vec(&value))
+                Bytes::from(json_text::write(&value))
             }
             Err(_) => bytes,
         };

@@ -20,6 +20,7 @@ pub mod grpc_agent;
 pub mod grpc_calls;
 pub mod handled;
 pub mod join;
+pub mod json_text;
 pub mod jwks;
 pub mod limits;
 pub mod operations;

@@ -242,18 +242,12 @@ pub(super) async fn dispatch(
     let answer = if is_card {
         Box::pin(card_answer(ctx, request.headers())).await
     } else if method == Method::GET && path.ends_with("/extendedAgentCard") {
-        Box::pin(forward_and_read(
-            ctx,
-            request,
-            Binding::HttpJson,
-            Read::Card,
-        ))
-        .await
+        read_whole(ctx, request, Binding::HttpJson, Read::Card).await
     } else if method == Method::GET && path.ends_with("/tasks") {
         let asked = a2a::ListAsked::from_query(request.uri().query());
         let scope = ctx.scope(request.headers(), request.extensions().get::<Verified>());
         let read = Read::List(&asked, &scope);
-        Box::pin(forward_and_read(ctx, request, Binding::HttpJson, read)).await
+        read_whole(ctx, request, Binding::HttpJson, read).await
     } else if path.contains("/tasks/")
         && (method == Method::GET
             || (method == Method::POST
@@ -279,10 +273,20 @@ pub(super) enum Read<'a> {
     Joined(Joiner, &'a Scope),
 }
 
+/// [`forward_and_read`], boxed: the plain forward's future stays small without its
+/// states.
+fn read_whole<'a>(
+    ctx: &'a Context,
+    request: Request<Body>,
+    binding: Binding,
+    read: Read<'a>,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = Response<Body>> + Send + 'a>> {
+    Box::pin(forward_and_read(ctx, request, binding, read))
+}
+
 /// A request forwarded whose answer the front reads and rewrites (so it asks for the
-/// answer unencoded). Boxed by its callers: the plain forward's future stays small
-/// without its states.
-pub(super) async fn forward_and_read(
+/// answer unencoded).
+async fn forward_and_read(
     ctx: &Context,
     mut request: Request<Body>,
     binding: Binding,
@@ -357,32 +361,14 @@ pub(super) async fn post(ctx: &Context, request: Request<Body>) -> Response<Body
         }
         Handled::ForwardList(body, asked) => {
             let read = Read::List(&asked, &scope);
-            Box::pin(forward_and_read(
-                ctx,
-                with_length(parts, body),
-                binding,
-                read,
-            ))
-            .await
+            read_whole(ctx, with_length(parts, body), binding, read).await
         }
         Handled::ForwardCard(body) => {
-            Box::pin(forward_and_read(
-                ctx,
-                with_length(parts, body),
-                binding,
-                Read::Card,
-            ))
-            .await
+            read_whole(ctx, with_length(parts, body), binding, Read::Card).await
         }
         Handled::ForwardJoined { body, joiner } => {
             let read = Read::Joined(joiner, &scope);
-            Box::pin(forward_and_read(
-                ctx,
-                with_length(parts, body),
-                binding,
-                read,
-            ))
-            .await
+            read_whole(ctx, with_length(parts, body), binding, read).await
         }
     };
     if rpc_method.is_some() && outcome(&answer) == Some(Outcome::UpstreamFailed) {

@@ -20,6 +20,7 @@ use crate::front::grpc_agent::grpc_task;
 use crate::front::handled::Handled;
 use crate::front::join::translate;
 use crate::front::join::{data_of, follow_up_body, set_data, Joiner};
+use crate::front::json_text;
 use crate::front::operations::{Binding, TaskCall};
 use crate::front::reading::read_json;
 use crate::front::records::{Kept, Own, Scope};
@@ -275,7 +276,7 @@ pub(super) async fn upstream_task(
                     Method::POST,
                     uri,
                     asked,
-                    Bytes::from(a2a::json_vec(&call)),
+                    Bytes::from(json_text::write(&call)),
                     max,
                 )
                 .await
@@ -407,5 +408,5 @@ pub(super) async fn list_answer(
         }
     }
     parts.headers.remove(header::CONTENT_LENGTH);
-    Response::from_parts(parts, Body::from(a2a::json_vec(&value)))
+    Response::from_parts(parts, Body::from(json_text::write(&value)))
 }
