@@ -2,12 +2,6 @@
 
 use std::process::ExitCode;
 
-/// mimalloc, not glibc's malloc: the service allocates small, short-lived values at
-/// every request (JSON, headers, futures), where glibc's free lists cost more than the
-/// work itself (BENCHMARKS.md, issue 50).
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 use clap::Parser;
 use tracing_subscriber::EnvFilter;
 
@@ -15,6 +9,12 @@ use a2a_commands::config::{Cli, Command, LogFormat, SalvageArgs, ServeArgs, Sett
 use a2a_commands::registry::{commands_file, salvage};
 use a2a_commands::telemetry::logs::WithSpanIds;
 use a2a_commands::transport::{call_log, server};
+
+/// mimalloc, not glibc's malloc: the service allocates small, short-lived values at
+/// every request (JSON, headers, futures), where glibc's free lists cost more than the
+/// work itself (BENCHMARKS.md, issue 50).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Sets up logging; the returned guard flushes the log when dropped.
 fn init_logging(args: &ServeArgs) -> tracing_appender::non_blocking::WorkerGuard {
