@@ -111,22 +111,8 @@ fi
 haproxy_url=""
 if command -v haproxy >/dev/null; then
   haproxy_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-  cat >"$work/haproxy.cfg" <<HAPROXY
-global
-  nbthread 2
-  maxconn 4096
-defaults
-  mode http
-  timeout connect 5s
-  timeout client 60s
-  timeout server 60s
-  http-reuse always
-frontend front
-  bind 127.0.0.1:$haproxy_port
-  default_backend agent
-backend agent
-  server agent ${agent#http://}
-HAPROXY
+  . scripts/haproxy-config.sh
+  haproxy_config 2 "127.0.0.1:$haproxy_port" "${agent#http://}" >"$work/haproxy.cfg"
   haproxy -f "$work/haproxy.cfg" -db >"$work/haproxy.log" 2>&1 &
   pids+=($!)
   haproxy_url="http://127.0.0.1:$haproxy_port"

@@ -105,21 +105,8 @@ printf '| plain SendMessage through nginx (a plain reverse proxy) | %.0f | %.2f 
 command -v haproxy >/dev/null || { echo "(haproxy is missing: its row is skipped)"; exit 0; }
 haproxy_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 haproxy_addr="127.0.0.1:$haproxy_port"
-cat >"$top/haproxy.cfg" <<HAPROXY
-global
-  nbthread 1
-defaults
-  mode http
-  timeout connect 5s
-  timeout client 60s
-  timeout server 60s
-  http-reuse always
-frontend front
-  bind $haproxy_addr
-  default_backend agent
-backend agent
-  server agent $agent_addr
-HAPROXY
+. scripts/haproxy-config.sh
+haproxy_config 1 "$haproxy_addr" "$agent_addr" >"$top/haproxy.cfg"
 nginx_server=$server
 dir=$top/haproxy-counts
 mkdir -p "$dir"
