@@ -20,7 +20,10 @@ use tokio::net::TcpStream;
 
 /// Idle connections kept at most; one more is closed as it comes back.
 const MAX_IDLE: usize = 256;
-/// How long an idle connection is kept (hyper-util's client keeps one as long).
+/// How long an idle connection is kept (hyper-util's client keeps one as long). No
+/// timer enforces it: an older one is closed when the next connection comes back, so
+/// with no traffic at all the last ones stay open (at most [`MAX_IDLE`]) until the
+/// agent closes them.
 const IDLE_FOR: Duration = Duration::from_secs(90);
 
 /// Connections to one `host:port`.
