@@ -64,13 +64,15 @@ for row in card status; do
   printf '| %s | %.0f | %.2f |\n' "$row" "$this" "$(awk -v a="$floor" -v b="$this" 'BEGIN {print a / b}')"
 done
 
-# nginx before the same agent, counted the same way.
-command -v nginx >/dev/null || { echo "(nginx is missing: its row is skipped)"; exit 0; }
+# nginx and HAProxy before the same agent, counted the same way (each skipped when
+# missing).
 agent_addr=$(head -1 "$dir/agent.out"); agent_addr=${agent_addr#http://}; agent_addr=${agent_addr%/}
-nginx_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-nginx_addr="127.0.0.1:$nginx_port"
-mkdir -p "$dir/nginx"
-cat >"$dir/nginx/nginx.conf" <<NGINX
+nginx_port=""
+if command -v nginx >/dev/null; then
+  nginx_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  nginx_addr="127.0.0.1:$nginx_port"
+  mkdir -p "$dir/nginx"
+  cat >"$dir/nginx/nginx.conf" <<NGINX
 master_process off;
 daemon off;
 pid $dir/nginx/nginx.pid;
@@ -87,34 +89,38 @@ http {
   }
 }
 NGINX
+fi
 front_server=$server
 top=$dir
-dir=$top/nginx-counts # per_call's dumps, numbered from 1 again, kept apart from the front's
-mkdir -p "$dir"
-valgrind --tool=callgrind --callgrind-out-file="$dir/cg.out" \
-  nginx -c "$top/nginx/nginx.conf" -p "$top/nginx" 2>"$top/nginx.log" &
-server=$!
-trap 'kill $front_server $server $agent_pid 2>/dev/null; wait $front_server $server 2>/dev/null; rm -rf "$top"' EXIT
-for _ in $(seq 600); do (exec 3<>"/dev/tcp/127.0.0.1/$nginx_port") 2>/dev/null && break; sleep 0.2; done
-run nginx # warm-up
-this=$(per_call nginx)
-printf '| plain SendMessage through nginx (a plain reverse proxy) | %.0f | %.2f |\n' "$this" "$(awk -v a="$floor" -v b="$this" 'BEGIN {print a / b}')"
-
-# HAProxy before the same agent (one thread, connections to the agent kept and shared),
-# counted the same way.
-command -v haproxy >/dev/null || { echo "(haproxy is missing: its row is skipped)"; exit 0; }
-haproxy_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-haproxy_addr="127.0.0.1:$haproxy_port"
-. scripts/haproxy-config.sh
-haproxy_config 1 "$haproxy_addr" "$agent_addr" >"$top/haproxy.cfg"
-nginx_server=$server
-dir=$top/haproxy-counts
-mkdir -p "$dir"
-valgrind --tool=callgrind --callgrind-out-file="$dir/cg.out" \
-  haproxy -f "$top/haproxy.cfg" -db 2>"$top/haproxy.log" &
-server=$!
-trap 'kill $front_server $nginx_server $server $agent_pid 2>/dev/null; wait $front_server $nginx_server $server 2>/dev/null; rm -rf "$top"' EXIT
-for _ in $(seq 600); do (exec 3<>"/dev/tcp/127.0.0.1/$haproxy_port") 2>/dev/null && break; sleep 0.2; done
-run haproxy # warm-up
-this=$(per_call haproxy)
-printf '| plain SendMessage through HAProxy (a plain reverse proxy) | %.0f | %.2f |\n' "$this" "$(awk -v a="$floor" -v b="$this" 'BEGIN {print a / b}')"
+# Counts one proxy before the same agent the way the front was counted, each in a
+# directory of its own (per_call numbers its dumps from 1 again).
+proxy_row() { # $1: row, $2: its port, $3: its name, the rest: its command
+  local row=$1 port=$2 name=$3 this
+  shift 3
+  dir=$top/$row-counts
+  mkdir -p "$dir"
+  valgrind --tool=callgrind --callgrind-out-file="$dir/cg.out" "$@" 2>"$top/$row.log" &
+  server=$!
+  for _ in $(seq 600); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.2; done
+  run "$row" # warm-up
+  this=$(per_call "$row")
+  printf '| plain SendMessage through %s (a plain reverse proxy) | %.0f | %.2f |\n' "$name" "$this" "$(awk -v a="$floor" -v b="$this" 'BEGIN {print a / b}')"
+  kill "$server" 2>/dev/null || true
+  wait "$server" 2>/dev/null || true
+}
+server=""
+trap 'kill $front_server $server $agent_pid 2>/dev/null; wait $front_server 2>/dev/null; rm -rf "$top"' EXIT
+if [ -n "$nginx_port" ]; then
+  proxy_row nginx "$nginx_port" nginx nginx -c "$top/nginx/nginx.conf" -p "$top/nginx"
+else
+  echo "(nginx is missing: its row is skipped)"
+fi
+if command -v haproxy >/dev/null; then
+  haproxy_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  haproxy_addr="127.0.0.1:$haproxy_port"
+  . scripts/haproxy-config.sh
+  haproxy_config 1 "$haproxy_addr" "$agent_addr" >"$top/haproxy.cfg"
+  proxy_row haproxy "$haproxy_port" HAProxy haproxy -f "$top/haproxy.cfg" -db
+else
+  echo "(haproxy is missing: its row is skipped)"
+fi

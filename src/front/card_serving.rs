@@ -1,6 +1,7 @@
 //! The card served: the agent's, fetched and kept by its caching headers, merged with
-//! this registry's entry and the front's URLs at each request, signed when a key is
-//! configured, revalidated by its ETag; the extended card merged the same way.
+//! this registry's entry and the front's URLs (and signed when a key is configured) at
+//! the first request after either changes, served as those bytes until the next,
+//! revalidated by its ETag; the extended card merged the same way.
 
 use std::sync::atomic::Ordering;
 use std::time::Instant;

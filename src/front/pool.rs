@@ -302,9 +302,11 @@ mod tests {
 
     #[tokio::test]
     async fn an_agent_that_is_not_there_is_a_connect_error() {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let address = listener.local_addr().unwrap().to_string();
-        drop(listener);
+        // A port held but never listened on: every connection to it is refused, and no
+        // other process can take it while the test runs.
+        let held = tokio::net::TcpSocket::new_v4().unwrap();
+        held.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let address = held.local_addr().unwrap().to_string();
         let pool = Arc::new(Pool::new(address.clone()));
         let error = pool.send(get(&address)).await.unwrap_err();
         assert!(matches!(error, PoolError::Connect(_)), "{error}");

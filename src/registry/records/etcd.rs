@@ -27,7 +27,7 @@ pub(super) struct Fleet {
     /// Every record this sidecar wrote or read, as etcd last gave it: what it answers
     /// from while etcd is unreachable, so that an outage never stops the agent's
     /// traffic. Bounded by the cap; each read from etcd puts it right again.
-    pub(super) copy: std::sync::Mutex<Copy>,
+    pub(super) copy: std::sync::Mutex<LocalCopy>,
     /// The lease new writes are bound to, and when it was granted: one lease serves
     /// every write of a period, and outlives the last of them by `expiry`.
     pub(super) lease: tokio::sync::Mutex<Option<(i64, Instant)>>,
@@ -37,11 +37,11 @@ pub(super) struct Fleet {
 
 /// This sidecar's copy of the fleet's records: key → the record as stored.
 #[derive(Default)]
-pub(super) struct Copy {
+pub(super) struct LocalCopy {
     kept: HashMap<String, Stored>,
 }
 
-impl Copy {
+impl LocalCopy {
     /// Keeps `stored` under `key`; past `cap`, the least recently used eighth goes.
     fn keep(&mut self, key: &str, stored: Stored, cap: usize) {
         self.kept.insert(key.to_owned(), stored);
@@ -87,13 +87,13 @@ impl Fleet {
         Self {
             etcd,
             prefix,
-            copy: std::sync::Mutex::new(Copy::default()),
+            copy: std::sync::Mutex::new(LocalCopy::default()),
             lease: tokio::sync::Mutex::new(None),
             puts: AtomicU64::new(0),
         }
     }
 
-    fn copy(&self) -> std::sync::MutexGuard<'_, Copy> {
+    fn copy(&self) -> std::sync::MutexGuard<'_, LocalCopy> {
         self.copy
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -364,7 +364,7 @@ mod tests {
             cap: 8,
             expiry: Duration::from_secs(3600),
         };
-        let mut copy = Copy::default();
+        let mut copy = LocalCopy::default();
         let now = unix_ms();
         for i in 0..8u64 {
             let stored = Stored {
