@@ -100,12 +100,30 @@ impl ServeProcess {
         format!("http://{}", self.addr)
     }
 
+    /// Sends signal `name` (`kill -<name>`); after `STOP`, returns once the process is
+    /// stopped (`T` in `/proc/<pid>/stat`), since delivery is asynchronous.
     pub fn signal(&self, name: &str) {
+        let pid = self.child.id();
         let status = Command::new("kill")
-            .args([&format!("-{name}"), &self.child.id().to_string()])
+            .args([&format!("-{name}"), &pid.to_string()])
             .status()
             .unwrap();
         assert!(status.success());
+        if name == "STOP" {
+            let stat = format!("/proc/{pid}/stat");
+            let deadline = std::time::Instant::now() + Duration::from_secs(10);
+            // The state is the field after the command's closing parenthesis.
+            while !std::fs::read_to_string(&stat).is_ok_and(|s| {
+                s.rsplit_once(") ")
+                    .is_some_and(|(_, rest)| rest.starts_with('T'))
+            }) {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "pid {pid} not stopped"
+                );
+                std::thread::yield_now();
+            }
+        }
     }
 
     /// Waits for exit and returns the status with the remaining log lines.
