@@ -12,14 +12,17 @@ use common::*;
 use tonic::Code;
 
 fn write_commands(path: &std::path::Path, commands: serde_json::Value) {
-    // Write then rename, as Kubernetes swaps a ConfigMap's files: a reader never sees
-    // half a file.
+    replace_file(
+        path,
+        &serde_json::json!({ "commands": commands }).to_string(),
+    );
+}
+
+/// Writes `text` to `path` then renames it in place, as Kubernetes swaps a ConfigMap's
+/// files: a server polling the file never reads half of it.
+fn replace_file(path: &std::path::Path, text: &str) {
     let tmp = path.with_extension("tmp");
-    std::fs::write(
-        &tmp,
-        serde_json::json!({ "commands": commands }).to_string(),
-    )
-    .unwrap();
+    std::fs::write(&tmp, text).unwrap();
     std::fs::rename(&tmp, path).unwrap();
 }
 
@@ -120,11 +123,10 @@ async fn commands_file_converges_without_restart() {
     until_names(&mut watch, &["test", "deploy", "mine", "review"]).await;
 
     // An invalid change is rejected whole; a later valid one still applies.
-    std::fs::write(
+    replace_file(
         &file,
         r#"{"commands": [{"name": "Bad Name", "description": "x"}]}"#,
-    )
-    .unwrap();
+    );
     write_commands(&file, serde_json::json!([command("review", "Review")]));
     let update = until_names(&mut watch, &["mine", "review"]).await;
     assert!(update
@@ -204,11 +206,10 @@ fn invalid_commands_file_change_keeps_the_last_good_registry() {
         .unwrap();
     let before = runtime.block_on(list(&mut client));
 
-    std::fs::write(
+    replace_file(
         &file,
         r#"{"commands": [{"name": "deploy", "description": "two\nlines"}]}"#,
-    )
-    .unwrap();
+    );
     // A generous bound that only guards against a hang; the line itself is the signal.
     let rejected = std::iter::from_fn(|| process.lines.recv_timeout(Duration::from_secs(60)).ok())
         .find(|line| line.contains("commands file rejected"))

@@ -6,19 +6,16 @@ mod common;
 use a2a_commands::pb::{handler_binding::Endpoint, Outcome, ParticipantRole as Role};
 use common::handlers::*;
 use common::*;
-use tokio::net::TcpListener;
 
 #[tokio::test]
 async fn unreachable_handlers_fail_quickly() {
     let server = TestServer::start().await;
     let mut client = server.client().await;
-    // A port that was just free: nothing listens there.
-    let port = TcpListener::bind("127.0.0.1:0")
-        .await
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    // A port held but never listened on: every connection to it is refused, and no
+    // other process can take it while the test runs.
+    let held = tokio::net::TcpSocket::new_v4().unwrap();
+    held.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let port = held.local_addr().unwrap().port();
     register_with(
         &mut client,
         "grpc-gone",

@@ -553,14 +553,28 @@ async fn a_call_its_caller_cancels_still_ends_its_spans() {
     let traces = traces_to(&receiver);
     let server = TestServer::start_with(|s| s.traces = traces).await;
     let mut client = server.client().await;
-    let (addr, _handler) = start_grpc_handler().await;
+    let (addr, handler) = start_grpc_handler().await;
     let grpc = binding(Endpoint::Grpc(format!("http://{addr}")), 30_000);
     register_with(&mut client, "deploy", grpc, false)
         .await
         .unwrap();
     let request = traced(execute_request("/deploy slow"), true);
-    let gave_up = tokio::time::timeout(Duration::from_millis(300), client.execute(request)).await;
-    assert!(gave_up.is_err(), "the handler takes 60 s: {gave_up:?}");
+    let call = tokio::spawn(async move { client.execute(request).await });
+    // The caller gives up once the handler has the call (it then works for 60 s).
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while handler.metadata.lock().unwrap().is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the handler was never called"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    call.abort();
+    let gave_up = call.await;
+    assert!(
+        gave_up.is_err_and(|e| e.is_cancelled()),
+        "the handler takes 60 s"
+    );
     let spans = receiver
         .wait_for("the cancelled call's spans", |spans| {
             !named(spans, "a2a.commands.v1.CommandHandler/Handle").is_empty()

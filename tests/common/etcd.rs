@@ -220,26 +220,36 @@ impl EtcdCluster {
         .unwrap_or_default()
     }
 
-    /// The index of the current leader.
+    /// The index of the current leader, asked again while an election leaves none (or
+    /// a member does not answer), for at most 30 s.
     pub fn leader(&self) -> usize {
-        let output = Command::new("etcdctl")
-            .env("ETCDCTL_API", "3")
-            .args(["endpoint", "status", "-w", "json", "--endpoints"])
-            .arg(self.endpoints())
-            .output()
-            .expect("etcdctl runs");
-        let statuses: serde_json::Value =
-            serde_json::from_slice(&output.stdout).expect("etcdctl answers JSON");
-        for status in statuses.as_array().unwrap() {
-            let s = &status["Status"];
-            if s["leader"] == s["header"]["member_id"] {
-                let endpoint = status["Endpoint"].as_str().unwrap();
-                return (0..self.members.len())
-                    .find(|&i| self.endpoint(i) == endpoint)
-                    .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let output = Command::new("etcdctl")
+                .env("ETCDCTL_API", "3")
+                .args(["endpoint", "status", "-w", "json", "--endpoints"])
+                .arg(self.endpoints())
+                .output()
+                .expect("etcdctl runs");
+            let statuses: serde_json::Value =
+                serde_json::from_slice(&output.stdout).unwrap_or_default();
+            let leader = statuses
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find_map(|status| {
+                    let s = &status["Status"];
+                    (s["leader"] == s["header"]["member_id"]).then(|| {
+                        let endpoint = status["Endpoint"].as_str().unwrap_or_default();
+                        (0..self.members.len()).find(|&i| self.endpoint(i) == endpoint)
+                    })?
+                });
+            if let Some(leader) = leader {
+                return leader;
             }
+            assert!(Instant::now() < deadline, "no leader: {output:?}");
+            std::thread::sleep(Duration::from_millis(100));
         }
-        panic!("no leader among {statuses}");
     }
 
     /// Kills member `i` with SIGKILL.

@@ -14,6 +14,7 @@ pub const CLASSIFY: &str = "/a2a.commands.v1.CommandService/Classify";
 pub const REGISTER: &str = "/a2a.commands.v1.CommandService/Register";
 pub const WATCH_SPECS: &str = "/a2a.commands.v1.CommandService/WatchSpecs";
 pub const COMPLETE: &str = "/a2a.commands.v1.CommandService/Complete";
+pub const EXECUTE: &str = "/a2a.commands.v1.CommandService/Execute";
 
 pub const GRPC: &str = "application/grpc";
 

@@ -126,10 +126,28 @@ impl ServeProcess {
         }
     }
 
-    /// Waits for exit and returns the status with the remaining log lines.
+    /// Waits for exit and returns the status with the remaining log lines, every one
+    /// of them: the thread that forwards them may still be delivering the last.
     pub fn wait(mut self) -> (ExitStatus, Vec<String>) {
         let status = self.child.wait().unwrap();
-        (status, self.lines.try_iter().collect())
+        (status, self.rest_of_lines())
+    }
+
+    /// Every line not yet received, up to the log's end (the process has exited, or is
+    /// about to); panics if the log has not ended within 30 s.
+    pub fn rest_of_lines(&mut self) -> Vec<String> {
+        let mut lines = Vec::new();
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => lines.push(line),
+                Err(mpsc::RecvTimeoutError::Disconnected) => return lines,
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    panic!("the log did not end within 30 s: {lines:#?}")
+                }
+            }
+        }
     }
 }
 

@@ -57,6 +57,16 @@ def start_server(data_dir, *extra):
     return proc, serving["addr"]
 
 
+def health_status(addr: str, service: str) -> int:
+    """grpc.health.v1.Health/Check for `service`, as raw protobuf (field 1: the name;
+    the answer's field 1: the status, 1 SERVING, 2 NOT_SERVING)."""
+    name = service.encode()
+    with grpc.insecure_channel(addr) as channel:
+        check = channel.unary_unary("/grpc.health.v1.Health/Check")
+        answer = check(b"\x0a" + bytes([len(name)]) + name, timeout=10)
+    return answer[1] if len(answer) >= 2 and answer[0] == 0x08 else 0
+
+
 def start_server_line(data_dir, *extra):
     """As start_server, but returns the process and the whole "serving" log event (its
     `addr`, `health_addr`, `metrics_addr`)."""

@@ -28,7 +28,7 @@ from a2a.types.a2a_pb2 import (
 )
 from google.protobuf import json_format
 
-from conftest import start_server_line
+from conftest import health_status, start_server_line
 from front_agent import Agent
 
 EXTENSION = "https://madarauchiha-314.github.io/tiny-harness/a2a/ext/commands/v1"
@@ -571,17 +571,6 @@ def test_requests_are_counted_by_binding_method_and_result(front):
     assert count('binding="jsonrpc",method="SendMessage",result="passed"') >= 1, scrape
     assert count('binding="other",method="card",result="answered"') >= 1, scrape
     assert "a2a_commands_front_upstream_duration_seconds_count" in scrape
-
-
-def health_status(addr: str, service: str) -> int:
-    """grpc.health.v1.Health/Check for `service`, as raw protobuf (field 1: the name;
-    the answer's field 1: the status, 1 SERVING, 2 NOT_SERVING)."""
-    import grpc
-    name = service.encode()
-    with grpc.insecure_channel(addr) as channel:
-        check = channel.unary_unary("/grpc.health.v1.Health/Check")
-        answer = check(b"\x0a" + bytes([len(name)]) + name, timeout=10)
-    return answer[1] if len(answer) >= 2 and answer[0] == 0x08 else 0
 
 
 def test_the_front_is_ready_on_health_once_it_has_a_card(front):

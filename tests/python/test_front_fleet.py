@@ -20,7 +20,7 @@ import uuid
 import httpx
 import pytest
 
-from conftest import start_server_line
+from conftest import health_status, start_server_line
 from front_agent import Agent
 
 EXTENSION = "https://madarauchiha-314.github.io/tiny-harness/a2a/ext/commands/v1"
@@ -106,6 +106,13 @@ def fleet(tmp_path):
             "--front-default-role", "assignee", "--fleet-etcd-endpoints", etcd.url,
             "--fleet-timeout-ms", "2000", "--fleet-member-name", name)
         sidecars.append((proc, f"http://{serving['front_addr']}"))
+        # Serving is said before the fleet's registry is first read: ready (SERVING
+        # overall, as the kubelet asks) once it is, and the front once it has a card.
+        deadline = time.monotonic() + 30
+        while (health_status(serving["health_addr"], "") != 1
+               or health_status(serving["health_addr"], "a2a.commands.v1.Front") != 1):
+            assert time.monotonic() < deadline, f"sidecar {name} never turned SERVING"
+            time.sleep(0.05)
     yield etcd, agent, [url for _, url in sidecars]
     for proc, _ in sidecars:
         proc.terminate()
