@@ -8,7 +8,7 @@
 //! Each function here writes the fields of the proto's message, in field order, with
 //! the writer's proto3 rules, so the bytes are the ones prost writes for the same
 //! answer: the tests below build the generated structs and compare. `service` answers
-//! with these bytes; `encoded` sends them as they are.
+//! with these bytes; `unary` frames and sends them as they are.
 
 use crate::pb::Outcome;
 use crate::pb::{OrdinaryReason, Role};

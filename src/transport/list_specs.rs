@@ -9,21 +9,18 @@
 //! proto.
 
 use std::convert::Infallible;
+use std::future::ready;
 use std::sync::Arc;
 
 use arc_swap::ArcSwapOption;
 use prost::Message as _;
 use tonic::codegen::{http, BoxFuture, Bytes};
-use tonic::server::UnaryService;
-use tonic::{Request, Response, Status};
+use tonic::Status;
 
 use crate::pb;
 use crate::registry::{Registry, Snapshot};
 use crate::transport::convert::list_specs;
-use crate::transport::encoded::{serve, Limits, ANSWER_BUFFER};
-
-/// The bytes gRPC puts before each message: a compressed flag and a 4-byte length.
-const GRPC_PREFIX: usize = 5;
+use crate::transport::unary::{frame, serve, Limits};
 
 /// The method's path.
 pub const PATH: &str = "/a2a.commands.v1.CommandService/ListSpecs";
@@ -50,81 +47,63 @@ impl CachedListSpecs {
         request: http::Request<tonic::body::Body>,
         limits: Limits,
     ) -> BoxFuture<http::Response<tonic::body::Body>, Infallible> {
-        let method = ListSpecs {
-            registry: Arc::clone(&self.registry),
-            cache: Arc::clone(&self.cache),
-        };
-        // The plain answer's size, prefix included, as last encoded: it is what most
-        // calls send.
-        let answer_buffer = self
-            .cache
-            .latest_len()
-            .map_or(ANSWER_BUFFER, |len| (len + GRPC_PREFIX).max(ANSWER_BUFFER));
-        Box::pin(async move { Ok(serve(method, request, limits, answer_buffer).await) })
+        let (registry, cache) = (Arc::clone(&self.registry), Arc::clone(&self.cache));
+        Box::pin(async move {
+            Ok(
+                serve(request, limits, move |asked: pb::ListSpecsRequest, _| {
+                    ready(answer(&registry, &cache, &asked))
+                })
+                .await,
+            )
+        })
     }
 }
 
-/// The encoded default ListSpecs answer for one revision.
-struct Encoded {
-    revision: u64,
-    bytes: Bytes,
+/// The framed answer to `request`: the cached bytes for the plain request.
+fn answer(
+    registry: &Registry,
+    cache: &ListCache,
+    request: &pb::ListSpecsRequest,
+) -> Result<Bytes, Status> {
+    let snapshot = registry.read()?;
+    let plain =
+        request.known_revision != Some(snapshot.revision()) && !request.include_card_extension;
+    if plain {
+        cache.answer(&snapshot)
+    } else {
+        // An unchanged answer is a few bytes, and the card as a message is rarely asked
+        // for: both are built each time.
+        frame(&list_specs(&snapshot, request).encode_to_vec())
+    }
 }
 
-/// Keeps the encoded answer of the latest revision asked for.
+/// The framed default ListSpecs answer for one revision.
+struct Encoded {
+    revision: u64,
+    framed: Bytes,
+}
+
+/// Keeps the framed answer of the latest revision asked for.
 #[derive(Default)]
 struct ListCache {
     latest: ArcSwapOption<Encoded>,
 }
 
 impl ListCache {
-    /// The size of the latest encoded answer, if there is one.
-    fn latest_len(&self) -> Option<usize> {
-        self.latest.load().as_ref().map(|cached| cached.bytes.len())
-    }
-
-    /// The encoded answer for `snapshot`.
-    fn answer(&self, snapshot: &Snapshot) -> Bytes {
+    /// The framed answer for `snapshot`, sent as it is by every call until the next
+    /// change.
+    fn answer(&self, snapshot: &Snapshot) -> Result<Bytes, Status> {
         if let Some(cached) = self.latest.load().as_ref() {
             if cached.revision == snapshot.revision() {
-                return cached.bytes.clone();
+                return Ok(cached.framed.clone());
             }
         }
         let plain = pb::ListSpecsRequest::default();
-        let bytes = Bytes::from(list_specs(snapshot, &plain).encode_to_vec());
+        let framed = frame(&list_specs(snapshot, &plain).encode_to_vec())?;
         self.latest.store(Some(Arc::new(Encoded {
             revision: snapshot.revision(),
-            bytes: bytes.clone(),
+            framed: framed.clone(),
         })));
-        bytes
-    }
-}
-
-/// The ListSpecs method over the cache, for one call.
-struct ListSpecs {
-    registry: Arc<Registry>,
-    cache: Arc<ListCache>,
-}
-
-impl UnaryService<pb::ListSpecsRequest> for ListSpecs {
-    type Response = Bytes;
-    type Future = BoxFuture<Response<Bytes>, Status>;
-
-    fn call(&mut self, request: Request<pb::ListSpecsRequest>) -> Self::Future {
-        let registry = Arc::clone(&self.registry);
-        let cache = Arc::clone(&self.cache);
-        Box::pin(async move {
-            let request = request.get_ref();
-            let snapshot = registry.read()?;
-            let plain = request.known_revision != Some(snapshot.revision())
-                && !request.include_card_extension;
-            let bytes = if plain {
-                cache.answer(&snapshot)
-            } else {
-                // An unchanged answer is a few bytes, and the card as a message is rarely
-                // asked for: both are built each time.
-                Bytes::from(list_specs(&snapshot, request).encode_to_vec())
-            };
-            Ok(Response::new(bytes))
-        })
+        Ok(framed)
     }
 }

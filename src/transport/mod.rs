@@ -3,8 +3,8 @@
 //! `service` implements `CommandService` by translating requests into calls of the
 //! rules, the registry and the handler clients; `routes` sits in front of it (clear
 //! statuses for undecodable requests; ListSpecs to `list_specs`, which answers from
-//! bytes cached per revision; Classify, Execute and Complete to `encoded`, which sends
-//! the bytes `answers` writes from the rules' output);
+//! bytes cached per revision; Classify, Execute and Complete to the bytes `answers`
+//! writes from the rules' output; these four on `unary`, the server's own unary path);
 //! `layers` are what every connection and call passes first, one concern each, and the
 //! observing layer that logs and counts calls (written out by `call_log`); `server`
 //! wires the listeners, health, reflection, TLS and drain (`listen` builds their parts;
@@ -16,7 +16,6 @@ pub mod answers;
 pub mod auth;
 pub mod call_log;
 pub mod convert;
-pub mod encoded;
 pub mod front_listener;
 pub mod layers;
 pub mod list_specs;
@@ -27,4 +26,5 @@ pub mod service;
 pub mod status;
 pub mod tls;
 pub mod trace;
+pub mod unary;
 pub mod watch_specs;

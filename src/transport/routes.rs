@@ -1,8 +1,8 @@
 //! The route in front of the generated `CommandServiceServer`: each call decoded under
 //! this server's limits and undecodable requests given statuses that blame the
 //! client. ListSpecs goes to its cached answer (`list_specs`); Classify, Execute and
-//! Complete to the API with their answers encoded as they are (`encoded`); the rest to
-//! the generated service.
+//! Complete to the API with their answers encoded as they are; both on the server's own
+//! unary path (`unary`), the rest to the generated service.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -16,9 +16,9 @@ use tonic::server::NamedService;
 use tonic::Status;
 
 use crate::pb::command_service_server::CommandServiceServer;
-use crate::transport::encoded::{Direct, Limits};
 use crate::transport::list_specs::{self, CachedListSpecs};
 use crate::transport::service::{Api, SERVICE_NAME};
+use crate::transport::unary::{self, Direct, Limits};
 use crate::wire;
 
 /// Rewrites the statuses tonic gives requests it cannot decode, which blame the server:
@@ -36,9 +36,7 @@ fn clarify_decode_errors(
     };
     let rewritten = match status.code() {
         tonic::Code::OutOfRange if status.message().contains("message length too large") => {
-            Status::resource_exhausted(format!(
-                "the request is larger than the limit of {max_bytes} bytes (--max-message-bytes)"
-            ))
+            unary::too_large(max_bytes)
         }
         tonic::Code::Internal if status.message().starts_with("failed to decode") => {
             Status::invalid_argument(format!(
@@ -48,21 +46,13 @@ fn clarify_decode_errors(
         }
         // Framing mistakes are the client's, not the server's.
         tonic::Code::Internal if status.message().starts_with("Missing request message") => {
-            Status::invalid_argument(
-                "the request has no message: a unary call sends exactly one \
-                 (length-prefixed) message, and the body was empty",
-            )
+            unary::no_message()
         }
         tonic::Code::Internal if status.message().starts_with("Unexpected EOF decoding") => {
-            Status::invalid_argument(
-                "the request ends inside a message: its 5-byte length prefix or its \
-                 bytes are cut short",
-            )
+            unary::cut_short()
         }
         tonic::Code::Internal if status.message().contains("invalid compression flag") => {
-            Status::invalid_argument(
-                "the request's message prefix has an invalid compressed flag (0 or 1)",
-            )
+            unary::bad_flag()
         }
         _ => return answer,
     };
@@ -161,7 +151,7 @@ pin_project_lite::pin_project! {
             #[pin]
             inner: TaskLocalFuture<usize, Answer>,
         },
-        /// A method whose decoder carries the limit itself (`encoded`).
+        /// A method on the server's own unary path (`unary`), which carries the limit.
         Plain { inner: Answer },
     }
 }

@@ -321,7 +321,7 @@ impl CommandService for Api {
         &self,
         request: Request<pb::CompleteRequest>,
     ) -> Result<Response<pb::CompleteResponse>, Status> {
-        let trace = trace_of(request.metadata());
+        let trace = trace_of(request.metadata().as_ref());
         decoded(Api::complete(self, request.get_ref(), &trace).await)
     }
 
@@ -338,8 +338,8 @@ impl CommandService for Api {
         &self,
         request: Request<pb::ExecuteRequest>,
     ) -> Result<Response<pb::ExecuteResponse>, Status> {
-        let trace = trace_of(request.metadata());
-        let deadline = deadline_of(&request);
+        let trace = trace_of(request.metadata().as_ref());
+        let deadline = deadline_of(request.extensions());
         decoded(Api::execute(self, request.get_ref(), &trace, deadline).await)
     }
 }

@@ -217,29 +217,15 @@ where
 
     fn decoder(&mut self) -> Self::Decoder {
         BoundedDecoder {
-            max: None,
             decodes: PhantomData,
         }
     }
 }
 
-/// The decoder of [`BoundedCodec`].
+/// The decoder of [`BoundedCodec`]: its limit is the one set around the call.
 #[derive(Debug)]
 pub struct BoundedDecoder<U> {
-    /// Its own limit; `None` reads the one set around the call.
-    max: Option<usize>,
     decodes: PhantomData<U>,
-}
-
-impl<U> BoundedDecoder<U> {
-    /// A decoder that allows `max` elements, for a route that builds its own codec and
-    /// so need not set the limit around the call.
-    pub fn with_max(max: usize) -> Self {
-        Self {
-            max: Some(max),
-            decodes: PhantomData,
-        }
-    }
 }
 
 impl<U> Decoder for BoundedDecoder<U>
@@ -251,36 +237,51 @@ where
 
     fn decode(&mut self, buf: &mut DecodeBuf<'_>) -> Result<Option<U>, Status> {
         use bytes::Buf as _;
-        let max = self.max.unwrap_or_else(max_elements);
+        let max = max_elements();
         let bytes = buf.chunk();
-        // Every element counted takes at least one byte on the wire, so a message no
-        // longer than the limit cannot pass it: most requests need no walk.
-        if bytes.len() > max {
-            match count_elements(U::SHAPE, bytes, max) {
-                Err(ScanError::TooMany { max }) => {
-                    return Err(Status::resource_exhausted(format!(
-                        "the request holds more than {max} repeated elements (message \
-                         parts, metadata entries, list values, extensions, sub-tasks, ...); \
-                         the limit is --max-request-elements"
-                    )))
-                }
-                // prost decodes it next and says what is wrong in detail.
-                Err(ScanError::Malformed) | Ok(_) => {}
-            }
-        }
         // Decoded from the contiguous slice when the message is one (it always is in
         // tonic's buffer): prost reads a slice several times faster than a `Buf` that
         // must update its cursor on every varint.
-        let decoded = if bytes.len() == buf.remaining() {
+        if bytes.len() == buf.remaining() {
             let length = bytes.len();
-            let decoded = U::decode(bytes);
+            let decoded = decode_bounded::<U>(bytes, max);
             buf.advance(length);
-            decoded
-        } else {
-            U::decode(buf)
-        };
-        decoded.map(Some).map_err(|e| {
-            Status::invalid_argument(format!("the request is not a valid protobuf message: {e}"))
-        })
+            return decoded.map(Some);
+        }
+        check_elements::<U>(bytes, max)?;
+        U::decode(buf).map(Some).map_err(not_a_message)
     }
+}
+
+/// Decodes `bytes` as `U`, after the element check (see the module's comment): the one
+/// rule of tonic's decoder and of the server's own unary path.
+pub fn decode_bounded<U>(bytes: &[u8], max: usize) -> Result<U, Status>
+where
+    U: prost::Message + Default + Scanned,
+{
+    check_elements::<U>(bytes, max)?;
+    U::decode(bytes).map_err(not_a_message)
+}
+
+/// RESOURCE_EXHAUSTED if `bytes`, a `U`, holds more than `max` elements.
+fn check_elements<U: Scanned>(bytes: &[u8], max: usize) -> Result<(), Status> {
+    // Every element counted takes at least one byte on the wire, so a message no
+    // longer than the limit cannot pass it: most requests need no walk.
+    if bytes.len() <= max {
+        return Ok(());
+    }
+    match count_elements(U::SHAPE, bytes, max) {
+        Err(ScanError::TooMany { max }) => Err(Status::resource_exhausted(format!(
+            "the request holds more than {max} repeated elements (message parts, metadata \
+             entries, list values, extensions, sub-tasks, ...); the limit is \
+             --max-request-elements"
+        ))),
+        // prost decodes it next and says what is wrong in detail.
+        Err(ScanError::Malformed) | Ok(_) => Ok(()),
+    }
+}
+
+/// What prost's decode error is said as: the client's mistake.
+fn not_a_message(e: prost::DecodeError) -> Status {
+    Status::invalid_argument(format!("the request is not a valid protobuf message: {e}"))
 }

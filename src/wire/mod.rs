@@ -9,7 +9,7 @@ mod shapes;
 pub mod writer;
 
 pub use codec::{
-    count_elements, max_elements, with_max_elements, BoundedCodec, BoundedDecoder, ScanError,
-    Scanned, Shape, DEFAULT_MAX_ELEMENTS,
+    count_elements, decode_bounded, max_elements, with_max_elements, BoundedCodec, BoundedDecoder,
+    ScanError, Scanned, Shape, DEFAULT_MAX_ELEMENTS,
 };
 pub use writer::ProtoWriter;

@@ -15,6 +15,7 @@ pub const REGISTER: &str = "/a2a.commands.v1.CommandService/Register";
 pub const WATCH_SPECS: &str = "/a2a.commands.v1.CommandService/WatchSpecs";
 pub const COMPLETE: &str = "/a2a.commands.v1.CommandService/Complete";
 pub const EXECUTE: &str = "/a2a.commands.v1.CommandService/Execute";
+pub const LIST_SPECS: &str = "/a2a.commands.v1.CommandService/ListSpecs";
 
 pub const GRPC: &str = "application/grpc";
 
@@ -135,6 +136,17 @@ impl Http2 {
         message: &impl prost::Message,
         headers: &[(&'static str, &str)],
     ) -> Answer {
+        self.raw_unary(path, headers, framed(message)).await
+    }
+
+    /// A unary gRPC call whose body is `body` as given, framing and all (or none, when
+    /// empty), with `headers` added.
+    pub async fn raw_unary(
+        &mut self,
+        path: &str,
+        headers: &[(&'static str, &str)],
+        body: Bytes,
+    ) -> Answer {
         let mut request = http::Request::builder()
             .method(Method::POST)
             .uri(format!("http://{}{path}", self.authority))
@@ -144,8 +156,12 @@ impl Http2 {
             request = request.header(*name, *value);
         }
         let mut send = self.send.clone().ready().await.unwrap();
-        let (response, mut stream) = send.send_request(request.body(()).unwrap(), false).unwrap();
-        stream.send_data(framed(message), true).unwrap();
+        let (response, mut stream) = send
+            .send_request(request.body(()).unwrap(), body.is_empty())
+            .unwrap();
+        if !body.is_empty() {
+            stream.send_data(body, true).unwrap();
+        }
         answer(response).await
     }
 

@@ -1,0 +1,347 @@
+//! The unary methods this server answers on its own path, not tonic's generic one:
+//! ListSpecs (bytes cached per revision, `list_specs`) and Classify, Execute and
+//! Complete (bytes written by `answers`), the calls made on every message and keystroke.
+//!
+//! tonic's unary path reads a request through a general stream decoder, builds a
+//! `tonic::Request` of it (the headers copied into its metadata), and frames the answer
+//! through a general stream encoder into a buffer of 8 KiB. Here the request's one
+//! message is decoded where it lies in the body's bytes (under this server's size and
+//! element limits), and the answer, already bytes, is framed once. What a caller sees is
+//! what tonic's path gave it, with the statuses `routes` gives the generated service's
+//! methods for the client's mistakes; `tests/wire_errors.rs` and the answers' byte pins
+//! hold both paths to it. `routes` sends these paths here; everything else goes to the
+//! generated service, which answers the same for anyone serving `Api` directly.
+
+use std::convert::Infallible;
+use std::future::{ready, Future};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use bytes::{Buf as _, BufMut as _, Bytes, BytesMut};
+use http_body::Frame;
+use http_body_util::BodyExt as _;
+use tonic::body::Body;
+use tonic::codegen::{http, BoxFuture};
+use tonic::{Code, Status};
+
+use crate::error::Error;
+use crate::pb;
+use crate::transport::service::{Api, SERVICE_NAME};
+use crate::transport::trace::{deadline_of, trace_of};
+use crate::wire::{decode_bounded, Scanned};
+
+/// What this server accepts of a request.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// The most bytes (`--max-message-bytes`).
+    pub max_bytes: usize,
+    /// The most repeated elements (`--max-request-elements`).
+    pub max_elements: usize,
+}
+
+/// The bytes gRPC puts before each message: a compressed flag and a 4-byte length.
+pub const PREFIX: usize = 5;
+
+/// Serves one unary call: the request's one message decoded as `U` under `limits`, then
+/// `call` with it and the request's head, whose answer is a framed message
+/// ([`frame`]). A status, from reading or from `call`, is answered trailers-only.
+pub async fn serve<U, F, A>(
+    request: http::Request<Body>,
+    limits: Limits,
+    call: F,
+) -> http::Response<Body>
+where
+    U: prost::Message + Default + Scanned,
+    F: FnOnce(U, http::request::Parts) -> A,
+    A: Future<Output = Result<Bytes, Status>>,
+{
+    let (head, body) = request.into_parts();
+    let message = match read_one::<U>(&head.headers, body, limits).await {
+        Ok(message) => message,
+        Err(status) => return status.into_http(),
+    };
+    match call(message, head).await {
+        Ok(framed) => answered(framed),
+        Err(status) => status.into_http(),
+    }
+}
+
+/// `message` as one gRPC message: the compressed flag (0, never compressed) and its
+/// length before its bytes.
+pub fn frame(message: &[u8]) -> Result<Bytes, Status> {
+    let length = u32::try_from(message.len()).map_err(|_| {
+        Status::resource_exhausted(format!(
+            "the answer is {} bytes, more than a gRPC message can hold",
+            message.len()
+        ))
+    })?;
+    let mut framed = BytesMut::with_capacity(PREFIX + message.len());
+    framed.put_u8(0);
+    framed.put_u32(length);
+    framed.put_slice(message);
+    Ok(framed.freeze())
+}
+
+/// A method's encoded answer, framed; an error as its status.
+fn framed(result: Result<Vec<u8>, Error>) -> Result<Bytes, Status> {
+    frame(&result.map_err(Status::from)?)
+}
+
+/// The answer to a call that succeeded: `framed` in one data frame, then the trailers
+/// with `grpc-status: 0`; the headers are tonic's (`content-type: application/grpc`).
+fn answered(framed: Bytes) -> http::Response<Body> {
+    let mut response = http::Response::new(Body::new(OneMessage {
+        message: Some(framed),
+        ended: false,
+    }));
+    *response.version_mut() = http::Version::HTTP_2;
+    response.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/grpc"),
+    );
+    response
+}
+
+/// A unary answer's body: one message, then the OK status.
+struct OneMessage {
+    message: Option<Bytes>,
+    ended: bool,
+}
+
+impl http_body::Body for OneMessage {
+    type Data = Bytes;
+    type Error = Status;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
+        let this = self.get_mut();
+        if let Some(message) = this.message.take() {
+            return Poll::Ready(Some(Ok(Frame::data(message))));
+        }
+        if this.ended {
+            return Poll::Ready(None);
+        }
+        this.ended = true;
+        let mut trailers = http::HeaderMap::with_capacity(1);
+        trailers.insert("grpc-status", http::HeaderValue::from_static("0"));
+        Poll::Ready(Some(Ok(Frame::trailers(trailers))))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.message.is_none() && self.ended
+    }
+}
+
+/// Reads a unary request's body to its end and decodes its message as `U`, as tonic's
+/// unary path does: messages after the first are decoded too (their errors are the
+/// call's) and dropped; the body's trailers are not read by any method, and are dropped.
+async fn read_one<U>(headers: &http::HeaderMap, mut body: Body, limits: Limits) -> Result<U, Status>
+where
+    U: prost::Message + Default + Scanned,
+{
+    refuse_compression(headers)?;
+    let mut reading = Reading {
+        limits,
+        first: None,
+        rest: BytesMut::new(),
+    };
+    loop {
+        match body.frame().await {
+            Some(Ok(frame)) => {
+                if let Ok(data) = frame.into_data() {
+                    reading.push(&data)?;
+                }
+            }
+            // A request its caller cancelled has ended, as tonic reads it.
+            Some(Err(status)) if status.code() == Code::Cancelled => break,
+            Some(Err(status)) => return Err(status),
+            None => break,
+        }
+    }
+    reading.end()
+}
+
+/// tonic's answer to a compressed request on a server that accepts none (this one).
+fn refuse_compression(headers: &http::HeaderMap) -> Result<(), Status> {
+    let Some(encoding) = headers.get("grpc-encoding") else {
+        return Ok(());
+    };
+    if encoding.as_bytes() == b"identity" {
+        return Ok(());
+    }
+    let named = String::from_utf8_lossy(encoding.as_bytes());
+    let mut status = Status::unimplemented(format!(
+        "Content is compressed with `{named}` which isn't supported"
+    ));
+    status.metadata_mut().insert(
+        "grpc-accept-encoding",
+        tonic::metadata::MetadataValue::from_static("identity"),
+    );
+    Err(status)
+}
+
+/// A request body being read: the first message, once decoded, and the bytes of one not
+/// yet whole.
+struct Reading<U> {
+    limits: Limits,
+    first: Option<U>,
+    rest: BytesMut,
+}
+
+impl<U: prost::Message + Default + Scanned> Reading<U> {
+    /// Takes in one data frame: every message it completes is decoded. A frame that
+    /// starts on a message's boundary (the usual case: one frame, one message) is decoded
+    /// where it lies; only what is left of it is copied.
+    fn push(&mut self, data: &[u8]) -> Result<(), Status> {
+        if self.rest.is_empty() {
+            let used = self.take(data)?;
+            self.rest.extend_from_slice(&data[used..]);
+        } else {
+            self.rest.extend_from_slice(data);
+            let rest = std::mem::take(&mut self.rest);
+            let used = self.take(&rest)?;
+            self.rest = rest;
+            self.rest.advance(used);
+        }
+        Ok(())
+    }
+
+    /// Decodes every whole message at the start of `bytes`; how many bytes they took.
+    fn take(&mut self, bytes: &[u8]) -> Result<usize, Status> {
+        let mut used = 0;
+        while let Some(prefix) = bytes.get(used..used + PREFIX) {
+            match prefix[0] {
+                0 => {}
+                // Any `grpc-encoding` but identity was refused before the body was read.
+                1 => {
+                    return Err(Status::internal(
+                        "protocol error: received message with compressed-flag but no \
+                         grpc-encoding was specified",
+                    ))
+                }
+                _ => return Err(bad_flag()),
+            }
+            let length = u32::from_be_bytes([prefix[1], prefix[2], prefix[3], prefix[4]]) as usize;
+            if length > self.limits.max_bytes {
+                return Err(too_large(self.limits.max_bytes));
+            }
+            let start = used + PREFIX;
+            let Some(message) = bytes.get(start..start + length) else {
+                break;
+            };
+            let decoded = decode_bounded::<U>(message, self.limits.max_elements)?;
+            self.first.get_or_insert(decoded);
+            used = start + length;
+        }
+        Ok(used)
+    }
+
+    /// The body has ended: its message, unless it had none or ended inside one.
+    fn end(self) -> Result<U, Status> {
+        if !self.rest.is_empty() {
+            return Err(cut_short());
+        }
+        self.first.ok_or_else(no_message)
+    }
+}
+
+/// A request over the size limit (`--max-message-bytes`).
+pub(crate) fn too_large(max_bytes: usize) -> Status {
+    Status::resource_exhausted(format!(
+        "the request is larger than the limit of {max_bytes} bytes (--max-message-bytes)"
+    ))
+}
+
+/// A unary request whose body held no message.
+pub(crate) fn no_message() -> Status {
+    Status::invalid_argument(
+        "the request has no message: a unary call sends exactly one (length-prefixed) \
+         message, and the body was empty",
+    )
+}
+
+/// A request whose body ended inside a message.
+pub(crate) fn cut_short() -> Status {
+    Status::invalid_argument(
+        "the request ends inside a message: its 5-byte length prefix or its bytes are cut \
+         short",
+    )
+}
+
+/// A message prefix whose compressed flag is neither 0 nor 1.
+pub(crate) fn bad_flag() -> Status {
+    Status::invalid_argument("the request's message prefix has an invalid compressed flag (0 or 1)")
+}
+
+/// Classify, Execute and Complete, the methods on every message and keystroke.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Direct {
+    /// `Classify`.
+    Classify,
+    /// `Execute`.
+    Execute,
+    /// `Complete`.
+    Complete,
+}
+
+impl Direct {
+    /// The method `path` calls, if it is one of these.
+    pub fn of(path: &str) -> Option<Self> {
+        let method = path
+            .strip_prefix('/')?
+            .strip_prefix(SERVICE_NAME)?
+            .strip_prefix('/')?;
+        match method {
+            "Classify" => Some(Self::Classify),
+            "Execute" => Some(Self::Execute),
+            "Complete" => Some(Self::Complete),
+            _ => None,
+        }
+    }
+
+    /// Answers one call of this method on `api`.
+    pub fn call(
+        self,
+        api: &Arc<Api>,
+        request: http::Request<Body>,
+        limits: Limits,
+    ) -> BoxFuture<http::Response<Body>, Infallible> {
+        let api = Arc::clone(api);
+        match self {
+            Self::Classify => Box::pin(async move {
+                Ok(
+                    serve(request, limits, move |asked: pb::ClassifyRequest, _| {
+                        ready(framed(api.classify(&asked)))
+                    })
+                    .await,
+                )
+            }),
+            Self::Execute => Box::pin(async move {
+                Ok(serve(
+                    request,
+                    limits,
+                    |asked: pb::ExecuteRequest, head| async move {
+                        let trace = trace_of(&head.headers);
+                        let deadline = deadline_of(&head.extensions);
+                        framed(api.execute(&asked, &trace, deadline).await)
+                    },
+                )
+                .await)
+            }),
+            Self::Complete => Box::pin(async move {
+                Ok(serve(
+                    request,
+                    limits,
+                    |asked: pb::CompleteRequest, head| async move {
+                        let trace = trace_of(&head.headers);
+                        framed(api.complete(&asked, &trace).await)
+                    },
+                )
+                .await)
+            }),
+        }
+    }
+}
