@@ -43,6 +43,10 @@ pub struct Limits {
 /// The bytes gRPC puts before each message: a compressed flag and a 4-byte length.
 pub const PREFIX: usize = 5;
 
+// Header names made once, not parsed from a `&str` on every call.
+const GRPC_ENCODING: http::HeaderName = http::HeaderName::from_static("grpc-encoding");
+const GRPC_STATUS: http::HeaderName = http::HeaderName::from_static("grpc-status");
+
 /// Serves one unary call: the request's one message decoded as `U` under `limits`, then
 /// `call` with it and the request's head, whose answer is a framed message
 /// ([`frame`]). A status, from reading or from `call`, is answered trailers-only.
@@ -126,7 +130,7 @@ impl http_body::Body for OneMessage {
         }
         this.ended = true;
         let mut trailers = http::HeaderMap::with_capacity(1);
-        trailers.insert("grpc-status", http::HeaderValue::from_static("0"));
+        trailers.insert(GRPC_STATUS, http::HeaderValue::from_static("0"));
         Poll::Ready(Some(Ok(Frame::trailers(trailers))))
     }
 
@@ -166,7 +170,7 @@ where
 
 /// tonic's answer to a compressed request on a server that accepts none (this one).
 fn refuse_compression(headers: &http::HeaderMap) -> Result<(), Status> {
-    let Some(encoding) = headers.get("grpc-encoding") else {
+    let Some(encoding) = headers.get(&GRPC_ENCODING) else {
         return Ok(());
     };
     if encoding.as_bytes() == b"identity" {
