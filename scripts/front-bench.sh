@@ -78,27 +78,8 @@ nginx_url=""
 if command -v nginx >/dev/null; then
   nginx_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
   mkdir -p "$work/nginx"
-  cat >"$work/nginx/nginx.conf" <<NGINX
-worker_processes 2;
-pid $work/nginx/nginx.pid;
-error_log $work/nginx/error.log;
-daemon off;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  client_body_temp_path $work/nginx/body;
-  proxy_temp_path $work/nginx/proxy;
-  upstream agent { server ${agent#http://}; keepalive 64; }
-  server {
-    listen 127.0.0.1:$nginx_port;
-    location / {
-      proxy_pass http://agent;
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
-    }
-  }
-}
-NGINX
+  . scripts/nginx-config.sh
+  nginx_config "$work/nginx" "127.0.0.1:$nginx_port" "${agent#http://}" "worker_processes 2;" 4096 64 >"$work/nginx/nginx.conf"
   nginx -c "$work/nginx/nginx.conf" -p "$work/nginx" &
   pids+=($!)
   nginx_url="http://127.0.0.1:$nginx_port"

@@ -72,23 +72,8 @@ if command -v nginx >/dev/null; then
   nginx_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
   nginx_addr="127.0.0.1:$nginx_port"
   mkdir -p "$dir/nginx"
-  cat >"$dir/nginx/nginx.conf" <<NGINX
-master_process off;
-daemon off;
-pid $dir/nginx/nginx.pid;
-error_log $dir/nginx/error.log;
-events { worker_connections 1024; }
-http {
-  access_log off;
-  client_body_temp_path $dir/nginx/body;
-  proxy_temp_path $dir/nginx/proxy;
-  upstream agent { server $agent_addr; keepalive 16; }
-  server {
-    listen $nginx_addr;
-    location / { proxy_pass http://agent; proxy_http_version 1.1; proxy_set_header Connection ""; }
-  }
-}
-NGINX
+  . scripts/nginx-config.sh
+  nginx_config "$dir/nginx" "$nginx_addr" "$agent_addr" "master_process off;" 1024 16 >"$dir/nginx/nginx.conf"
 fi
 front_server=$server
 top=$dir

@@ -84,36 +84,17 @@ start_front() { # $1: agent URL; prints the front's URL and pid
   for _ in $(seq 300); do grep -q '"serving"' "$log" 2>/dev/null && break; sleep 0.1; done
   echo "http://$(grep -m1 '"serving"' "$log" | python3 -c 'import json,sys; print(json.load(sys.stdin)["front_addr"])') $pid"
 }
+. scripts/nginx-config.sh
 start_nginx() { # $1: agent URL; prints nginx's URL and pid
   local port dir
   port=$(free_port)
   dir="$work/nginx-$port"
   mkdir -p "$dir"
-  cat >"$dir/nginx.conf" <<NGINX
-master_process off;
-daemon off;
-worker_rlimit_nofile $(( count * 3 + 1000 ));
-pid $dir/nginx.pid;
-error_log $dir/error.log;
-events { worker_connections $(( count * 2 + 100 )); }
-http {
-  access_log off;
-  client_body_temp_path $dir/body;
-  proxy_temp_path $dir/proxy;
-  keepalive_requests 100000;
-  upstream agent { server ${1#http://}; keepalive 64; }
-  server {
-    listen 127.0.0.1:$port;
-    location / {
-      proxy_pass http://agent;
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
-      proxy_buffering off;
-      proxy_read_timeout 1h;
-    }
-  }
-}
-NGINX
+  # Every connection held open: enough descriptors, kept alive across requests, a slow
+  # agent's stream passed on as it comes.
+  nginx_config "$dir" "127.0.0.1:$port" "${1#http://}" \
+    "master_process off; worker_rlimit_nofile $(( count * 3 + 1000 ));" $(( count * 2 + 100 )) 64 \
+    "keepalive_requests 100000;" "proxy_buffering off; proxy_read_timeout 1h;" >"$dir/nginx.conf"
   nginx -c "$dir/nginx.conf" -p "$dir" 2>"$dir/stderr" &
   local pid=$!
   pids+=($pid)
