@@ -62,13 +62,6 @@ async fn other_methods_are_405_and_other_content_types_415() {
         let answer = answer(started.response).await;
         assert_eq!(answer.status, StatusCode::OK);
         assert_eq!(answer.grpc_status(), Some(0), "{answer:?}");
-        let classified: pb::ClassifyResponse = answer.message();
-        assert!(
-            matches!(
-                classified.result,
-                Some(pb::classify_response::Result::Command(_))
-            ),
-            "{classified:?}"
-        );
+        answer.assert_classified_a_command();
     }
 }

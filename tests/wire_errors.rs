@@ -144,14 +144,7 @@ async fn answers_are_framed_as_tonic_frames_them() {
     assert_eq!(names(&direct), names(&generated), "{direct:?}");
     assert_eq!(direct.headers["content-type"], "application/grpc");
     assert_eq!(direct.trailers, generated.trailers, "{direct:?}");
-    let answer: pb::ClassifyResponse = direct.message();
-    assert!(
-        matches!(
-            answer.result,
-            Some(pb::classify_response::Result::Command(_))
-        ),
-        "{answer:?}"
-    );
+    direct.assert_classified_a_command();
     // `grpc-encoding: identity` is no encoding at all.
     let identity = raw
         .unary_with(CLASSIFY, &classify, &[("grpc-encoding", "identity")])
@@ -173,14 +166,7 @@ async fn a_request_of_two_messages_is_answered_for_its_first() {
     let answer = raw
         .raw_unary(CLASSIFY, &[], body(0, &[&command, &ordinary]))
         .await;
-    let classified: pb::ClassifyResponse = answer.message();
-    assert!(
-        matches!(
-            classified.result,
-            Some(pb::classify_response::Result::Command(_))
-        ),
-        "{classified:?}"
-    );
+    answer.assert_classified_a_command();
     // A frame boundary inside a message changes nothing.
     let whole = body(0, &[&command]);
     let mut send = raw

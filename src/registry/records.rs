@@ -119,7 +119,7 @@ impl Records {
                     .await
                     .map_err(|e| Error::Storage(format!("the records' writer failed: {e}")))?
             }
-            Place::Fleet(fleet) => Box::pin(fleet.put(key, stored, self.limits)).await,
+            Place::Fleet(fleet) => Box::pin(fleet.put(key, used, stored, self.limits)).await,
         }
     }
 }

@@ -69,6 +69,18 @@ impl Answer {
         assert_eq!(self.messages.len(), 1, "{self:?}");
         M::decode(self.messages[0].clone()).unwrap()
     }
+
+    /// Asserts that this is Classify's answer, and that it found a command.
+    pub fn assert_classified_a_command(&self) {
+        let classified: a2a_commands::pb::ClassifyResponse = self.message();
+        assert!(
+            matches!(
+                classified.result,
+                Some(a2a_commands::pb::classify_response::Result::Command(_))
+            ),
+            "{classified:?}"
+        );
+    }
 }
 
 /// `message` with its gRPC prefix, ready to send as a request body.

@@ -35,16 +35,34 @@ pub(super) struct Fleet {
     pub(super) puts: AtomicU64,
 }
 
-/// This sidecar's copy of the fleet's records: key → the record as stored.
+/// This sidecar's copy of the fleet's records: key → the record as stored. Kept as the
+/// bytes etcd holds, with their last use: a write or a read keeps them without a parse
+/// or a copy of the value, and only an answer from the copy (etcd unreachable) parses.
 #[derive(Default)]
 pub(super) struct LocalCopy {
-    kept: HashMap<String, Stored>,
+    kept: HashMap<String, Kept>,
+}
+
+/// One record of the copy: when it was last used (Unix ms) and its bytes, a [`Stored`].
+struct Kept {
+    used: u64,
+    stored: Vec<u8>,
+}
+
+impl Kept {
+    /// The record's value; `None` if its bytes are not a record (never written so).
+    fn value(&self) -> Option<Value> {
+        serde_json::from_slice::<Stored>(&self.stored)
+            .ok()
+            .map(|stored| stored.value)
+    }
 }
 
 impl LocalCopy {
-    /// Keeps `stored` under `key`; past `cap`, the least recently used eighth goes.
-    fn keep(&mut self, key: &str, stored: Stored, cap: usize) {
-        self.kept.insert(key.to_owned(), stored);
+    /// Keeps `stored`, last used at `used`, under `key`; past `cap`, the least recently
+    /// used eighth goes.
+    fn keep(&mut self, key: &str, used: u64, stored: Vec<u8>, cap: usize) {
+        self.kept.insert(key.to_owned(), Kept { used, stored });
         if self.kept.len() > cap {
             let mut uses: Vec<(u64, String)> =
                 self.kept.iter().map(|(k, s)| (s.used, k.clone())).collect();
@@ -57,26 +75,29 @@ impl LocalCopy {
 
     /// The record under `key`, unless expired.
     fn get(&self, key: &str, limits: Limits) -> Option<Value> {
-        let stored = self.kept.get(key)?;
-        let age = Duration::from_millis(unix_ms().saturating_sub(stored.used));
-        (age <= limits.expiry).then(|| stored.value.clone())
+        let kept = self.kept.get(key)?;
+        let age = Duration::from_millis(unix_ms().saturating_sub(kept.used));
+        if age > limits.expiry {
+            return None;
+        }
+        kept.value()
     }
 
     /// Up to `limit` records under `prefix`, the most recently used first.
     fn newest(&self, prefix: &str, limit: usize, limits: Limits) -> Vec<Value> {
         let now = unix_ms();
-        let mut found: Vec<&Stored> = self
+        let mut found: Vec<&Kept> = self
             .kept
             .iter()
             .filter(|(key, _)| key.starts_with(prefix))
-            .map(|(_, stored)| stored)
-            .filter(|s| Duration::from_millis(now.saturating_sub(s.used)) <= limits.expiry)
+            .map(|(_, kept)| kept)
+            .filter(|k| Duration::from_millis(now.saturating_sub(k.used)) <= limits.expiry)
             .collect();
-        found.sort_by_key(|stored| std::cmp::Reverse(stored.used));
+        found.sort_by_key(|kept| std::cmp::Reverse(kept.used));
         found
             .into_iter()
+            .filter_map(Kept::value)
             .take(limit)
-            .map(|s| s.value.clone())
             .collect()
     }
 }
@@ -146,7 +167,7 @@ impl Fleet {
             .into_iter()
             .next()
             .and_then(|kv| Some((serde_json::from_slice::<Stored>(&kv.value).ok()?, kv)));
-        let Some((stored, kv)) = read else {
+        let Some((stored, mut kv)) = read else {
             // Gone from etcd (expired, trimmed, another history): gone from the copy.
             self.copy().kept.remove(key);
             return Ok(None);
@@ -157,14 +178,8 @@ impl Fleet {
             self.copy().kept.remove(key);
             return Ok(None);
         }
-        self.copy().keep(
-            key,
-            Stored {
-                used: stored.used,
-                value: stored.value.clone(),
-            },
-            limits.cap,
-        );
+        self.copy()
+            .keep(key, stored.used, std::mem::take(&mut kv.value), limits.cap);
         if age > limits.touch_after() {
             // Written anew (a later lease) only if no one wrote it since it was read.
             let touched = serde_json::to_vec(&Stored {
@@ -213,7 +228,7 @@ impl Fleet {
         let now = unix_ms();
         let mut found: Vec<Stored> = Vec::new();
         let mut copy = self.copy();
-        for kv in &answer.kvs {
+        for kv in answer.kvs {
             let Ok(stored) = serde_json::from_slice::<Stored>(&kv.value) else {
                 continue;
             };
@@ -221,11 +236,7 @@ impl Fleet {
                 continue;
             }
             let key = String::from_utf8_lossy(&kv.key[self.prefix.len().min(kv.key.len())..]);
-            let kept = Stored {
-                used: stored.used,
-                value: stored.value.clone(),
-            };
-            copy.keep(&key, kept, limits.cap);
+            copy.keep(&key, stored.used, kv.value, limits.cap);
             found.push(stored);
         }
         drop(copy);
@@ -233,9 +244,12 @@ impl Fleet {
         Ok(found.into_iter().map(|stored| stored.value).collect())
     }
 
+    /// Writes `stored`, a record last used at `used`, under `key`; once etcd committed
+    /// it, the copy keeps the same bytes.
     pub(super) async fn put(
         &self,
         key: &str,
+        used: u64,
         stored: Vec<u8>,
         limits: Limits,
     ) -> Result<(), Error> {
@@ -250,9 +264,7 @@ impl Fleet {
             };
             match self.etcd.txn(put).await {
                 Ok(_) => {
-                    if let Ok(kept) = serde_json::from_slice::<Stored>(&stored) {
-                        self.copy().keep(key, kept, limits.cap);
-                    }
+                    self.copy().keep(key, used, stored, limits.cap);
                     break;
                 }
                 // The lease ended before it was used (etcd restored, or revoked): a new one.
@@ -366,30 +378,28 @@ mod tests {
         };
         let mut copy = LocalCopy::default();
         let now = unix_ms();
+        let record = |used: u64, value: Value| {
+            serde_json::to_vec(&Stored { used, value }).expect("JSON serializes")
+        };
         for i in 0..8u64 {
-            let stored = Stored {
-                used: now - 100 + i,
-                value: json!(i),
-            };
-            copy.keep(&format!("front-{i}"), stored, limits.cap);
+            let used = now - 100 + i;
+            copy.keep(
+                &format!("front-{i}"),
+                used,
+                record(used, json!(i)),
+                limits.cap,
+            );
         }
         assert_eq!(copy.get("front-3", limits), Some(json!(3)));
         assert_eq!(copy.newest("front-", 2, limits), vec![json!(7), json!(6)]);
         // One more: the least recently used go.
-        let stored = Stored {
-            used: now,
-            value: json!("x"),
-        };
-        copy.keep("other", stored, limits.cap);
+        copy.keep("other", now, record(now, json!("x")), limits.cap);
         assert!(copy.kept.len() <= limits.cap);
         assert_eq!(copy.get("front-0", limits), None);
         assert_eq!(copy.get("other", limits), Some(json!("x")));
         // An expired record is not answered.
-        let old = Stored {
-            used: now - 7_200_000,
-            value: json!("old"),
-        };
-        copy.keep("old", old, limits.cap);
+        let old = now - 7_200_000;
+        copy.keep("old", old, record(old, json!("old")), limits.cap);
         assert_eq!(copy.get("old", limits), None);
     }
 }
