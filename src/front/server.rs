@@ -177,8 +177,6 @@ pub(super) async fn route(
     path: &str,
     method: &Method,
 ) -> Response<Body> {
-    let path = path.to_owned();
-    let method = method.clone();
     if method == Method::CONNECT {
         // The front is the agent's reverse proxy, never a tunnel to anywhere.
         let mut answer = Response::new(Body::from("the front does not tunnel (CONNECT)"));
@@ -208,7 +206,7 @@ pub(super) async fn route(
                 mark(&mut answer, Outcome::Answered);
                 return answer;
             }
-            Err(refused) => return unauthenticated(&method, &path, &refused),
+            Err(refused) => return unauthenticated(method, path, &refused),
         }
     }
     if grpc {
@@ -225,7 +223,7 @@ pub(super) async fn route(
             }
         };
     }
-    dispatch(ctx, request, &path, &method, is_card).await
+    dispatch(ctx, request, path, method, is_card).await
 }
 
 /// Where an HTTP request goes (a gRPC call the front reads comes here too, as the
@@ -237,8 +235,6 @@ pub(super) async fn dispatch(
     method: &Method,
     is_card: bool,
 ) -> Response<Body> {
-    let path = path.to_owned();
-    let method = method.clone();
     let answer = if is_card {
         Box::pin(card_answer(ctx, request.headers())).await
     } else if method == Method::GET && path.ends_with("/extendedAgentCard") {
@@ -305,7 +301,7 @@ async fn forward_and_read(
 /// call about a task the front made, and otherwise forwarded as it came.
 pub(super) async fn post(ctx: &Context, request: Request<Body>) -> Response<Body> {
     let (parts, body) = request.into_parts();
-    let path = parts.uri.path().to_owned();
+    let path = parts.uri.path();
     let binding = if parts.extensions.get::<GrpcCall>().is_some() {
         Binding::Grpc
     } else if path.ends_with("/message:send") || path.ends_with("/message:stream") {
