@@ -247,8 +247,8 @@ pub fn new_task(
     context_id: &str,
     message: &Value,
     state: &str,
-    status_message: Option<&Value>,
-    data: &Value,
+    status_message: Option<Value>,
+    data: Value,
 ) -> Value {
     let mut sent = message.clone();
     if let Some(m) = sent.as_object_mut() {
@@ -258,11 +258,11 @@ pub fn new_task(
     let mut status = Map::new();
     status.insert("state".into(), Value::String(state.to_owned()));
     if let Some(reply) = status_message {
-        status.insert("message".into(), reply.clone());
+        status.insert("message".into(), reply);
     }
     // Built by hand: `json!` would copy each part through a serializer once more.
     let mut metadata = Map::with_capacity(1);
-    metadata.insert(TASK_DATA_KEY.into(), data.clone());
+    metadata.insert(TASK_DATA_KEY.into(), data);
     let mut task = Map::with_capacity(5);
     task.insert("id".into(), Value::String(id.to_owned()));
     task.insert("contextId".into(), Value::String(context_id.to_owned()));

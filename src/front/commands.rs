@@ -215,7 +215,7 @@ pub(super) async fn command(
                             "referenceTaskIds": [snapshot.id]}),
                     "TASK_STATE_SUBMITTED",
                     None,
-                    &json!({"name": sub_task.name, "goal": sub_task.goal, "parentId": snapshot.id}),
+                    json!({"name": sub_task.name, "goal": sub_task.goal, "parentId": snapshot.id}),
                 );
                 let sub = Own {
                     task: sub,
@@ -228,19 +228,20 @@ pub(super) async fn command(
             // The new task's JSON as its record was written, for the answer.
             let mut written = None;
             let (submitted, answered) = if new_task {
-                let made = |state: &str, status: Option<&Value>| {
-                    a2a::new_task(&new_id, &context_id, message_json, state, status, &data)
+                let made = |state: &str, status: Option<Value>, data: Value| {
+                    a2a::new_task(&new_id, &context_id, message_json, state, status, data)
                 };
+                // The task as submitted is an event of the stream only.
+                let submitted = stream.then(|| made("TASK_STATE_SUBMITTED", None, data.clone()));
+                // The reply and the data move into the task: neither is needed after.
                 let answered = Own {
-                    task: made("TASK_STATE_INPUT_REQUIRED", Some(&reply_message)),
+                    task: made("TASK_STATE_INPUT_REQUIRED", Some(reply_message), data),
                     upstream: None,
                 };
                 match ctx.records.put_task_text(&answered, scope).await {
                     Ok(text) => written = Some(text),
                     Err(error) => return Handled::Answer(records_failed(binding, id, &error)),
                 }
-                // The task as submitted is an event of the stream only.
-                let submitted = stream.then(|| made("TASK_STATE_SUBMITTED", None));
                 (submitted.unwrap_or_default(), answered.task)
             } else {
                 let mut task = task_json.unwrap_or_default();
