@@ -21,6 +21,7 @@ pub mod config;
 pub mod ctl;
 pub mod error;
 pub mod front;
+pub mod http1;
 pub mod metrics;
 pub mod registry;
 pub mod rules;

@@ -5,18 +5,13 @@
 //! those, this proxy hop does not (issue 50).
 
 use std::collections::VecDeque;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use axum::body::Body;
-use bytes::Bytes;
-use hyper::body::{Frame, Incoming, SizeHint};
-use hyper::client::conn::http1::{self, SendRequest};
 use hyper::{Request, Response};
-use hyper_util::rt::TokioIo;
-use tokio::net::TcpStream;
+
+use crate::http1::client::{Connection, Keep};
 
 /// Idle connections kept at most; one more is closed as it comes back.
 const MAX_IDLE: usize = 256;
@@ -36,7 +31,7 @@ pub struct Pool {
 
 #[derive(Debug)]
 struct Idle {
-    sender: SendRequest<Body>,
+    conn: Connection,
     since: Instant,
 }
 
@@ -48,7 +43,7 @@ pub enum PoolError {
     Connect(#[source] std::io::Error),
     /// The exchange broke.
     #[error(transparent)]
-    Http(#[from] hyper::Error),
+    Http(std::io::Error),
 }
 
 impl Pool {
@@ -60,78 +55,35 @@ impl Pool {
         }
     }
 
-    /// Sends `request` (its URI in origin form, its `Host` set) on an idle connection,
-    /// or a new one, and waits for the answer's head. A request an idle connection
-    /// closed under before it was written is sent again on a new one, as hyper-util's
-    /// client does: nothing of it reached the agent.
-    pub async fn send(
-        self: &Arc<Self>,
-        mut request: Request<Body>,
-    ) -> Result<Response<Body>, PoolError> {
+    /// Sends `request` (its URI in origin form, its `Host` set) on the most recently
+    /// used idle connection the agent has not closed, or a new one, and waits for the
+    /// answer's head. The connection comes back when the answer's body ends.
+    pub async fn send(self: &Arc<Self>, request: Request<Body>) -> Result<Response<Body>, PoolError> {
+        let conn = match self.checkout() {
+            Some(conn) => conn,
+            None => Connection::connect(&self.address)
+                .await
+                .map_err(PoolError::Connect)?,
+        };
+        let keep: Arc<dyn Keep> = Arc::clone(self) as Arc<dyn Keep>;
+        conn.send(request, keep).await.map_err(PoolError::Http)
+    }
+
+    /// The most recently used idle connection that is still open.
+    fn checkout(&self) -> Option<Connection> {
         loop {
-            let (mut sender, reused) = match self.checkout().await {
-                Some(sender) => (sender, true),
-                // Boxed: a connection's handshake is a large future, made rarely.
-                None => (Box::pin(self.connect()).await?, false),
-            };
-            match sender.try_send_request(request).await {
-                Ok(answer) => {
-                    return Ok(answer.map(|body| {
-                        Body::new(Reused {
-                            body,
-                            back: Some((sender, Arc::clone(self))),
-                        })
-                    }))
-                }
-                Err(mut failed) => match failed.take_message() {
-                    Some(unsent) if reused => request = unsent,
-                    _ => return Err(PoolError::Http(failed.into_error())),
-                },
+            let idle = self.idle.lock().expect("not poisoned").pop_back()?;
+            // Closed by the agent while it waited (its idle timeout): nothing of the
+            // request has gone, and it goes on another.
+            if !idle.conn.is_closed() {
+                return Some(idle.conn);
             }
         }
-    }
-
-    /// The most recently used idle connection that is still open, ready for a request.
-    async fn checkout(&self) -> Option<SendRequest<Body>> {
-        loop {
-            let mut idle = self.take()?;
-            if idle.sender.is_closed() {
-                continue;
-            }
-            // Back in the pool as its answer ended; ready once its connection has
-            // finished reading that answer, which is at once or nearly.
-            if idle.sender.ready().await.is_ok() {
-                return Some(idle.sender);
-            }
-        }
-    }
-
-    fn take(&self) -> Option<Idle> {
-        self.idle.lock().expect("not poisoned").pop_back()
-    }
-
-    /// A new connection, its reading and writing driven by a task of its own.
-    async fn connect(&self) -> Result<SendRequest<Body>, PoolError> {
-        let tcp = TcpStream::connect(self.address.as_str())
-            .await
-            .map_err(PoolError::Connect)?;
-        // No Nagle: a request written in two segments would wait for the agent's ACK.
-        let _ = tcp.set_nodelay(true);
-        let (sender, connection) = http1::handshake(TokioIo::new(tcp)).await?;
-        tokio::spawn(async move {
-            if let Err(e) = connection.await {
-                tracing::debug!(error = %e, "a connection to the agent ended with an error");
-            }
-        });
-        Ok(sender)
     }
 
     /// A connection whose answer has ended, kept for the next request (the oldest
     /// idle ones closed when there are too many or they have waited too long).
-    fn checkin(&self, sender: SendRequest<Body>) {
-        if sender.is_closed() {
-            return;
-        }
+    fn checkin(&self, conn: Connection) {
         let now = Instant::now();
         let mut idle = self.idle.lock().expect("not poisoned");
         while idle
@@ -140,59 +92,13 @@ impl Pool {
         {
             idle.pop_front();
         }
-        idle.push_back(Idle { sender, since: now });
+        idle.push_back(Idle { conn, since: now });
     }
 }
 
-/// An answer's body that gives its connection back to the pool when it ends. A body
-/// dropped before its end takes its connection with it: hyper closes a connection
-/// whose answer was not read to the end.
-struct Reused {
-    body: Incoming,
-    back: Option<(SendRequest<Body>, Arc<Pool>)>,
-}
-
-impl Reused {
-    fn give_back(&mut self) {
-        if let Some((sender, pool)) = self.back.take() {
-            pool.checkin(sender);
-        }
-    }
-}
-
-impl hyper::body::Body for Reused {
-    type Data = Bytes;
-    type Error = hyper::Error;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
-        let polled = Pin::new(&mut self.body).poll_frame(cx);
-        match &polled {
-            Poll::Ready(None) => self.give_back(),
-            Poll::Ready(Some(Ok(_))) if self.body.is_end_stream() => self.give_back(),
-            Poll::Ready(Some(Err(_))) => self.back = None,
-            _ => {}
-        }
-        polled
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.body.size_hint()
-    }
-}
-
-impl Drop for Reused {
-    fn drop(&mut self) {
-        // An answer with no body (or one read to its end without a last poll).
-        if hyper::body::Body::is_end_stream(&self.body) {
-            self.give_back();
-        }
+impl Keep for Pool {
+    fn keep(&self, conn: Connection) {
+        self.checkin(conn);
     }
 }
 

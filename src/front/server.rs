@@ -58,6 +58,11 @@ impl Front {
         }
     }
 
+    /// The largest request body the front reads.
+    pub fn max_body_bytes(&self) -> usize {
+        self.ctx.options.max_body_bytes
+    }
+
     /// Where clients reach the front.
     pub fn public_url(&self) -> &url::Url {
         &self.ctx.public

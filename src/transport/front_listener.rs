@@ -17,6 +17,7 @@ use tokio::net::TcpListener;
 
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 use tonic_health::server::HealthReporter;
 use tonic_health::ServingStatus;
 
@@ -26,6 +27,7 @@ use crate::front::{Front, FrontOptions};
 use crate::registry::Registry;
 use crate::run::Runner;
 use crate::telemetry::Tracer;
+use crate::transport::front_http1;
 use crate::transport::layers::idle::{CallEnd, IdleIo};
 
 /// The health service name of the front: SERVING while it has a card to serve.
@@ -136,7 +138,9 @@ async fn keep_ready(front: Arc<Front>, health: HealthReporter, draining: Cancell
 const MIN_HTTP1_BUFFER: usize = 8192;
 
 /// Serves `listener` with `front` until `stop` resolves; then waits (at most `drain`)
-/// for the requests in flight.
+/// for the requests in flight. HTTP/1.1 connections are served by the front's own loop
+/// (`front_http1`), which hands what it does not serve to hyper's server, as it does
+/// HTTP/2.
 pub async fn serve(
     front: Arc<Front>,
     listener: TcpListener,
@@ -145,10 +149,11 @@ pub async fn serve(
     drain: Duration,
 ) {
     let mut builder = auto::Builder::new(TokioExecutor::new());
+    let max_head = (limits.max_header_list_bytes as usize).max(MIN_HTTP1_BUFFER);
     builder
         .http1()
         .timer(TokioTimer::new())
-        .max_buf_size((limits.max_header_list_bytes as usize).max(MIN_HTTP1_BUFFER));
+        .max_buf_size(max_head);
     builder
         .http2()
         .timer(TokioTimer::new())
@@ -156,7 +161,16 @@ pub async fn serve(
         .max_header_list_size(limits.max_header_list_bytes)
         .keep_alive_interval(limits.keepalive)
         .keep_alive_timeout(limits.keepalive_timeout);
-    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let builder = Arc::new(builder);
+    let settings = front_http1::Settings {
+        idle: limits.idle_timeout,
+        max_head,
+        max_body: front.max_body_bytes(),
+    };
+    let idle = limits.idle_timeout;
+    // Every connection's task is tracked, and told of the drain by `draining`.
+    let connections = TaskTracker::new();
+    let draining = CancellationToken::new();
     let mut stop = std::pin::pin!(stop);
     loop {
         let accepted = tokio::select! {
@@ -175,36 +189,61 @@ pub async fn serve(
         // No Nagle: an answer written in more than one segment would otherwise wait for
         // the client's delayed ACK (up to 200 ms on Linux).
         let _ = tcp.set_nodelay(true);
-        let io = IdleIo::new(tcp, limits.idle_timeout);
-        let activity = io.activity();
         let front = Arc::clone(&front);
-        let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
-            let end = activity.begin();
-            let front = Arc::clone(&front);
-            // Boxed for the request's life only: hyper keeps the slot of a
-            // connection's service future while the connection lives, and the front's
-            // future is kilobytes that an idle connection would otherwise hold.
-            Box::pin(async move {
-                let answer = front.handle(request.map(Body::new)).await;
-                Ok::<_, Infallible>(answer.map(|body| Counted { body, _end: end }))
-            }) as Pin<Box<dyn Future<Output = Result<_, Infallible>> + Send>>
-        });
-        let connection = builder
-            .serve_connection_with_upgrades(TokioIo::new(io), service)
-            .into_owned();
-        let connection = graceful.watch(connection);
-        tokio::spawn(async move {
-            if let Err(e) = connection.await {
-                tracing::debug!(error = %e, "a front connection ended with an error");
+        let builder = Arc::clone(&builder);
+        let drained = draining.clone().cancelled_owned();
+        let draining = draining.clone();
+        connections.spawn(async move {
+            match front_http1::serve(tcp, &front, settings, drained).await {
+                front_http1::Ended::Closed => {}
+                front_http1::Ended::HandOver(io) => {
+                    // Boxed: an idle connection's task holds only the loop's state.
+                    Box::pin(serve_with_hyper(io, front, &builder, idle, draining)).await;
+                }
             }
         });
     }
     drop(listener);
-    if tokio::time::timeout(drain, graceful.shutdown())
-        .await
-        .is_err()
-    {
+    draining.cancel();
+    connections.close();
+    if tokio::time::timeout(drain, connections.wait()).await.is_err() {
         tracing::debug!("the front's connections did not all end within the drain");
+    }
+}
+
+/// Serves the rest of a connection with hyper's server (HTTP/2, and the HTTP/1.1
+/// requests the front's own loop hands over), ending it gracefully at the drain.
+async fn serve_with_hyper(
+    io: front_http1::Prefixed,
+    front: Arc<Front>,
+    builder: &auto::Builder<TokioExecutor>,
+    idle: Option<Duration>,
+    draining: CancellationToken,
+) {
+    let io = IdleIo::new(io, idle);
+    let activity = io.activity();
+    let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
+        let end = activity.begin();
+        let front = Arc::clone(&front);
+        // Boxed for the request's life only: hyper keeps the slot of a connection's
+        // service future while the connection lives, and the front's future is
+        // kilobytes that an idle connection would otherwise hold.
+        Box::pin(async move {
+            let answer = front.handle(request.map(Body::new)).await;
+            Ok::<_, Infallible>(answer.map(|body| Counted { body, _end: end }))
+        }) as Pin<Box<dyn Future<Output = Result<_, Infallible>> + Send>>
+    });
+    let connection = builder.serve_connection_with_upgrades(TokioIo::new(io), service);
+    let mut connection = std::pin::pin!(connection);
+    let ended = tokio::select! {
+        ended = connection.as_mut() => ended,
+        () = draining.cancelled() => {
+            connection.as_mut().graceful_shutdown();
+            connection.await
+        }
+    };
+    if let Err(e) = ended {
+        tracing::debug!(error = %e, "a front connection ended with an error");
     }
 }
 

@@ -1,0 +1,534 @@
+//! One HTTP/1.1 client connection: a request written (its head and body in one write
+//! when the body is there), the answer's head read in place, and its body read by
+//! whoever polls it, on that task. No task of its own and no channel: the proxy hop's
+//! request and answer are read and written by the client connection's task. When the
+//! answer's body ends and the connection may be used again, it is handed to a
+//! [`Keep`] (the front's pool); an answer dropped before its end closes it.
+
+use std::future::poll_fn;
+use std::io;
+use std::mem::MaybeUninit;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use axum::body::Body;
+use bytes::{Bytes, BytesMut};
+use hyper::body::{Body as _, Frame, SizeHint};
+use hyper::header::{self, HeaderName, HeaderValue};
+use hyper::{HeaderMap, Method, Request, Response, StatusCode, Version};
+use tokio::io::AsyncWriteExt as _;
+use tokio::net::TcpStream;
+
+use crate::http1::framing::{self, Chunked, Step};
+
+/// The most header lines an answer's head may have (hyper's default).
+const MAX_HEADERS: usize = 100;
+
+/// The largest answer head read (hyper's client reads up to about as much).
+const MAX_HEAD: usize = 400 * 1024;
+
+/// Each read's room.
+const READ: usize = 4096;
+
+/// A body frame this large is written on its own rather than copied beside the head.
+const COPY_AT_MOST: usize = 16 * 1024;
+
+/// Takes back a connection whose answer has ended, for the next request.
+pub trait Keep: Send + Sync + 'static {
+    /// `conn` may be used again.
+    fn keep(&self, conn: Connection);
+}
+
+/// An open connection, between requests: the socket only.
+#[derive(Debug)]
+pub struct Connection {
+    tcp: TcpStream,
+}
+
+fn broken(what: &'static str) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, what)
+}
+
+fn cut_short() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::UnexpectedEof,
+        "connection closed before message completed",
+    )
+}
+
+impl Connection {
+    /// Connects to `address` (`host:port`).
+    pub async fn connect(address: &str) -> io::Result<Self> {
+        let tcp = TcpStream::connect(address).await?;
+        // No Nagle: a request written in two segments would wait for the agent's ACK.
+        tcp.set_nodelay(true)?;
+        Ok(Self { tcp })
+    }
+
+    /// Whether the other end has closed it (or sent bytes nobody asked for) while it
+    /// waited: such a connection is not used again.
+    pub fn is_closed(&self) -> bool {
+        let mut byte = [0u8; 1];
+        !matches!(self.tcp.try_read(&mut byte), Err(e) if e.kind() == io::ErrorKind::WouldBlock)
+    }
+
+    /// Sends `request` (its URI in origin form, its `Host` and framing headers the
+    /// caller's) and reads the answer's head; the body streams after that, and the
+    /// connection goes to `keep` at its end if it may be used again.
+    pub async fn send(
+        mut self,
+        request: Request<Body>,
+        keep: Arc<dyn Keep>,
+    ) -> io::Result<Response<Body>> {
+        let head_only = request.method() == Method::HEAD;
+        let (parts, mut body) = request.into_parts();
+        let framing = request_framing(&parts.headers, &body);
+        let mut out = Vec::with_capacity(512);
+        write_request_head(&mut out, &parts, framing);
+        if framing != Framing::Empty {
+            let chunked = framing == Framing::Chunked;
+            self.write_body(&mut out, &mut body, chunked).await?;
+        }
+        if !out.is_empty() {
+            self.tcp.write_all(&out).await?;
+        }
+        drop(out);
+        let mut buf = BytesMut::new();
+        let (head, reading, reusable) = loop {
+            buf.reserve(READ);
+            if !read_more(&self.tcp, &mut buf).await? {
+                return Err(cut_short());
+            }
+            match parse_answer(&mut buf, head_only)? {
+                Some(Parsed::Final(head, reading, reusable)) => break (head, reading, reusable),
+                // An interim answer (100 Continue and the like): the final one follows.
+                Some(Parsed::Interim) => continue,
+                None if buf.len() > MAX_HEAD => return Err(broken("answer head too large")),
+                None => continue,
+            }
+        };
+        let answer = Answer {
+            conn: Some(self),
+            buf,
+            reading,
+            reusable,
+            keep,
+        };
+        Ok(head.map(|()| Body::new(answer)))
+    }
+
+    /// Writes the request's body after its head (in `out`): what is there at once goes
+    /// in the same write; the rest as it comes.
+    async fn write_body(
+        &mut self,
+        out: &mut Vec<u8>,
+        body: &mut Body,
+        chunked: bool,
+    ) -> io::Result<()> {
+        loop {
+            let frame = match poll_fn(|cx| Poll::Ready(Pin::new(&mut *body).poll_frame(cx))).await {
+                Poll::Ready(frame) => frame,
+                Poll::Pending => {
+                    if !out.is_empty() {
+                        self.tcp.write_all(out).await?;
+                        out.clear();
+                    }
+                    poll_fn(|cx| Pin::new(&mut *body).poll_frame(cx)).await
+                }
+            };
+            match frame {
+                None => break,
+                Some(Err(e)) => return Err(io::Error::other(e)),
+                Some(Ok(frame)) => {
+                    let Ok(data) = frame.into_data() else {
+                        continue;
+                    };
+                    if data.is_empty() {
+                        continue;
+                    }
+                    if chunked {
+                        framing::push_chunk_size(out, data.len());
+                    }
+                    if data.len() <= COPY_AT_MOST {
+                        out.extend_from_slice(&data);
+                    } else {
+                        self.tcp.write_all(out).await?;
+                        out.clear();
+                        self.tcp.write_all(&data).await?;
+                    }
+                    if chunked {
+                        out.extend_from_slice(b"\r\n");
+                    }
+                    if body.is_end_stream() {
+                        break;
+                    }
+                }
+            }
+        }
+        if chunked {
+            out.extend_from_slice(b"0\r\n\r\n");
+        }
+        Ok(())
+    }
+}
+
+/// Reads what the socket has into `buf` (waiting for some): `false` at its end.
+async fn read_more(tcp: &TcpStream, buf: &mut BytesMut) -> io::Result<bool> {
+    loop {
+        poll_fn(|cx| tcp.poll_read_ready(cx)).await?;
+        match tcp.try_read_buf(buf) {
+            Ok(n) => return Ok(n > 0),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// How a request's body goes on the wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Framing {
+    /// No body: the headers as the caller gave them.
+    Empty,
+    /// `Content-Length`: the caller's (`None`), or the body's own.
+    Length(Option<u64>),
+    /// Chunks: a body of no known length, with no `Content-Length`.
+    Chunked,
+}
+
+/// The request's framing, as hyper's client chooses it.
+fn request_framing(headers: &HeaderMap, body: &Body) -> Framing {
+    if body.is_end_stream() {
+        Framing::Empty
+    } else if headers.contains_key(header::CONTENT_LENGTH) {
+        Framing::Length(None)
+    } else if let Some(n) = body.size_hint().exact() {
+        Framing::Length(Some(n))
+    } else {
+        Framing::Chunked
+    }
+}
+
+/// The request line and headers, with the framing header the body needs.
+fn write_request_head(out: &mut Vec<u8>, parts: &hyper::http::request::Parts, framing: Framing) {
+    out.extend_from_slice(parts.method.as_str().as_bytes());
+    out.push(b' ');
+    let target = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+    out.extend_from_slice(target.as_bytes());
+    out.extend_from_slice(b" HTTP/1.1\r\n");
+    for (name, value) in &parts.headers {
+        if *name == header::TRANSFER_ENCODING {
+            continue;
+        }
+        out.extend_from_slice(name.as_str().as_bytes());
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(value.as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+    match framing {
+        Framing::Length(Some(n)) => {
+            out.extend_from_slice(b"content-length: ");
+            out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
+            out.extend_from_slice(b"\r\n");
+        }
+        Framing::Chunked => out.extend_from_slice(b"transfer-encoding: chunked\r\n"),
+        _ => {}
+    }
+    out.extend_from_slice(b"\r\n");
+}
+
+/// What an answer's head said.
+enum Parsed {
+    /// The final answer: its head, how its body is read, and whether the connection
+    /// may be used again after it.
+    Final(Response<()>, Reading, bool),
+    /// An interim (1xx) answer, dropped.
+    Interim,
+}
+
+/// Parses an answer's head at the start of `buf` (taking it out when complete).
+fn parse_answer(buf: &mut BytesMut, head_only: bool) -> io::Result<Option<Parsed>> {
+    let mut headers = [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_HEADERS];
+    let mut parsed = httparse::Response::new(&mut []);
+    let len = match httparse::ParserConfig::default().parse_response_with_uninit_headers(
+        &mut parsed,
+        buf,
+        &mut headers,
+    ) {
+        Ok(httparse::Status::Complete(len)) => len,
+        Ok(httparse::Status::Partial) => return Ok(None),
+        Err(e) => return Err(io::Error::new(io::ErrorKind::InvalidData, e)),
+    };
+    let status = parsed
+        .code
+        .and_then(|code| StatusCode::from_u16(code).ok())
+        .ok_or_else(|| broken("invalid status"))?;
+    if status.is_informational() {
+        if status == StatusCode::SWITCHING_PROTOCOLS {
+            return Err(broken("unexpected 101 Switching Protocols"));
+        }
+        let _ = buf.split_to(len);
+        return Ok(Some(Parsed::Interim));
+    }
+    let version = if parsed.version == Some(0) {
+        Version::HTTP_10
+    } else {
+        Version::HTTP_11
+    };
+    let reason = parsed
+        .reason
+        .filter(|r| Some(*r) != status.canonical_reason())
+        .map(|r| Bytes::copy_from_slice(r.as_bytes()));
+    let mut length: Option<usize> = None;
+    let mut chunked = None;
+    let mut close = version == Version::HTTP_10;
+    // Offsets into the head: the values are made slices of it once it is taken out.
+    let start = buf.as_ptr() as usize;
+    let mut lines = Vec::with_capacity(parsed.headers.len());
+    for h in parsed.headers.iter() {
+        let name = HeaderName::from_bytes(h.name.as_bytes())
+            .map_err(|_| broken("invalid header name"))?;
+        match name {
+            header::CONTENT_LENGTH => {
+                let n = framing::parse_length(h.value)
+                    .ok_or_else(|| broken("invalid content-length"))?;
+                if length.is_some_and(|l| l != n) {
+                    return Err(broken("conflicting content-length"));
+                }
+                length = Some(n);
+            }
+            header::TRANSFER_ENCODING => chunked = Some(framing::ends_chunked(h.value)),
+            header::CONNECTION => {
+                if framing::has_token(h.value, b"close") {
+                    close = true;
+                } else if framing::has_token(h.value, b"keep-alive") {
+                    close = false;
+                }
+            }
+            _ => {}
+        }
+        lines.push((name, h.value.as_ptr() as usize - start, h.value.len()));
+    }
+    let head = buf.split_to(len).freeze();
+    let mut map = HeaderMap::with_capacity(lines.len());
+    for (name, at, n) in lines {
+        let value = HeaderValue::from_maybe_shared(head.slice(at..at + n))
+            .map_err(|_| broken("invalid header value"))?;
+        map.append(name, value);
+    }
+    let reading = if head_only || matches!(status, StatusCode::NO_CONTENT | StatusCode::NOT_MODIFIED)
+    {
+        Reading::Length(0)
+    } else {
+        match (chunked, length) {
+            (Some(true), _) => Reading::Chunked(Chunked::Size),
+            // A coding that does not end in chunks: the body runs to the close.
+            (Some(false), _) | (None, None) => Reading::ToClose,
+            (None, Some(n)) => Reading::Length(n as u64),
+        }
+    };
+    let reusable = !close && reading != Reading::ToClose;
+    let mut answer = Response::new(());
+    *answer.status_mut() = status;
+    *answer.version_mut() = version;
+    *answer.headers_mut() = map;
+    if let Some(reason) = reason {
+        if let Ok(reason) = hyper::ext::ReasonPhrase::try_from(reason) {
+            answer.extensions_mut().insert(reason);
+        }
+    }
+    Ok(Some(Parsed::Final(answer, reading, reusable)))
+}
+
+/// How the rest of an answer's body is read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Reading {
+    /// This many bytes are left.
+    Length(u64),
+    /// Chunks.
+    Chunked(Chunked),
+    /// Until the agent closes the connection.
+    ToClose,
+}
+
+/// An answer's body, read from its connection by whoever polls it.
+struct Answer {
+    conn: Option<Connection>,
+    /// What was read after the head and not yet given out.
+    buf: BytesMut,
+    reading: Reading,
+    reusable: bool,
+    keep: Arc<dyn Keep>,
+}
+
+impl Answer {
+    /// The body has ended: the connection goes back if nothing else came on it.
+    fn ended(&mut self) {
+        if let Some(conn) = self.conn.take() {
+            if self.reusable && self.buf.is_empty() {
+                self.keep.keep(conn);
+            }
+        }
+    }
+
+    fn poll_read(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<bool>> {
+        let Some(conn) = &self.conn else {
+            return Poll::Ready(Ok(false));
+        };
+        loop {
+            std::task::ready!(conn.tcp.poll_read_ready(cx))?;
+            self.buf.reserve(READ);
+            match conn.tcp.try_read_buf(&mut self.buf) {
+                Ok(n) => return Poll::Ready(Ok(n > 0)),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                Err(e) => return Poll::Ready(Err(e)),
+            }
+        }
+    }
+}
+
+impl hyper::body::Body for Answer {
+    type Data = Bytes;
+    type Error = io::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<io::Result<Frame<Bytes>>>> {
+        let this = &mut *self;
+        loop {
+            match &mut this.reading {
+                Reading::Length(0) => {
+                    this.ended();
+                    return Poll::Ready(None);
+                }
+                Reading::Length(left) => {
+                    if !this.buf.is_empty() {
+                        let n = usize::try_from(*left)
+                            .map_or(this.buf.len(), |left| left.min(this.buf.len()));
+                        *left -= n as u64;
+                        let data = this.buf.split_to(n).freeze();
+                        if *left == 0 {
+                            this.ended();
+                        }
+                        return Poll::Ready(Some(Ok(Frame::data(data))));
+                    }
+                }
+                Reading::Chunked(state) => match state.step(&mut this.buf) {
+                    Ok(Step::Data(data)) => return Poll::Ready(Some(Ok(Frame::data(data)))),
+                    Ok(Step::Done) => {
+                        this.ended();
+                        return Poll::Ready(None);
+                    }
+                    Ok(Step::More) => {}
+                    Err(e) => {
+                        this.conn = None;
+                        return Poll::Ready(Some(Err(io::Error::new(
+                            io::ErrorKind::InvalidData,
+                            e,
+                        ))));
+                    }
+                },
+                Reading::ToClose => {
+                    if !this.buf.is_empty() {
+                        let data = this.buf.split().freeze();
+                        return Poll::Ready(Some(Ok(Frame::data(data))));
+                    }
+                }
+            }
+            match std::task::ready!(this.poll_read(cx)) {
+                Ok(true) => {}
+                Ok(false) if this.reading == Reading::ToClose => {
+                    this.conn = None;
+                    this.reading = Reading::Length(0);
+                    return Poll::Ready(None);
+                }
+                Ok(false) => {
+                    this.conn = None;
+                    return Poll::Ready(Some(Err(cut_short())));
+                }
+                Err(e) => {
+                    this.conn = None;
+                    return Poll::Ready(Some(Err(e)));
+                }
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.reading == Reading::Length(0) || self.reading == Reading::Chunked(Chunked::Done)
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match self.reading {
+            Reading::Length(n) => SizeHint::with_exact(n),
+            _ => SizeHint::default(),
+        }
+    }
+}
+
+impl Drop for Answer {
+    fn drop(&mut self) {
+        // An answer with no body, or read to its end without a last poll: the
+        // connection goes back. Any other is dropped with its connection.
+        if self.is_end_stream() {
+            self.ended();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> (Response<()>, Reading, bool, BytesMut) {
+        let mut buf = BytesMut::from(text.as_bytes());
+        match parse_answer(&mut buf, false).unwrap().unwrap() {
+            Parsed::Final(head, reading, reusable) => (head, reading, reusable, buf),
+            Parsed::Interim => panic!("interim"),
+        }
+    }
+
+    #[test]
+    fn answers_are_framed_as_their_heads_say() {
+        let (head, reading, reusable, rest) =
+            parse("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nX-A: 1\r\n\r\nok");
+        assert_eq!(head.status(), StatusCode::OK);
+        assert_eq!(head.headers()["x-a"], "1");
+        assert_eq!((reading, reusable), (Reading::Length(2), true));
+        assert_eq!(&rest[..], b"ok");
+        let (_, reading, reusable, _) =
+            parse("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 9\r\n\r\n");
+        assert_eq!((reading, reusable), (Reading::Chunked(Chunked::Size), true));
+        let (_, reading, reusable, _) = parse("HTTP/1.1 200 OK\r\n\r\n");
+        assert_eq!((reading, reusable), (Reading::ToClose, false));
+        let (_, _, reusable, _) = parse("HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
+        assert!(!reusable);
+        let (_, _, reusable, _) = parse("HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n");
+        assert!(!reusable);
+        let (_, reading, _, _) = parse("HTTP/1.1 204 No Content\r\n\r\n");
+        assert_eq!(reading, Reading::Length(0));
+        let (head, _, _, _) = parse("HTTP/1.1 200 Fine\r\nContent-Length: 0\r\n\r\n");
+        assert_eq!(
+            head.extensions().get::<hyper::ext::ReasonPhrase>().unwrap().as_bytes(),
+            b"Fine"
+        );
+    }
+
+    #[test]
+    fn bad_heads_are_errors_and_interim_ones_are_skipped() {
+        let mut buf = BytesMut::from(&b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n"[..]);
+        assert!(matches!(parse_answer(&mut buf, false), Ok(Some(Parsed::Interim))));
+        assert_eq!(&buf[..], b"HTTP/1.1 200 OK\r\n");
+        assert!(matches!(parse_answer(&mut buf, false), Ok(None)));
+        for bad in [
+            "HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
+            "HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n",
+            "HTTP/1.1 101 Switching Protocols\r\n\r\n",
+            "NOT HTTP\r\n\r\n",
+        ] {
+            let mut buf = BytesMut::from(bad.as_bytes());
+            assert!(parse_answer(&mut buf, false).is_err(), "{bad}");
+        }
+    }
+}

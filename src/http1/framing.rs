@@ -1,0 +1,260 @@
+//! How HTTP/1.1 messages are delimited: `Content-Length` values, chunks (written and
+//! read), and the `Date` line. Pure functions of bytes, apart from the clock.
+
+use std::time::SystemTime;
+
+use bytes::{Buf, Bytes, BytesMut};
+
+/// The longest chunk-size line (with extensions) read before it is refused.
+const MAX_CHUNK_LINE: usize = 4096;
+
+/// The most trailer bytes read (and dropped) after a chunked body.
+const MAX_TRAILERS: usize = 64 * 1024;
+
+/// A `Content-Length` value: digits only, as hyper takes it (a list is refused).
+pub fn parse_length(value: &[u8]) -> Option<usize> {
+    if value.is_empty() || value.len() > 19 || !value.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    std::str::from_utf8(value).ok()?.parse().ok()
+}
+
+/// Appends a chunk's size line: its length in hex, then CRLF.
+pub fn push_chunk_size(out: &mut Vec<u8>, mut n: usize) {
+    let mut digits = [0u8; 16];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b"0123456789abcdef"[n & 0xf];
+        n >>= 4;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[at..]);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// Whether a `Transfer-Encoding` value ends in `chunked`.
+pub fn ends_chunked(value: &[u8]) -> bool {
+    value
+        .rsplit(|&b| b == b',')
+        .next()
+        .is_some_and(|last| last.trim_ascii().eq_ignore_ascii_case(b"chunked"))
+}
+
+/// Whether a `Connection` value holds `token` (`close`, `keep-alive`).
+pub fn has_token(value: &[u8], token: &[u8]) -> bool {
+    value
+        .split(|&b| b == b',')
+        .any(|t| t.trim_ascii().eq_ignore_ascii_case(token))
+}
+
+/// The current time as an HTTP date, formatted once a second per thread.
+pub fn http_date() -> [u8; 29] {
+    thread_local! {
+        static CACHED: std::cell::Cell<(u64, [u8; 29])> =
+            const { std::cell::Cell::new((u64::MAX, [0; 29])) };
+    }
+    let now = SystemTime::now();
+    let second = now
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    CACHED.with(|cached| {
+        let (at, date) = cached.get();
+        if at == second {
+            return date;
+        }
+        let mut formatted = *b"Thu, 01 Jan 1970 00:00:00 GMT";
+        let text = httpdate::fmt_http_date(now);
+        if text.len() == formatted.len() {
+            formatted.copy_from_slice(text.as_bytes());
+        }
+        cached.set((second, formatted));
+        formatted
+    })
+}
+
+/// Why a chunked body could not be read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum ChunkError {
+    /// A size line that is not hex, too long, or overflows.
+    #[error("invalid chunk size line")]
+    Size,
+    /// A chunk's data not followed by CRLF.
+    #[error("invalid chunk end")]
+    End,
+    /// More trailer bytes than are read.
+    #[error("chunked trailers too large")]
+    Trailers,
+}
+
+/// Reads a chunked body out of a buffer as its bytes arrive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Chunked {
+    /// Before a size line.
+    Size,
+    /// Inside a chunk's data: this many bytes are left.
+    Data(u64),
+    /// After a chunk's data: its CRLF.
+    DataEnd,
+    /// After the last chunk: trailer lines until an empty one (this many read so far).
+    Trailers(usize),
+    /// The body has ended.
+    Done,
+}
+
+/// What [`Chunked::step`] found in the buffer.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Step {
+    /// Some of the body's data.
+    Data(Bytes),
+    /// More bytes are needed.
+    More,
+    /// The body has ended (its trailers read and dropped).
+    Done,
+}
+
+impl Chunked {
+    /// Takes what it can from `buf`: data, or the framing around it.
+    pub fn step(&mut self, buf: &mut BytesMut) -> Result<Step, ChunkError> {
+        loop {
+            match *self {
+                Chunked::Done => return Ok(Step::Done),
+                Chunked::Size => {
+                    let Some(end) = memchr::memchr(b'\n', buf) else {
+                        return if buf.len() > MAX_CHUNK_LINE {
+                            Err(ChunkError::Size)
+                        } else {
+                            Ok(Step::More)
+                        };
+                    };
+                    let size = chunk_size(&buf[..end])?;
+                    buf.advance(end + 1);
+                    *self = if size == 0 {
+                        Chunked::Trailers(0)
+                    } else {
+                        Chunked::Data(size)
+                    };
+                }
+                Chunked::Data(left) => {
+                    if buf.is_empty() {
+                        return Ok(Step::More);
+                    }
+                    let n = usize::try_from(left).map_or(buf.len(), |left| left.min(buf.len()));
+                    let data = buf.split_to(n).freeze();
+                    let left = left - n as u64;
+                    *self = if left == 0 {
+                        Chunked::DataEnd
+                    } else {
+                        Chunked::Data(left)
+                    };
+                    return Ok(Step::Data(data));
+                }
+                Chunked::DataEnd => {
+                    if buf.len() < 2 {
+                        return Ok(Step::More);
+                    }
+                    if &buf[..2] != b"\r\n" {
+                        return Err(ChunkError::End);
+                    }
+                    buf.advance(2);
+                    *self = Chunked::Size;
+                }
+                Chunked::Trailers(read) => {
+                    let Some(end) = memchr::memchr(b'\n', buf) else {
+                        return if read + buf.len() > MAX_TRAILERS {
+                            Err(ChunkError::Trailers)
+                        } else {
+                            Ok(Step::More)
+                        };
+                    };
+                    let empty = buf[..end] == *b"\r" || end == 0;
+                    buf.advance(end + 1);
+                    *self = if empty {
+                        Chunked::Done
+                    } else {
+                        Chunked::Trailers(read + end + 1)
+                    };
+                }
+            }
+        }
+    }
+}
+
+/// A size line's size (before any `;` extension; spaces and tabs allowed after the
+/// digits, as hyper allows them).
+fn chunk_size(line: &[u8]) -> Result<u64, ChunkError> {
+    let line = line.strip_suffix(b"\r").ok_or(ChunkError::Size)?;
+    let digits = line.split(|&b| b == b';').next().unwrap_or_default();
+    let digits = digits.trim_ascii_end();
+    if digits.is_empty() || digits.len() > 16 {
+        return Err(ChunkError::Size);
+    }
+    let mut size = 0u64;
+    for &b in digits {
+        let d = match b {
+            b'0'..=b'9' => b - b'0',
+            b'a'..=b'f' => b - b'a' + 10,
+            b'A'..=b'F' => b - b'A' + 10,
+            _ => return Err(ChunkError::Size),
+        };
+        size = size.checked_mul(16).ok_or(ChunkError::Size)? + u64::from(d);
+    }
+    Ok(size)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read_all(wire: &[u8], pieces: usize) -> Result<Vec<u8>, ChunkError> {
+        let mut state = Chunked::Size;
+        let mut buf = BytesMut::new();
+        let mut body = Vec::new();
+        for piece in wire.chunks(pieces) {
+            buf.extend_from_slice(piece);
+            loop {
+                match state.step(&mut buf)? {
+                    Step::Data(data) => body.extend_from_slice(&data),
+                    Step::More => break,
+                    Step::Done => return Ok(body),
+                }
+            }
+        }
+        Err(ChunkError::End)
+    }
+
+    #[test]
+    fn chunked_bodies_read_the_same_in_any_pieces() {
+        let wire = b"5\r\nhello\r\n1;ext=1\r\n \r\nA  \r\n0123456789\r\n0\r\nx-t: 1\r\n\r\n";
+        for pieces in 1..wire.len() {
+            assert_eq!(read_all(wire, pieces).unwrap(), b"hello 0123456789", "{pieces}");
+        }
+    }
+
+    #[test]
+    fn bad_chunked_bodies_are_refused() {
+        assert_eq!(read_all(b"x\r\n", 8), Err(ChunkError::Size));
+        assert_eq!(read_all(b"\r\n", 8), Err(ChunkError::Size));
+        assert_eq!(read_all(b"11111111111111111\r\n", 64), Err(ChunkError::Size));
+        assert_eq!(read_all(b"1\r\nab\r\n", 8), Err(ChunkError::End));
+    }
+
+    #[test]
+    fn sizes_lengths_and_tokens() {
+        for (n, text) in [(0, "0\r\n"), (10, "a\r\n"), (4096, "1000\r\n")] {
+            let mut out = Vec::new();
+            push_chunk_size(&mut out, n);
+            assert_eq!(out, text.as_bytes());
+        }
+        assert_eq!(parse_length(b"42"), Some(42));
+        for bad in [&b""[..], b"+1", b"1,1", b" 1", b"99999999999999999999"] {
+            assert_eq!(parse_length(bad), None, "{bad:?}");
+        }
+        assert!(ends_chunked(b"gzip, chunked"));
+        assert!(!ends_chunked(b"chunked, gzip"));
+        assert!(has_token(b"keep-alive, Close", b"close"));
+        assert_eq!(http_date().len(), 29);
+    }
+}
