@@ -12,6 +12,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("codes", &[]),
     ("wire", &["pb"]),
     ("metrics", &[]),
+    ("http1", &[]),
     ("telemetry", &["metrics"]),
     ("rules", &["pb", "error"]),
     (
@@ -37,6 +38,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     (
         "front",
         &[
+            "http1",
             "run",
             "registry",
             "bodies",
@@ -65,6 +67,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "transport",
         &[
             "front",
+            "http1",
             "run",
             "config",
             "registry",
@@ -83,6 +86,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         &[
             "transport",
             "front",
+            "http1",
             "run",
             "config",
             "registry",
