@@ -58,7 +58,10 @@ impl Pool {
     /// Sends `request` (its URI in origin form, its `Host` set) on the most recently
     /// used idle connection the agent has not closed, or a new one, and waits for the
     /// answer's head. The connection comes back when the answer's body ends.
-    pub async fn send(self: &Arc<Self>, request: Request<Body>) -> Result<Response<Body>, PoolError> {
+    pub async fn send(
+        self: &Arc<Self>,
+        request: Request<Body>,
+    ) -> Result<Response<Body>, PoolError> {
         let conn = match self.checkout() {
             Some(conn) => conn,
             None => Connection::connect(&self.address)

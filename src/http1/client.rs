@@ -96,16 +96,21 @@ impl Connection {
         drop(out);
         let mut buf = BytesMut::new();
         let (head, reading, reusable) = loop {
+            if !buf.is_empty() {
+                match parse_answer(&mut buf, head_only)? {
+                    Some(Parsed::Final(head, reading, reusable)) => {
+                        break (head, reading, reusable)
+                    }
+                    // An interim answer (100 Continue and the like): the final one
+                    // follows, perhaps already read.
+                    Some(Parsed::Interim) => continue,
+                    None if buf.len() > MAX_HEAD => return Err(broken("answer head too large")),
+                    None => {}
+                }
+            }
             buf.reserve(READ);
             if !read_more(&self.tcp, &mut buf).await? {
                 return Err(cut_short());
-            }
-            match parse_answer(&mut buf, head_only)? {
-                Some(Parsed::Final(head, reading, reusable)) => break (head, reading, reusable),
-                // An interim answer (100 Continue and the like): the final one follows.
-                Some(Parsed::Interim) => continue,
-                None if buf.len() > MAX_HEAD => return Err(broken("answer head too large")),
-                None => continue,
             }
         };
         let answer = Answer {
@@ -286,8 +291,8 @@ fn parse_answer(buf: &mut BytesMut, head_only: bool) -> io::Result<Option<Parsed
     let start = buf.as_ptr() as usize;
     let mut lines = Vec::with_capacity(parsed.headers.len());
     for h in parsed.headers.iter() {
-        let name = HeaderName::from_bytes(h.name.as_bytes())
-            .map_err(|_| broken("invalid header name"))?;
+        let name =
+            HeaderName::from_bytes(h.name.as_bytes()).map_err(|_| broken("invalid header name"))?;
         match name {
             header::CONTENT_LENGTH => {
                 let n = framing::parse_length(h.value)
@@ -316,17 +321,17 @@ fn parse_answer(buf: &mut BytesMut, head_only: bool) -> io::Result<Option<Parsed
             .map_err(|_| broken("invalid header value"))?;
         map.append(name, value);
     }
-    let reading = if head_only || matches!(status, StatusCode::NO_CONTENT | StatusCode::NOT_MODIFIED)
-    {
-        Reading::Length(0)
-    } else {
-        match (chunked, length) {
-            (Some(true), _) => Reading::Chunked(Chunked::Size),
-            // A coding that does not end in chunks: the body runs to the close.
-            (Some(false), _) | (None, None) => Reading::ToClose,
-            (None, Some(n)) => Reading::Length(n as u64),
-        }
-    };
+    let reading =
+        if head_only || matches!(status, StatusCode::NO_CONTENT | StatusCode::NOT_MODIFIED) {
+            Reading::Length(0)
+        } else {
+            match (chunked, length) {
+                (Some(true), _) => Reading::Chunked(Chunked::Size),
+                // A coding that does not end in chunks: the body runs to the close.
+                (Some(false), _) | (None, None) => Reading::ToClose,
+                (None, Some(n)) => Reading::Length(n as u64),
+            }
+        };
     let reusable = !close && reading != Reading::ToClose;
     let mut answer = Response::new(());
     *answer.status_mut() = status;
@@ -502,7 +507,8 @@ mod tests {
         assert_eq!((reading, reusable), (Reading::Chunked(Chunked::Size), true));
         let (_, reading, reusable, _) = parse("HTTP/1.1 200 OK\r\n\r\n");
         assert_eq!((reading, reusable), (Reading::ToClose, false));
-        let (_, _, reusable, _) = parse("HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
+        let (_, _, reusable, _) =
+            parse("HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
         assert!(!reusable);
         let (_, _, reusable, _) = parse("HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n");
         assert!(!reusable);
@@ -510,7 +516,10 @@ mod tests {
         assert_eq!(reading, Reading::Length(0));
         let (head, _, _, _) = parse("HTTP/1.1 200 Fine\r\nContent-Length: 0\r\n\r\n");
         assert_eq!(
-            head.extensions().get::<hyper::ext::ReasonPhrase>().unwrap().as_bytes(),
+            head.extensions()
+                .get::<hyper::ext::ReasonPhrase>()
+                .unwrap()
+                .as_bytes(),
             b"Fine"
         );
     }
@@ -518,7 +527,10 @@ mod tests {
     #[test]
     fn bad_heads_are_errors_and_interim_ones_are_skipped() {
         let mut buf = BytesMut::from(&b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n"[..]);
-        assert!(matches!(parse_answer(&mut buf, false), Ok(Some(Parsed::Interim))));
+        assert!(matches!(
+            parse_answer(&mut buf, false),
+            Ok(Some(Parsed::Interim))
+        ));
         assert_eq!(&buf[..], b"HTTP/1.1 200 OK\r\n");
         assert!(matches!(parse_answer(&mut buf, false), Ok(None)));
         for bad in [

@@ -229,7 +229,11 @@ mod tests {
     fn chunked_bodies_read_the_same_in_any_pieces() {
         let wire = b"5\r\nhello\r\n1;ext=1\r\n \r\nA  \r\n0123456789\r\n0\r\nx-t: 1\r\n\r\n";
         for pieces in 1..wire.len() {
-            assert_eq!(read_all(wire, pieces).unwrap(), b"hello 0123456789", "{pieces}");
+            assert_eq!(
+                read_all(wire, pieces).unwrap(),
+                b"hello 0123456789",
+                "{pieces}"
+            );
         }
     }
 
@@ -237,7 +241,10 @@ mod tests {
     fn bad_chunked_bodies_are_refused() {
         assert_eq!(read_all(b"x\r\n", 8), Err(ChunkError::Size));
         assert_eq!(read_all(b"\r\n", 8), Err(ChunkError::Size));
-        assert_eq!(read_all(b"11111111111111111\r\n", 64), Err(ChunkError::Size));
+        assert_eq!(
+            read_all(b"11111111111111111\r\n", 64),
+            Err(ChunkError::Size)
+        );
         assert_eq!(read_all(b"1\r\nab\r\n", 8), Err(ChunkError::End));
     }
 

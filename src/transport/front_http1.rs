@@ -86,12 +86,7 @@ pub async fn serve(
         let request = match conn.read_request().await {
             Next::Request(request) => request,
             Next::Closed => return Ended::Closed,
-            Next::HandOver(read) => {
-                return Ended::HandOver(Prefixed {
-                    read,
-                    io: conn.tcp,
-                })
-            }
+            Next::HandOver(read) => return Ended::HandOver(Prefixed { read, io: conn.tcp }),
         };
         let mut handling = Box::pin(front.handle(request));
         let answer = poll_fn(|cx| {
@@ -457,8 +452,10 @@ enum Framing {
 /// The answer's framing, as hyper's server chooses it: the body's own exact length
 /// first, then a `Content-Length` the answer carries, then chunks.
 fn answer_framing(parts: &hyper::http::response::Parts, body: &Body) -> Framing {
-    if matches!(parts.status, StatusCode::NO_CONTENT | StatusCode::NOT_MODIFIED)
-        || parts.status.is_informational()
+    if matches!(
+        parts.status,
+        StatusCode::NO_CONTENT | StatusCode::NOT_MODIFIED
+    ) || parts.status.is_informational()
     {
         return Framing::None;
     }
@@ -605,9 +602,9 @@ mod tests {
 
     #[test]
     fn a_plain_post_is_taken_with_its_headers_and_length() {
-        let Head::Plain(request, length, rest) =
-            parsed("POST /a?b=c HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nX-A: 1\r\nx-a: 2\r\n\r\nhello")
-        else {
+        let Head::Plain(request, length, rest) = parsed(
+            "POST /a?b=c HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nX-A: 1\r\nx-a: 2\r\n\r\nhello",
+        ) else {
             panic!("not plain");
         };
         assert_eq!(length, 5);

@@ -206,7 +206,10 @@ pub async fn serve(
     drop(listener);
     draining.cancel();
     connections.close();
-    if tokio::time::timeout(drain, connections.wait()).await.is_err() {
+    if tokio::time::timeout(drain, connections.wait())
+        .await
+        .is_err()
+    {
         tracing::debug!("the front's connections did not all end within the drain");
     }
 }

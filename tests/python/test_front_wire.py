@@ -1,0 +1,214 @@
+"""The front's HTTP/1.1 on raw sockets (issue 50): its own loop for clients and its own
+client of the agent. What a client and an agent see must be what they saw when hyper
+served both ends: pipelined requests answered in order, unusual requests (HTTP/1.0,
+chunked uploads, 100-continue, HEAD, bad or oversized heads) answered as hyper answers
+them, a client that leaves ending the agent's exchange, and every framing an agent may
+answer in (chunks with extensions and trailers, a body to the close, `Connection:
+close`, an interim 100) passed on whole."""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import threading
+
+import pytest
+
+from test_front_http import RawAgent, message, start_front, stop
+
+V1 = "A2A-Version: 1.0\r\n"
+
+
+def send_message_bytes(text: str, rpc_id: int = 1, method: str = "SendMessage") -> bytes:
+    body = json.dumps({"jsonrpc": "2.0", "id": rpc_id, "method": method,
+                       "params": {"message": message(text)}}).encode()
+    return (f"POST / HTTP/1.1\r\nHost: front\r\nContent-Type: application/json\r\n{V1}"
+            f"Content-Length: {len(body)}\r\n\r\n").encode() + body
+
+
+def read_answer(reader, head_only: bool = False) -> tuple[str, dict, bytes]:
+    """One answer from a buffered socket reader: its status line, headers (lower-case
+    names), and body (by Content-Length, chunks, or to the close)."""
+    status = reader.readline().decode().rstrip("\r\n")
+    assert status, "the connection closed before an answer"
+    headers: dict[str, str] = {}
+    while (line := reader.readline()) not in (b"\r\n", b"\n", b""):
+        name, _, value = line.decode().partition(":")
+        headers[name.strip().lower()] = value.strip()
+    if head_only or status.split()[1] in ("100", "204", "304"):
+        return status, headers, b""
+    if "content-length" in headers:
+        return status, headers, reader.read(int(headers["content-length"]))
+    if headers.get("transfer-encoding") == "chunked":
+        body = b""
+        while True:
+            size = int(reader.readline().split(b";")[0], 16)
+            if size == 0:
+                while reader.readline() not in (b"\r\n", b"\n", b""):
+                    pass
+                return status, headers, body
+            body += reader.read(size)
+            assert reader.read(2) == b"\r\n"
+    return status, headers, reader.read()
+
+
+def connect(url: str) -> socket.socket:
+    host, port = url.removeprefix("http://").rsplit(":", 1)
+    return socket.create_connection((host, int(port)), timeout=30)
+
+
+class FramingAgent(RawAgent):
+    """The raw agent, with answers in the framings no SDK picks on purpose: "chunked"
+    (pieces with a chunk extension and a trailer), "to-close" (no length: the body
+    runs to the close), "close" (a length and `Connection: close`), "interim" (a 100
+    Continue first), and "sse-watch" (one event, then it waits to see the front close
+    the connection, and says so in `closed`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.closed = threading.Event()
+
+    def _answer(self, conn, method, path, body):
+        if path.endswith("/.well-known/agent-card.json") or self.mode == "echo":
+            return super()._answer(conn, method, path, body)
+        call = json.loads(body or b"{}")
+        payload = json.dumps({"jsonrpc": "2.0", "id": call.get("id"), "result": {"message": {
+            "messageId": "m-1", "role": "ROLE_AGENT", "parts": [{"text": "framed " + self.mode}]}}}).encode()
+        head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+        if self.mode == "chunked":
+            half = len(payload) // 2
+            conn.sendall(head + b"Transfer-Encoding: chunked\r\n\r\n"
+                         + f"{half:x};piece=1\r\n".encode() + payload[:half] + b"\r\n")
+            conn.sendall(f"{len(payload) - half:X}\r\n".encode() + payload[half:] + b"\r\n"
+                         + b"0\r\nX-Trailer: 1\r\n\r\n")
+            return True
+        if self.mode == "to-close":
+            conn.sendall(head + b"\r\n" + payload)
+            return False
+        if self.mode == "close":
+            conn.sendall(head + f"Content-Length: {len(payload)}\r\nConnection: close\r\n\r\n".encode() + payload)
+            return False
+        if self.mode == "interim":
+            conn.sendall(b"HTTP/1.1 100 Continue\r\n\r\n" + head
+                         + f"Content-Length: {len(payload)}\r\n\r\n".encode() + payload)
+            return True
+        if self.mode == "sse-watch":
+            event = json.dumps({"jsonrpc": "2.0", "id": call.get("id"), "result": {"task": {
+                "id": "t-1", "contextId": "c-1", "status": {"state": "TASK_STATE_WORKING"}}}})
+            data = f"data: {event}\n\n".encode()
+            conn.sendall(head.replace(b"application/json", b"text/event-stream")
+                         + b"Transfer-Encoding: chunked\r\n\r\n"
+                         + f"{len(data):x}\r\n".encode() + data + b"\r\n")
+            conn.settimeout(60)
+            try:
+                if conn.recv(1) == b"":
+                    self.closed.set()
+            except OSError:
+                self.closed.set()
+            return False
+        raise AssertionError(f"unknown mode {self.mode}")
+
+
+@pytest.fixture
+def agent():
+    running = FramingAgent()
+    yield running
+    running.stop()
+
+
+@pytest.fixture
+def front(tmp_path, agent):
+    proc, url = start_front(tmp_path, agent.url)
+    yield url
+    stop(proc)
+
+
+def test_pipelined_requests_are_answered_in_order_on_one_connection(front, agent):
+    with connect(front) as sock:
+        sock.sendall(b"".join(send_message_bytes(f"n{i}", rpc_id=i) for i in range(3)))
+        reader = sock.makefile("rb")
+        for i in range(3):
+            status, headers, body = read_answer(reader)
+            assert status == "HTTP/1.1 200 OK", status
+            assert "date" in headers and headers["content-length"] == str(len(body))
+            answer = json.loads(body)
+            assert answer["id"] == i and answer["result"]["message"]["parts"][0]["text"] == f"echo: n{i}"
+    assert len(agent.requests("POST")) == 3
+
+
+def test_unusual_requests_get_hyper_s_answers(front, agent):
+    # HTTP/1.0: answered in HTTP/1.0 and closed.
+    with connect(front) as sock:
+        sock.sendall(send_message_bytes("old").replace(b"HTTP/1.1", b"HTTP/1.0", 1))
+        status, _, body = read_answer(sock.makefile("rb"))
+        assert status.startswith("HTTP/1.0 200"), status
+        assert json.loads(body)["result"]["message"]["parts"][0]["text"] == "echo: old"
+    # A chunked upload reaches the agent whole; then 100-continue on the same connection.
+    with connect(front) as sock:
+        reader = sock.makefile("rb")
+        plain = send_message_bytes("chunked")
+        head, body = plain.split(b"\r\n\r\n", 1)
+        head = head.replace(f"Content-Length: {len(body)}".encode(), b"Transfer-Encoding: chunked")
+        sock.sendall(head + b"\r\n\r\n" + f"{len(body):x}\r\n".encode() + body + b"\r\n0\r\n\r\n")
+        status, _, body = read_answer(reader)
+        assert status == "HTTP/1.1 200 OK" and b"echo: chunked" in body, (status, body)
+        plain = send_message_bytes("continue")
+        head, body = plain.split(b"\r\n\r\n", 1)
+        sock.sendall(head + b"\r\nExpect: 100-continue\r\n\r\n")
+        status, _, _ = read_answer(reader)
+        assert status == "HTTP/1.1 100 Continue", status
+        sock.sendall(body)
+        status, _, body = read_answer(reader)
+        assert status == "HTTP/1.1 200 OK" and b"echo: continue" in body, (status, body)
+    # HEAD: a head and no body.
+    with connect(front) as sock:
+        sock.sendall(b"HEAD /.well-known/agent-card.json HTTP/1.1\r\nHost: front\r\n\r\n")
+        status, headers, _ = read_answer(sock.makefile("rb"), head_only=True)
+        assert status.startswith("HTTP/1.1 "), status
+    # A head that does not parse, and one too large.
+    for bad, code in ((b"GET /\x01 HTTP/1.1\r\n\r\n", "400"),
+                      (b"GET / HTTP/1.1\r\nX-Big: " + b"a" * 70_000 + b"\r\n\r\n", "431")):
+        with connect(front) as sock:
+            sock.sendall(bad)
+            status, _, _ = read_answer(sock.makefile("rb"))
+            assert status.split()[1] == code, status
+
+
+@pytest.mark.parametrize("mode", ["chunked", "to-close", "close", "interim"])
+def test_every_framing_an_agent_answers_in_is_passed_on_whole(front, agent, mode):
+    agent.mode = mode
+    with connect(front) as sock:
+        reader = sock.makefile("rb")
+        for i in range(2):
+            # Twice: a connection the agent closed after its answer is not used again.
+            sock.sendall(send_message_bytes(f"x{i}", rpc_id=i))
+            status, _, body = read_answer(reader)
+            assert status == "HTTP/1.1 200 OK", status
+            answer = json.loads(body)
+            assert answer["id"] == i and answer["result"]["message"]["parts"][0]["text"] == f"framed {mode}"
+
+
+def test_a_client_that_leaves_a_stream_ends_the_agent_s_exchange(front, agent):
+    agent.mode = "sse-watch"
+    sock = connect(front)
+    sock.sendall(send_message_bytes("watch", method="SendStreamingMessage"))
+    reader = sock.makefile("rb")
+    assert reader.readline().startswith(b"HTTP/1.1 200")
+    while b"data:" not in reader.readline():
+        pass
+    reader.close()
+    sock.close()
+    assert agent.closed.wait(30), "the agent's connection stayed open after the client left"
+
+
+def test_the_drain_closes_an_idle_connection_and_the_server_exits(tmp_path, agent):
+    proc, url = start_front(tmp_path, agent.url)
+    with connect(url) as sock:
+        reader = sock.makefile("rb")
+        sock.sendall(send_message_bytes("before"))
+        status, _, _ = read_answer(reader)
+        assert status == "HTTP/1.1 200 OK"
+        proc.send_signal(signal.SIGTERM)
+        assert reader.read() == b"", "the idle connection was closed by the drain"
+    assert proc.wait(timeout=30) == 0
