@@ -21,6 +21,7 @@ use tokio::io::AsyncWriteExt as _;
 use tokio::net::TcpStream;
 
 use crate::http1::framing::{self, Chunked, Step};
+use crate::http1::socket;
 
 /// The most header lines an answer's head may have (hyper's default).
 const MAX_HEADERS: usize = 100;
@@ -69,8 +70,7 @@ impl Connection {
     /// Whether the other end has closed it (or sent bytes nobody asked for) while it
     /// waited: such a connection is not used again.
     pub fn is_closed(&self) -> bool {
-        let mut byte = [0u8; 1];
-        !matches!(self.tcp.try_read(&mut byte), Err(e) if e.kind() == io::ErrorKind::WouldBlock)
+        socket::closed_while_idle(&self.tcp)
     }
 
     /// Sends `request` (its URI in origin form, its `Host` and framing headers the
@@ -182,7 +182,7 @@ impl Connection {
 async fn read_more(tcp: &TcpStream, buf: &mut BytesMut) -> io::Result<bool> {
     loop {
         poll_fn(|cx| tcp.poll_read_ready(cx)).await?;
-        match tcp.try_read_buf(buf) {
+        match socket::read_into(tcp, buf) {
             Ok(n) => return Ok(n > 0),
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
             Err(e) => return Err(e),
@@ -383,7 +383,7 @@ impl Answer {
         loop {
             std::task::ready!(conn.tcp.poll_read_ready(cx))?;
             self.buf.reserve(READ);
-            match conn.tcp.try_read_buf(&mut self.buf) {
+            match socket::read_into(&conn.tcp, &mut self.buf) {
                 Ok(n) => return Poll::Ready(Ok(n > 0)),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
                 Err(e) => return Poll::Ready(Err(e)),

@@ -1,7 +1,9 @@
 //! HTTP/1.1 on the wire, for the front's hop: what its own server loop
 //! (`transport/front_http1`) and its client of the agent ([`client`]) share. Message
-//! framing ([`framing`]: lengths, chunks, the date line) and one client connection.
+//! framing ([`framing`]: lengths, chunks, the date line), socket reads that clear
+//! their readiness when they empty the socket ([`socket`]), and one client connection.
 //! Below the front and the transport; it knows nothing of A2A.
 
 pub mod client;
 pub mod framing;
+pub mod socket;

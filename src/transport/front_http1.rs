@@ -29,7 +29,7 @@ use tokio::time::{Instant, Sleep};
 use tokio_util::sync::WaitForCancellationFutureOwned;
 
 use crate::front::Front;
-use crate::http1::framing;
+use crate::http1::{framing, socket};
 
 /// How a connection served here may behave.
 #[derive(Clone, Copy, Debug)]
@@ -207,7 +207,7 @@ impl Connection {
     /// its end or on an error, `Err(())` when nothing was there after all.
     fn read_some(&mut self, wanted: usize) -> Result<bool, ()> {
         self.buf.reserve(wanted);
-        match self.tcp.try_read_buf(&mut self.buf) {
+        match socket::read_into(&self.tcp, &mut self.buf) {
             Ok(0) => Ok(false),
             Ok(_) => Ok(true),
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
@@ -318,9 +318,14 @@ impl Connection {
             };
             match frame {
                 None => break,
-                // An answer that fails part way is cut short: the client sees it end
-                // early, as hyper ends it.
-                Some(Err(_)) => return Ok(false),
+                // An answer that fails part way is cut short after what came before
+                // the failure: the client sees it end early, as hyper ends it.
+                Some(Err(_)) => {
+                    if !out.is_empty() {
+                        self.tcp.write_all(&out).await?;
+                    }
+                    return Ok(false);
+                }
                 Some(Ok(frame)) => {
                     let Ok(data) = frame.into_data() else {
                         // Trailers: HTTP/1.1 answers here carry none (a request that

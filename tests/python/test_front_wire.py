@@ -63,7 +63,7 @@ class FramingAgent(RawAgent):
     (pieces with a chunk extension and a trailer), "to-close" (no length: the body
     runs to the close), "close" (a length and `Connection: close`), "interim" (a 100
     Continue first), and "sse-watch" (one event, then it waits to see the front close
-    the connection, and says so in `closed`)."""
+    the connection, and says so in `closed`), "cut" (a chunk begun, then the close)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -93,6 +93,11 @@ class FramingAgent(RawAgent):
             conn.sendall(b"HTTP/1.1 100 Continue\r\n\r\n" + head
                          + f"Content-Length: {len(payload)}\r\n\r\n".encode() + payload)
             return True
+        if self.mode == "cut":
+            # One write, then the close: the front reads the part and the end together.
+            conn.sendall(head + b"Transfer-Encoding: chunked\r\n\r\n"
+                         + f"{len(payload):x}\r\n".encode() + payload[:10])
+            return False
         if self.mode == "sse-watch":
             event = json.dumps({"jsonrpc": "2.0", "id": call.get("id"), "result": {"task": {
                 "id": "t-1", "contextId": "c-1", "status": {"state": "TASK_STATE_WORKING"}}}})
@@ -187,6 +192,19 @@ def test_every_framing_an_agent_answers_in_is_passed_on_whole(front, agent, mode
             assert status == "HTTP/1.1 200 OK", status
             answer = json.loads(body)
             assert answer["id"] == i and answer["result"]["message"]["parts"][0]["text"] == f"framed {mode}"
+
+
+def test_an_answer_cut_off_by_the_agent_is_passed_on_as_far_as_it_came(front, agent):
+    agent.mode = "cut"
+    with connect(front) as sock:
+        sock.sendall(send_message_bytes("cut"))
+        reader = sock.makefile("rb")
+        status, headers, _ = read_answer(reader, head_only=True)
+        assert status == "HTTP/1.1 200 OK", status
+        assert headers.get("transfer-encoding") == "chunked", headers
+        rest = reader.read()
+        # What came before the cut, and then the close: never the last chunk.
+        assert rest.startswith(b"a\r\n") and not rest.endswith(b"0\r\n\r\n"), rest
 
 
 def test_a_client_that_leaves_a_stream_ends_the_agent_s_exchange(front, agent):

@@ -1,0 +1,44 @@
+//! Reading a socket without asking it twice: a read that comes back short has emptied
+//! the socket's queue, so its readiness is cleared then and there. The next wait goes
+//! straight to epoll, where it would otherwise first make one more `recvfrom` only to
+//! be told EAGAIN (twice a request on the proxy hop, before this).
+
+use std::io;
+use std::task::{Context, Poll, Waker};
+
+use bytes::BytesMut;
+use tokio::io::Interest;
+use tokio::net::TcpStream;
+
+/// Reads what `tcp` has into `buf`'s spare room (reserve first): the bytes read, 0 at
+/// the end of the stream, `WouldBlock` when there was nothing after all.
+pub fn read_into(tcp: &TcpStream, buf: &mut BytesMut) -> io::Result<usize> {
+    let room = buf.capacity() - buf.len();
+    let mut read = 0;
+    // The read is made inside `try_io`, so that what is cleared is the readiness seen
+    // before it: an event that comes after the read has a newer tick and stays.
+    let result = tcp.try_io(Interest::READABLE, || {
+        read = tcp.try_read_buf(buf)?;
+        if read > 0 && read < room {
+            Err(io::Error::from(io::ErrorKind::WouldBlock))
+        } else {
+            Ok(read)
+        }
+    });
+    match result {
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock && read > 0 => Ok(read),
+        other => other,
+    }
+}
+
+/// Whether `tcp`, between requests, has been closed by its other end or sent bytes
+/// nobody asked for. No system call unless the socket has had an event since its
+/// last read was cleared.
+pub fn closed_while_idle(tcp: &TcpStream) -> bool {
+    let mut cx = Context::from_waker(Waker::noop());
+    if let Poll::Pending = tcp.poll_read_ready(&mut cx) {
+        return false;
+    }
+    let mut byte = [0u8; 1];
+    !matches!(tcp.try_read(&mut byte), Err(e) if e.kind() == io::ErrorKind::WouldBlock)
+}
