@@ -21,12 +21,29 @@ const MAX_IDLE: usize = 256;
 /// agent closes them.
 const IDLE_FOR: Duration = Duration::from_secs(90);
 
-/// Connections to one `host:port`.
+/// Connections to one `host:port`, kept per event loop: a connection is registered
+/// with the loop that made it, and is only used again from that loop, where its
+/// events are read (a connection taken on another loop would be woken across threads).
 #[derive(Debug)]
 pub struct Pool {
     /// What `TcpStream::connect` is given: the upstream's host and port.
     address: String,
-    idle: Mutex<VecDeque<Idle>>,
+    /// Slot 0 for threads that are no loop of the front's; then one a loop.
+    idle: Box<[Mutex<VecDeque<Idle>>]>,
+}
+
+thread_local! {
+    /// Which of the pool's slots this thread uses (see [`set_loop`]).
+    static SLOT: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// The most event loops the pool keeps connections apart for; more share slots.
+const MAX_LOOPS: usize = 64;
+
+/// Says that this thread is the front's event loop `index` (from 0): its connections
+/// to the agent are kept apart from other threads'.
+pub fn set_loop(index: usize) {
+    SLOT.with(|slot| slot.set(1 + index % MAX_LOOPS));
 }
 
 #[derive(Debug)]
@@ -51,7 +68,9 @@ impl Pool {
     pub fn new(address: String) -> Self {
         Self {
             address,
-            idle: Mutex::new(VecDeque::new()),
+            idle: (0..=MAX_LOOPS)
+                .map(|_| Mutex::new(VecDeque::new()))
+                .collect(),
         }
     }
 
@@ -75,7 +94,7 @@ impl Pool {
     /// The most recently used idle connection that is still open.
     fn checkout(&self) -> Option<Connection> {
         loop {
-            let idle = self.idle.lock().expect("not poisoned").pop_back()?;
+            let idle = self.slot().lock().expect("not poisoned").pop_back()?;
             // Closed by the agent while it waited (its idle timeout): nothing of the
             // request has gone, and it goes on another.
             if !idle.conn.is_closed() {
@@ -88,7 +107,7 @@ impl Pool {
     /// idle ones closed when there are too many or they have waited too long).
     fn checkin(&self, conn: Connection) {
         let now = Instant::now();
-        let mut idle = self.idle.lock().expect("not poisoned");
+        let mut idle = self.slot().lock().expect("not poisoned");
         while idle
             .front()
             .is_some_and(|oldest| idle.len() >= MAX_IDLE || now - oldest.since > IDLE_FOR)
@@ -96,6 +115,13 @@ impl Pool {
             idle.pop_front();
         }
         idle.push_back(Idle { conn, since: now });
+    }
+}
+
+impl Pool {
+    /// This thread's idle connections.
+    fn slot(&self) -> &Mutex<VecDeque<Idle>> {
+        &self.idle[SLOT.with(std::cell::Cell::get)]
     }
 }
 
@@ -204,7 +230,7 @@ mod tests {
         let (address, accepted, _) = agent(long, false).await;
         let pool = Arc::new(Pool::new(address.clone()));
         drop(pool.send(get(&address)).await.unwrap());
-        assert!(pool.idle.lock().unwrap().is_empty());
+        assert!(pool.slot().lock().unwrap().is_empty());
         drop(pool.send(get(&address)).await.unwrap());
         assert_eq!(accepted.load(Ordering::SeqCst), 2);
     }

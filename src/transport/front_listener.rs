@@ -11,9 +11,9 @@ use std::time::Duration;
 
 use axum::body::Body;
 use hyper::body::{Frame, Incoming, SizeHint};
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -148,7 +148,9 @@ pub async fn serve(
     stop: impl Future<Output = ()>,
     drain: Duration,
 ) {
-    let mut builder = auto::Builder::new(TokioExecutor::new());
+    // HTTP/2's streams run on the server's runtime, its connection on an event loop:
+    // one connection's concurrent calls are spread over the cores.
+    let mut builder = auto::Builder::new(OnRuntime(tokio::runtime::Handle::current()));
     let max_head = (limits.max_header_list_bytes as usize).max(MIN_HTTP1_BUFFER);
     builder
         .http1()
@@ -171,6 +173,13 @@ pub async fn serve(
     // Every connection's task is tracked, and told of the drain by `draining`.
     let connections = TaskTracker::new();
     let draining = CancellationToken::new();
+    let loops = match Loops::start() {
+        Ok(loops) => Some(loops),
+        Err(e) => {
+            tracing::warn!(error = %e, "the front's event loops could not start; its connections share the server's runtime");
+            None
+        }
+    };
     let mut stop = std::pin::pin!(stop);
     loop {
         let accepted = tokio::select! {
@@ -189,11 +198,31 @@ pub async fn serve(
         // No Nagle: an answer written in more than one segment would otherwise wait for
         // the client's delayed ACK (up to 200 ms on Linux).
         let _ = tcp.set_nodelay(true);
+        let tcp = match (&loops, tcp) {
+            (None, tcp) => Accepted::Here(tcp),
+            (Some(_), tcp) => match tcp.into_std() {
+                Ok(tcp) => Accepted::Moved(tcp),
+                Err(e) => {
+                    tracing::warn!(error = %e, "a front connection could not leave the accepting runtime");
+                    continue;
+                }
+            },
+        };
         let front = Arc::clone(&front);
         let builder = Arc::clone(&builder);
         let drained = draining.clone().cancelled_owned();
         let draining = draining.clone();
-        connections.spawn(async move {
+        let served = async move {
+            let tcp = match tcp {
+                Accepted::Here(tcp) => tcp,
+                Accepted::Moved(tcp) => match TcpStream::from_std(tcp) {
+                    Ok(tcp) => tcp,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "a front connection could not join its event loop");
+                        return;
+                    }
+                },
+            };
             match front_http1::serve(tcp, &front, settings, drained).await {
                 front_http1::Ended::Closed => {}
                 front_http1::Ended::HandOver(io) => {
@@ -201,7 +230,15 @@ pub async fn serve(
                     Box::pin(serve_with_hyper(io, front, &builder, idle, draining)).await;
                 }
             }
-        });
+        };
+        match &loops {
+            Some(loops) => {
+                connections.spawn_on(served, loops.next());
+            }
+            None => {
+                connections.spawn(served);
+            }
+        }
     }
     drop(listener);
     draining.cancel();
@@ -212,6 +249,79 @@ pub async fn serve(
     {
         tracing::debug!("the front's connections did not all end within the drain");
     }
+    drop(loops);
+}
+
+/// Spawns what hyper's server runs beside a connection (each HTTP/2 stream's call) on
+/// the server's multi-threaded runtime.
+#[derive(Clone)]
+pub struct OnRuntime(tokio::runtime::Handle);
+
+impl<F> hyper::rt::Executor<F> for OnRuntime
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    fn execute(&self, future: F) {
+        self.0.spawn(future);
+    }
+}
+
+/// An accepted connection: still on the accepting runtime, or taken off it to be
+/// registered with the event loop it is given to.
+enum Accepted {
+    Here(TcpStream),
+    Moved(std::net::TcpStream),
+}
+
+/// The front's event loops: one thread a core, each a current-thread runtime, and each
+/// connection lives on the one it is given, with its connections to the agent (as
+/// nginx's workers and HAProxy's threads keep theirs). A request is read, forwarded,
+/// answered and its agent's answer read on one thread: nothing is handed between
+/// threads, and no sibling is woken to steal work.
+struct Loops {
+    handles: Vec<tokio::runtime::Handle>,
+    next: std::sync::atomic::AtomicUsize,
+    stop: CancellationToken,
+}
+
+impl Loops {
+    fn start() -> std::io::Result<Self> {
+        let count = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let stop = CancellationToken::new();
+        let mut handles = Vec::with_capacity(count);
+        for index in 0..count {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?;
+            handles.push(runtime.handle().clone());
+            let stop = stop.clone();
+            std::thread::Builder::new()
+                .name(format!("front-loop-{index}"))
+                .spawn(move || {
+                    crate::front::pool::set_loop(index);
+                    runtime.block_on(stop.cancelled());
+                })?;
+        }
+        Ok(Self {
+            handles,
+            next: std::sync::atomic::AtomicUsize::new(0),
+            stop,
+        })
+    }
+
+    /// The loop the next connection goes to: each in turn.
+    fn next(&self) -> &tokio::runtime::Handle {
+        let n = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        &self.handles[n % self.handles.len()]
+    }
+}
+
+impl Drop for Loops {
+    fn drop(&mut self) {
+        // Each loop's runtime ends with its thread; what it still runs is dropped.
+        self.stop.cancel();
+    }
 }
 
 /// Serves the rest of a connection with hyper's server (HTTP/2, and the HTTP/1.1
@@ -219,7 +329,7 @@ pub async fn serve(
 async fn serve_with_hyper(
     io: front_http1::Prefixed,
     front: Arc<Front>,
-    builder: &auto::Builder<TokioExecutor>,
+    builder: &auto::Builder<OnRuntime>,
     idle: Option<Duration>,
     draining: CancellationToken,
 ) {
