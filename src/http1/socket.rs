@@ -4,7 +4,7 @@
 //! be told EAGAIN (twice a request on the proxy hop, before this).
 
 use std::io;
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Waker};
 
 use bytes::BytesMut;
 use tokio::io::Interest;
@@ -36,7 +36,7 @@ pub fn read_into(tcp: &TcpStream, buf: &mut BytesMut) -> io::Result<usize> {
 /// last read was cleared.
 pub fn closed_while_idle(tcp: &TcpStream) -> bool {
     let mut cx = Context::from_waker(Waker::noop());
-    if let Poll::Pending = tcp.poll_read_ready(&mut cx) {
+    if tcp.poll_read_ready(&mut cx).is_pending() {
         return false;
     }
     let mut byte = [0u8; 1];

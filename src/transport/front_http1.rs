@@ -124,6 +124,8 @@ struct Connection {
 }
 
 /// What the connection's next bytes are.
+// Made once a request and taken apart at once: boxing the request would allocate.
+#[allow(clippy::large_enum_variant)]
 enum Next {
     Request(Request<Body>),
     Closed,
@@ -131,6 +133,8 @@ enum Next {
 }
 
 /// A head as parsed: the request without its body, and the body's length.
+// Made once a request and taken apart at once: boxing the request would allocate.
+#[allow(clippy::large_enum_variant)]
 enum Head {
     /// The request, its body's length, and the bytes read after its head.
     Plain(Request<()>, usize, Bytes),
@@ -510,11 +514,9 @@ fn write_head(
             // Framed below, from the body.
             header::CONTENT_LENGTH | header::TRANSFER_ENCODING => continue,
             header::DATE => dated = true,
-            header::CONNECTION => {
-                if framing::has_token(value.as_bytes(), b"close") {
-                    closes = true;
-                    keep = false;
-                }
+            header::CONNECTION if framing::has_token(value.as_bytes(), b"close") => {
+                closes = true;
+                keep = false;
             }
             _ => {}
         }

@@ -1,6 +1,9 @@
 //! The front's listener: its connections get the API listener's limits (the idle
 //! timeout, the header list size, HTTP/2's concurrent streams and keep-alive pings), and
 //! each request is handed to the front. HTTP/1.1 and HTTP/2 (prior knowledge) both.
+//! Each connection lives on one of the front's event loops (one a core), served first
+//! by the front's own HTTP/1.1 loop (`front_http1`), and by hyper's server once that
+//! loop hands it over (HTTP/2, and the HTTP/1.1 requests it does not serve).
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -169,7 +172,6 @@ pub async fn serve(
         max_head,
         max_body: front.max_body_bytes(),
     };
-    let idle = limits.idle_timeout;
     // Every connection's task is tracked, and told of the drain by `draining`.
     let connections = TaskTracker::new();
     let draining = CancellationToken::new();
@@ -208,29 +210,13 @@ pub async fn serve(
                 }
             },
         };
-        let front = Arc::clone(&front);
-        let builder = Arc::clone(&builder);
-        let drained = draining.clone().cancelled_owned();
-        let draining = draining.clone();
-        let served = async move {
-            let tcp = match tcp {
-                Accepted::Here(tcp) => tcp,
-                Accepted::Moved(tcp) => match TcpStream::from_std(tcp) {
-                    Ok(tcp) => tcp,
-                    Err(e) => {
-                        tracing::warn!(error = %e, "a front connection could not join its event loop");
-                        return;
-                    }
-                },
-            };
-            match front_http1::serve(tcp, &front, settings, drained).await {
-                front_http1::Ended::Closed => {}
-                front_http1::Ended::HandOver(io) => {
-                    // Boxed: an idle connection's task holds only the loop's state.
-                    Box::pin(serve_with_hyper(io, front, &builder, idle, draining)).await;
-                }
-            }
-        };
+        let served = connection(
+            tcp,
+            Arc::clone(&front),
+            Arc::clone(&builder),
+            settings,
+            draining.clone(),
+        );
         match &loops {
             Some(loops) => {
                 connections.spawn_on(served, loops.next());
@@ -321,6 +307,36 @@ impl Drop for Loops {
     fn drop(&mut self) {
         // Each loop's runtime ends with its thread; what it still runs is dropped.
         self.stop.cancel();
+    }
+}
+
+/// One client connection, on the loop it was given: the front's own HTTP/1.1 loop,
+/// then hyper's server if it is handed over.
+async fn connection(
+    tcp: Accepted,
+    front: Arc<Front>,
+    builder: Arc<auto::Builder<OnRuntime>>,
+    settings: front_http1::Settings,
+    draining: CancellationToken,
+) {
+    let tcp = match tcp {
+        Accepted::Here(tcp) => tcp,
+        Accepted::Moved(tcp) => match TcpStream::from_std(tcp) {
+            Ok(tcp) => tcp,
+            Err(e) => {
+                tracing::warn!(error = %e, "a front connection could not join its event loop");
+                return;
+            }
+        },
+    };
+    let drained = draining.clone().cancelled_owned();
+    match front_http1::serve(tcp, &front, settings, drained).await {
+        front_http1::Ended::Closed => {}
+        front_http1::Ended::HandOver(io) => {
+            // Boxed: an idle connection's task holds only the loop's state.
+            let idle = settings.idle;
+            Box::pin(serve_with_hyper(io, front, &builder, idle, draining)).await;
+        }
     }
 }
 
