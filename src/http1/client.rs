@@ -32,9 +32,6 @@ const MAX_HEAD: usize = 400 * 1024;
 /// Each read's room.
 const READ: usize = 4096;
 
-/// A body frame this large is written on its own rather than copied beside the head.
-const COPY_AT_MOST: usize = 16 * 1024;
-
 /// Takes back a connection whose answer has ended, for the next request.
 pub trait Keep: Send + Sync + 'static {
     /// `conn` may be used again.
@@ -152,19 +149,7 @@ impl Connection {
                     if data.is_empty() {
                         continue;
                     }
-                    if chunked {
-                        framing::push_chunk_size(out, data.len());
-                    }
-                    if data.len() <= COPY_AT_MOST {
-                        out.extend_from_slice(&data);
-                    } else {
-                        self.tcp.write_all(out).await?;
-                        out.clear();
-                        self.tcp.write_all(&data).await?;
-                    }
-                    if chunked {
-                        out.extend_from_slice(b"\r\n");
-                    }
+                    socket::put_data(&mut self.tcp, out, &data, chunked).await?;
                     if body.is_end_stream() {
                         break;
                     }
@@ -172,7 +157,7 @@ impl Connection {
             }
         }
         if chunked {
-            out.extend_from_slice(b"0\r\n\r\n");
+            out.extend_from_slice(framing::LAST_CHUNK);
         }
         Ok(())
     }
@@ -286,7 +271,8 @@ fn parse_answer(buf: &mut BytesMut, head_only: bool) -> io::Result<Option<Parsed
         .map(|r| Bytes::copy_from_slice(r.as_bytes()));
     let mut length: Option<usize> = None;
     let mut chunked = None;
-    let mut close = version == Version::HTTP_10;
+    let mut saw_close = false;
+    let mut saw_keep_alive = false;
     // Offsets into the head: the values are made slices of it once it is taken out.
     let start = buf.as_ptr() as usize;
     let mut lines = Vec::with_capacity(parsed.headers.len());
@@ -304,19 +290,23 @@ fn parse_answer(buf: &mut BytesMut, head_only: bool) -> io::Result<Option<Parsed
             }
             header::TRANSFER_ENCODING => chunked = Some(framing::ends_chunked(h.value)),
             header::CONNECTION => {
-                if framing::has_token(h.value, b"close") {
-                    close = true;
-                } else if framing::has_token(h.value, b"keep-alive") {
-                    close = false;
-                }
+                saw_close |= framing::has_token(h.value, b"close");
+                saw_keep_alive |= framing::has_token(h.value, b"keep-alive");
             }
             _ => {}
         }
         lines.push((name, h.value.as_ptr() as usize - start, h.value.len()));
     }
+    // Both framings named: the coding wins and the length is dropped (RFC 9112, 6.3), so
+    // the client is never told a length the body does not have; and the connection is
+    // not used again, as the RFC asks of a proxy.
+    let both = chunked.is_some() && length.is_some();
     let head = buf.split_to(len).freeze();
     let mut map = HeaderMap::with_capacity(lines.len());
     for (name, at, n) in lines {
+        if both && name == header::CONTENT_LENGTH {
+            continue;
+        }
         let value = HeaderValue::from_maybe_shared(head.slice(at..at + n))
             .map_err(|_| broken("invalid header value"))?;
         map.append(name, value);
@@ -332,6 +322,8 @@ fn parse_answer(buf: &mut BytesMut, head_only: bool) -> io::Result<Option<Parsed
                 (None, Some(n)) => Reading::Length(n as u64),
             }
         };
+    // `close` once said stays said; `keep-alive` only keeps an HTTP/1.0 answer's.
+    let close = saw_close || (version == Version::HTTP_10 && !saw_keep_alive) || both;
     let reusable = !close && reading != Reading::ToClose;
     let mut answer = Response::new(());
     *answer.status_mut() = status;
@@ -502,9 +494,23 @@ mod tests {
         assert_eq!(head.headers()["x-a"], "1");
         assert_eq!((reading, reusable), (Reading::Length(2), true));
         assert_eq!(&rest[..], b"ok");
-        let (_, reading, reusable, _) =
+        let (head, reading, reusable, _) =
             parse("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 9\r\n\r\n");
-        assert_eq!((reading, reusable), (Reading::Chunked(Chunked::Size), true));
+        assert_eq!(
+            (reading, reusable),
+            (Reading::Chunked(Chunked::Size), false)
+        );
+        assert!(
+            head.headers().get("content-length").is_none(),
+            "the length is dropped"
+        );
+        let (_, _, reusable, _) = parse(
+            "HTTP/1.1 200 OK\r\nConnection: close\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n",
+        );
+        assert!(!reusable, "close once said stays said");
+        let (_, _, reusable, _) =
+            parse("HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n");
+        assert!(reusable);
         let (_, reading, reusable, _) = parse("HTTP/1.1 200 OK\r\n\r\n");
         assert_eq!((reading, reusable), (Reading::ToClose, false));
         let (_, _, reusable, _) =

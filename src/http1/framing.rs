@@ -11,6 +11,9 @@ const MAX_CHUNK_LINE: usize = 4096;
 /// The most trailer bytes read (and dropped) after a chunked body.
 const MAX_TRAILERS: usize = 64 * 1024;
 
+/// The last chunk of a chunked body, with no trailers.
+pub const LAST_CHUNK: &[u8] = b"0\r\n\r\n";
+
 /// A `Content-Length` value: digits only, as hyper takes it (a list is refused).
 pub fn parse_length(value: &[u8]) -> Option<usize> {
     if value.is_empty() || value.len() > 19 || !value.iter().all(u8::is_ascii_digit) {

@@ -1,14 +1,20 @@
-//! Reading a socket without asking it twice: a read that comes back short has emptied
-//! the socket's queue, so its readiness is cleared then and there. The next wait goes
-//! straight to epoll, where it would otherwise first make one more `recvfrom` only to
-//! be told EAGAIN (twice a request on the proxy hop, before this).
+//! A socket read without asking it twice, and a body's frames written beside what
+//! goes before them. A read that comes back short has emptied the socket's queue, so
+//! its readiness is cleared then and there: the next wait goes straight to epoll, where
+//! it would otherwise first make one more `recvfrom` only to be told EAGAIN (twice a
+//! request on the proxy hop, before this).
 
 use std::io;
 use std::task::{Context, Waker};
 
 use bytes::BytesMut;
-use tokio::io::Interest;
+use tokio::io::{AsyncWriteExt as _, Interest};
 use tokio::net::TcpStream;
+
+use crate::http1::framing;
+
+/// A body frame this large is written on its own rather than copied beside the head.
+const COPY_AT_MOST: usize = 16 * 1024;
 
 /// Reads what `tcp` has into `buf`'s spare room (reserve first): the bytes read, 0 at
 /// the end of the stream, `WouldBlock` when there was nothing after all.
@@ -41,4 +47,29 @@ pub fn closed_while_idle(tcp: &TcpStream) -> bool {
     }
     let mut byte = [0u8; 1];
     !matches!(tcp.try_read(&mut byte), Err(e) if e.kind() == io::ErrorKind::WouldBlock)
+}
+
+/// Puts one data frame of a body after what `out` holds (chunk-framed when `chunked`):
+/// a small one is copied there, to go in the same write as the rest; a large one is
+/// written now, after `out`.
+pub async fn put_data(
+    tcp: &mut TcpStream,
+    out: &mut Vec<u8>,
+    data: &[u8],
+    chunked: bool,
+) -> io::Result<()> {
+    if chunked {
+        framing::push_chunk_size(out, data.len());
+    }
+    if data.len() <= COPY_AT_MOST {
+        out.extend_from_slice(data);
+    } else {
+        tcp.write_all(out).await?;
+        out.clear();
+        tcp.write_all(data).await?;
+    }
+    if chunked {
+        out.extend_from_slice(b"\r\n");
+    }
+    Ok(())
 }

@@ -52,8 +52,8 @@ const MAX_HEADERS: usize = 100;
 /// The first read's size: a plain request (head and JSON body) fits in it.
 const FIRST_READ: usize = 4096;
 
-/// A body frame this large is written on its own rather than copied beside the head.
-const COPY_AT_MOST: usize = 16 * 1024;
+/// The most room a body read takes at once.
+const BODY_READ: usize = 64 * 1024;
 
 /// How a connection served here ended.
 pub enum Ended {
@@ -155,6 +155,17 @@ impl Connection {
                     return Next::Closed;
                 }
             } else {
+                // Empty lines before a request (a client's stray CRLF after a body) are
+                // dropped, as hyper drops them: with nothing else, the connection is idle.
+                let blank = self
+                    .buf
+                    .iter()
+                    .take_while(|&&b| b == b'\r' || b == b'\n')
+                    .count();
+                if blank > 0 {
+                    self.buf.advance(blank);
+                    continue;
+                }
                 if looks_like_http2(&self.buf) {
                     return Next::HandOver(self.buf.split().freeze());
                 }
@@ -186,10 +197,11 @@ impl Connection {
             }
             rest.slice(..length)
         } else {
-            self.buf.reserve(length);
+            self.buf.reserve(length.min(BODY_READ));
             self.buf.extend_from_slice(&rest);
             while self.buf.len() < length {
-                let wanted = length - self.buf.len();
+                // Room as the bytes come, not the whole length a head claims.
+                let wanted = (length - self.buf.len()).min(BODY_READ);
                 if poll_fn(|cx| self.tcp.poll_read_ready(cx)).await.is_err() {
                     return Next::Closed;
                 }
@@ -267,13 +279,16 @@ impl Connection {
 
     /// Ready when the client has gone (its end of the stream, or an error) while its
     /// request is answered. Bytes it sends meanwhile (a pipelined request) are kept,
-    /// up to a head's worth.
+    /// and reading stops there until they are answered.
     fn poll_gone(&mut self, cx: &mut Context<'_>) -> Poll<()> {
         if !self.drained && self.draining.as_mut().poll(cx).is_ready() {
             self.drained = true;
         }
         loop {
-            if self.buf.len() >= self.settings.max_head {
+            // Bytes are waiting (a pipelined request): the client's end is not looked
+            // for until they are answered, as hyper does, so a client that pipelines
+            // and then closes its side still gets every answer.
+            if !self.buf.is_empty() {
                 return Poll::Pending;
             }
             if std::task::ready!(self.tcp.poll_read_ready(cx)).is_err() {
@@ -297,6 +312,13 @@ impl Connection {
             return Ok(keep);
         }
         let chunked = shape == Framing::Chunked;
+        // What a length still allows: a body that says otherwise (an agent whose
+        // `Content-Length` was wrong) is cut there and the connection closed, so the
+        // client never reads one answer's bytes as the next's.
+        let mut left = match shape {
+            Framing::Length(n) => n,
+            _ => u64::MAX,
+        };
         loop {
             let frame = match poll_fn(|cx| Poll::Ready(Pin::new(&mut body).poll_frame(cx))).await {
                 Poll::Ready(frame) => frame,
@@ -339,19 +361,14 @@ impl Connection {
                     if data.is_empty() {
                         continue;
                     }
-                    if chunked {
-                        framing::push_chunk_size(&mut out, data.len());
-                    }
-                    if data.len() <= COPY_AT_MOST {
-                        out.extend_from_slice(&data);
-                    } else {
+                    if data.len() as u64 > left {
+                        let allowed = &data[..usize::try_from(left).unwrap_or(data.len())];
+                        socket::put_data(&mut self.tcp, &mut out, allowed, chunked).await?;
                         self.tcp.write_all(&out).await?;
-                        out.clear();
-                        self.tcp.write_all(&data).await?;
+                        return Ok(false);
                     }
-                    if chunked {
-                        out.extend_from_slice(b"\r\n");
-                    }
+                    left -= data.len() as u64;
+                    socket::put_data(&mut self.tcp, &mut out, &data, chunked).await?;
                     if body.is_end_stream() {
                         break;
                     }
@@ -359,10 +376,14 @@ impl Connection {
             }
         }
         if chunked {
-            out.extend_from_slice(b"0\r\n\r\n");
+            out.extend_from_slice(framing::LAST_CHUNK);
         }
         if !out.is_empty() {
             self.tcp.write_all(&out).await?;
+        }
+        if !chunked && left > 0 {
+            // Shorter than its length: the client sees it cut, by the close.
+            return Ok(false);
         }
         Ok(keep)
     }
@@ -461,11 +482,14 @@ enum Framing {
 /// The answer's framing, as hyper's server chooses it: the body's own exact length
 /// first, then a `Content-Length` the answer carries, then chunks.
 fn answer_framing(parts: &hyper::http::response::Parts, body: &Body) -> Framing {
+    if parts.status.is_informational() {
+        // Answered as an empty 500 (below).
+        return Framing::Length(0);
+    }
     if matches!(
         parts.status,
         StatusCode::NO_CONTENT | StatusCode::NOT_MODIFIED
-    ) || parts.status.is_informational()
-    {
+    ) {
         return Framing::None;
     }
     if body.is_end_stream() {
@@ -506,10 +530,12 @@ fn write_head(
         _ => out.extend_from_slice(status.canonical_reason().unwrap_or("<none>").as_bytes()),
     }
     out.extend_from_slice(b"\r\n");
-    let mut keep = !drained;
+    let mut keep = !drained && status == parts.status;
     let mut dated = false;
     let mut closes = false;
-    for (name, value) in &parts.headers {
+    // hyper's failure for a 1xx carries no header of the service's; nor does this one.
+    let headers = (status == parts.status).then_some(&parts.headers);
+    for (name, value) in headers.into_iter().flatten() {
         match *name {
             // Framed below, from the body.
             header::CONTENT_LENGTH | header::TRANSFER_ENCODING => continue,

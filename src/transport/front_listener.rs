@@ -364,7 +364,10 @@ async fn serve_with_hyper(
     });
     let connection = builder.serve_connection_with_upgrades(TokioIo::new(io), service);
     let mut connection = std::pin::pin!(connection);
+    // The connection first: bytes handed over at a drain are read and answered before
+    // the graceful shutdown, which would otherwise end a connection not yet read.
     let ended = tokio::select! {
+        biased;
         ended = connection.as_mut() => ended,
         () = draining.cancelled() => {
             connection.as_mut().graceful_shutdown();

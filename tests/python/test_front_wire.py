@@ -60,10 +60,11 @@ def connect(url: str) -> socket.socket:
 
 class FramingAgent(RawAgent):
     """The raw agent, with answers in the framings no SDK picks on purpose: "chunked"
-    (pieces with a chunk extension and a trailer), "to-close" (no length: the body
+    (pieces with a chunk extension and a trailer), "large" (the same, 300 KB), "to-close" (no length: the body
     runs to the close), "close" (a length and `Connection: close`), "interim" (a 100
     Continue first), and "sse-watch" (one event, then it waits to see the front close
-    the connection, and says so in `closed`), "cut" (a chunk begun, then the close)."""
+    the connection, and says so in `closed`), "cut" (a chunk begun, then the close),
+    "both" (chunks, and a `Content-Length` that is not the body's)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -73,10 +74,18 @@ class FramingAgent(RawAgent):
         if path.endswith("/.well-known/agent-card.json") or self.mode == "echo":
             return super()._answer(conn, method, path, body)
         call = json.loads(body or b"{}")
-        payload = json.dumps({"jsonrpc": "2.0", "id": call.get("id"), "result": {"message": {
-            "messageId": "m-1", "role": "ROLE_AGENT", "parts": [{"text": "framed " + self.mode}]}}}).encode()
+        answer = {"messageId": "m-1", "role": "ROLE_AGENT", "parts": [{"text": "framed " + self.mode}]}
+        if self.mode == "large":
+            # Larger than any one read or write of the front's: it streams through.
+            answer["metadata"] = {"pad": "x" * 300_000}
+        payload = json.dumps({"jsonrpc": "2.0", "id": call.get("id"), "result": {"message": answer}}).encode()
         head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-        if self.mode == "chunked":
+        if self.mode == "both":
+            # Chunks and a length that is not the body's: the chunks are the framing.
+            conn.sendall(head + b"Transfer-Encoding: chunked\r\nContent-Length: 20000\r\n\r\n"
+                         + f"{len(payload):x}\r\n".encode() + payload + b"\r\n0\r\n\r\n")
+            return True
+        if self.mode in ("chunked", "large"):
             half = len(payload) // 2
             conn.sendall(head + b"Transfer-Encoding: chunked\r\n\r\n"
                          + f"{half:x};piece=1\r\n".encode() + payload[:half] + b"\r\n")
@@ -142,6 +151,20 @@ def test_pipelined_requests_are_answered_in_order_on_one_connection(front, agent
     assert len(agent.requests("POST")) == 3
 
 
+def test_a_request_read_before_the_client_closes_its_side_is_answered(front, agent):
+    with connect(front) as sock:
+        # A stray CRLF after the first body, as some clients send, is no request. The
+        # first request is answered though the client's end is already there behind the
+        # second; the second, in flight when that end is seen, is dropped, as hyper
+        # drops it (a client that closed its side is taken to be gone).
+        sock.sendall(send_message_bytes("a", rpc_id=1) + b"\r\n" + send_message_bytes("b", rpc_id=2))
+        sock.shutdown(socket.SHUT_WR)
+        reader = sock.makefile("rb")
+        status, _, body = read_answer(reader)
+        assert status == "HTTP/1.1 200 OK", status
+        assert json.loads(body)["id"] == 1
+
+
 def test_unusual_requests_get_hyper_s_answers(front, agent):
     # HTTP/1.0: answered in HTTP/1.0 and closed.
     with connect(front) as sock:
@@ -180,7 +203,7 @@ def test_unusual_requests_get_hyper_s_answers(front, agent):
             assert status.split()[1] == code, status
 
 
-@pytest.mark.parametrize("mode", ["chunked", "to-close", "close", "interim"])
+@pytest.mark.parametrize("mode", ["chunked", "large", "both", "to-close", "close", "interim"])
 def test_every_framing_an_agent_answers_in_is_passed_on_whole(front, agent, mode):
     agent.mode = mode
     with connect(front) as sock:
