@@ -238,16 +238,17 @@ impl Connection {
 
     /// Waits for bytes to read: `true` when there are some, `false` when the
     /// connection should close (the idle timeout, the head's deadline, or the drain
-    /// while no request has begun).
+    /// before a whole head has come).
     fn poll_waiting(&mut self, cx: &mut Context<'_>, head: Option<Pin<&mut Sleep>>) -> Poll<bool> {
         if self.tcp.poll_read_ready(cx).is_ready() {
             return Poll::Ready(true);
         }
-        if let Some(deadline) = head {
-            if deadline.poll(cx).is_ready() {
-                return Poll::Ready(false);
-            }
-        } else if self.draining.as_mut().poll(cx).is_ready() {
+        if head.is_some_and(|deadline| deadline.poll(cx).is_ready()) {
+            return Poll::Ready(false);
+        }
+        // A head begun but not finished is no request yet: the drain closes it, as
+        // hyper closes a connection that has not begun a message.
+        if self.draining.as_mut().poll(cx).is_ready() {
             return Poll::Ready(false);
         }
         if self.idle_expired(cx) {
