@@ -1,9 +1,12 @@
 //! HTTP/1.1 on the wire, for the front's hop: what its own server loop
 //! (`transport/front_http1`) and its client of the agent ([`client`]) share. Message
 //! framing ([`framing`]: lengths, chunks, the date line), socket reads that clear
-//! their readiness when they empty the socket ([`socket`]), and one client connection.
+//! their readiness when they empty the socket ([`socket`]), the server's half of a
+//! message (a plain request head parsed, an answer framed: [`server`]), and one client
+//! connection.
 //! Below the front and the transport; it knows nothing of A2A.
 
 pub mod client;
 pub mod framing;
+pub mod server;
 pub mod socket;

@@ -5,10 +5,11 @@
 //! request on the proxy hop, before this).
 
 use std::io;
-use std::task::{Context, Waker};
+use std::pin::Pin;
+use std::task::{Context, Poll, Waker};
 
-use bytes::BytesMut;
-use tokio::io::{AsyncWriteExt as _, Interest};
+use bytes::{Buf, Bytes, BytesMut};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt as _, Interest, ReadBuf};
 use tokio::net::TcpStream;
 
 use crate::http1::framing;
@@ -72,4 +73,63 @@ pub async fn put_data(
         out.extend_from_slice(b"\r\n");
     }
     Ok(())
+}
+
+/// A connection with the bytes already read from it put back in front, for hyper.
+pub struct Prefixed {
+    read: Bytes,
+    io: TcpStream,
+}
+
+impl Prefixed {
+    /// `io`, with `read` (already read from it) to be read first.
+    pub fn new(read: Bytes, io: TcpStream) -> Self {
+        Self { read, io }
+    }
+}
+
+impl AsyncRead for Prefixed {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        if !self.read.is_empty() {
+            let n = self.read.len().min(buf.remaining());
+            buf.put_slice(&self.read[..n]);
+            self.read.advance(n);
+            return Poll::Ready(Ok(()));
+        }
+        Pin::new(&mut self.io).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for Prefixed {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.io).poll_shutdown(cx)
+    }
 }

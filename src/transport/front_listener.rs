@@ -343,7 +343,7 @@ async fn connection(
 /// Serves the rest of a connection with hyper's server (HTTP/2, and the HTTP/1.1
 /// requests the front's own loop hands over), ending it gracefully at the drain.
 async fn serve_with_hyper(
-    io: front_http1::Prefixed,
+    io: crate::http1::socket::Prefixed,
     front: Arc<Front>,
     builder: &auto::Builder<OnRuntime>,
     idle: Option<Duration>,
