@@ -8,7 +8,7 @@ use std::hint::black_box;
 use a2a_commands::pb::{self, part::Content};
 use a2a_commands::rules::card::Card;
 use a2a_commands::rules::event::JsonForm;
-use a2a_commands::rules::parse::classify;
+use a2a_commands::rules::parse::{classify, single_text};
 use a2a_commands::rules::spec::CommandSpec;
 use a2a_commands::transport::answers::write_event;
 use a2a_commands::wire::ProtoWriter;
@@ -162,7 +162,7 @@ fn execution(c: &mut Criterion) {
             let task = Task::from_proto(black_box(&snapshot_pb)).unwrap();
             let role = pb::ParticipantRole::Assignee;
             let Execution::Command { name, reply, .. } =
-                execute(&msg, &task, role, &snapshot, &catalogue).unwrap()
+                execute(single_text(&msg), &task, role, &snapshot, &catalogue).unwrap()
             else {
                 unreachable!()
             };

@@ -19,7 +19,7 @@ calls=${CALLGRIND_CALLS:-5000}
 
 cargo build --release --locked --bins
 dir=$(mktemp -d)
-valgrind --tool=callgrind --callgrind-out-file="$dir/cg.out" \
+valgrind --tool=callgrind --fair-sched=yes --callgrind-out-file="$dir/cg.out" \
   ./target/release/a2a-commands serve --listen 127.0.0.1:0 --health-listen off \
   --data-dir "$dir/data" --log-format json ${CALLGRIND_SERVER_FLAGS:-} 2> "$dir/server.log" &
 server=$!

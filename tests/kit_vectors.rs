@@ -239,7 +239,7 @@ fn status_reply(snapshot: &pb::TaskSnapshot) -> String {
     let task = Task::from_proto(snapshot).unwrap();
     let message = message(&serde_json::json!([{"text": "/status"}]));
     match execute(
-        &message,
+        single_text(&message),
         &task,
         ParticipantRole::Assignee,
         &builtins(),

@@ -27,8 +27,10 @@ use crate::front::v03;
 use crate::pb::{self, SubState, TaskState};
 use crate::rules::event::JsonForm;
 use crate::rules::execute::reply_event;
+use crate::rules::parse::single_text;
 use crate::rules::task::Task;
-use crate::run::{now, Asked, CompleteAsked, Ran};
+use crate::run::{now, Asked, CompleteAsked, Ran, Whole};
+use crate::wire::{SenderView, TaskView};
 
 /// A message that may be a command, as the front runs it: where it came, and who sent
 /// it.
@@ -147,10 +149,14 @@ pub(super) async fn command(
         headers.get("tracestate").and_then(|v| v.to_str().ok()),
     );
     let asked = Asked {
-        message: &message,
+        message_id: &message.message_id,
+        text: single_text(&message),
         task: &task,
-        task_snapshot: &snapshot,
-        sender: Some(&sender),
+        whole: Whole::Decoded {
+            message: &message,
+            task: &snapshot,
+            sender: Some(&sender),
+        },
         role,
         attempt: 1,
         accepts_prompt: true,
@@ -366,9 +372,10 @@ pub(super) async fn complete(
         headers.get("traceparent").and_then(|v| v.to_str().ok()),
         headers.get("tracestate").and_then(|v| v.to_str().ok()),
     );
+    let task = task.as_ref().map(TaskView::of);
     let asked = CompleteAsked {
         text,
-        sender: Some(&sender),
+        sender: Some(SenderView::of(&sender)),
         task: task.as_ref(),
         limit,
         trace: &trace,

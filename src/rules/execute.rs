@@ -8,11 +8,11 @@
 use prost_types::Timestamp;
 
 use crate::error::Error;
-use crate::pb::{self, OrdinaryReason, ParticipantRole};
+use crate::pb::{OrdinaryReason, ParticipantRole};
 use crate::rules::body::{Body, HandlerAnswer, HandlerBinding, PromptBody};
 use crate::rules::builtins::Catalogue;
 use crate::rules::event::{reply_message_id, ReplyEvent};
-use crate::rules::parse::{classify, Classification, Lookup};
+use crate::rules::parse::{classify_text, Classification, Lookup};
 use crate::rules::policy::{refuse_by_role, watcher_refusal};
 use crate::rules::prompt::PromptAnswer;
 use crate::rules::reply::{Changes, Reply, SubTask};
@@ -72,19 +72,21 @@ pub enum Execution<'m> {
     },
 }
 
-/// Runs `message` against the registered `commands` for `task`, sent by someone with
-/// `role`. Pure: the same inputs give the same result. The role rules run first, by
-/// the command's name, whatever its body, then the command's own allowed roles. A
-/// command from a sender whose role is unspecified is an error (the gateway forgot it);
-/// an ordinary message needs no role.
+/// Runs a message, by the text of its one part (`text`, from
+/// [`single_text`](crate::rules::parse::single_text); `None` for a message of any other
+/// shape), against the registered `commands` for `task`, sent by someone with `role`.
+/// Pure: the same inputs give the same result. The role rules run first, by the
+/// command's name, whatever its body, then the command's own allowed roles. A command
+/// from a sender whose role is unspecified is an error (the gateway forgot it); an
+/// ordinary message needs no role.
 pub fn execute<'m>(
-    message: &'m pb::Message,
+    text: Option<&'m str>,
     task: &Task<'_>,
     role: ParticipantRole,
     commands: &impl Lookup,
     catalogue: &Catalogue,
 ) -> Result<Execution<'m>, Error> {
-    let (name, body, arguments) = match classify(message, commands) {
+    let (name, body, arguments) = match classify_text(text, commands) {
         Classification::Ordinary { reason, name } => {
             return Ok(Execution::Ordinary { reason, name })
         }

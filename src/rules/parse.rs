@@ -92,7 +92,16 @@ pub fn classify<'m, 's>(
     message: &'m pb::Message,
     commands: &'s impl Lookup,
 ) -> Classification<'m, 's> {
-    let Some(text) = single_text(message) else {
+    classify_text(single_text(message), commands)
+}
+
+/// Classifies a message by the text of its one part ([`single_text`]: `None` when it
+/// has any other shape) against the registered commands.
+pub fn classify_text<'m, 's>(
+    text: Option<&'m str>,
+    commands: &'s impl Lookup,
+) -> Classification<'m, 's> {
+    let Some(text) = text else {
         return Classification::Ordinary {
             reason: OrdinaryReason::NotSingleTextPart,
             name: None,

@@ -3,6 +3,7 @@
 
 use crate::error::Error;
 use crate::pb::{self, SubState, TaskState};
+use crate::wire::TaskView;
 
 /// The task snapshot a gateway sent, checked.
 #[derive(Clone, Debug)]
@@ -60,6 +61,12 @@ fn task_state(value: i32) -> Result<TaskState, String> {
 impl<'a> Task<'a> {
     /// Checks the snapshot; errors name the offending field under `task.`.
     pub fn from_proto(task: &'a pb::TaskSnapshot) -> Result<Self, Error> {
+        Self::from_view(&TaskView::of(task))
+    }
+
+    /// As [`Task::from_proto`], from the snapshot's fields as a request's bytes hold
+    /// them.
+    pub fn from_view(task: &TaskView<'a>) -> Result<Self, Error> {
         if task.id.is_empty() {
             return Err(Error::invalid("task.id", "must not be empty"));
         }
@@ -74,18 +81,15 @@ impl<'a> Task<'a> {
             .sub_tasks
             .iter()
             .enumerate()
-            .map(|(i, s)| {
-                let state = task_state(s.state)
+            .map(|(i, &(id, state))| {
+                let state = task_state(state)
                     .map_err(|rule| Error::invalid(format!("task.sub_tasks[{i}].state"), rule))?;
-                Ok((s.id.as_str(), state))
+                Ok((id, state))
             })
             .collect::<Result<_, Error>>()?;
-        let settings = task.settings.as_ref();
         // Empty counts as not chosen, as in the reference.
-        let chosen =
-            |value: Option<&'a String>| value.map(String::as_str).filter(|v| !v.is_empty());
-        let model = chosen(settings.and_then(|s| s.model.as_ref()));
-        let effort = chosen(settings.and_then(|s| s.effort.as_ref()));
+        let model = task.model.filter(|v| !v.is_empty());
+        let effort = task.effort.filter(|v| !v.is_empty());
         if let Some(effort) = effort.filter(|e| !EFFORTS.contains(e)) {
             return Err(Error::invalid(
                 "task.settings.effort",
@@ -97,19 +101,15 @@ impl<'a> Task<'a> {
             ));
         }
         Ok(Self {
-            id: &task.id,
-            context_id: &task.context_id,
-            name: &task.name,
+            id: task.id,
+            context_id: task.context_id,
+            name: task.name,
             state,
             sub_state,
             model,
             effort,
             // A plan of zero steps is no plan (the reference tests `steps_total`).
-            plan: task
-                .plan
-                .as_ref()
-                .filter(|p| p.steps_total > 0)
-                .map(|p| (p.steps_done, p.steps_total)),
+            plan: task.plan.filter(|&(_, total)| total > 0),
             sub_tasks,
         })
     }

@@ -5,10 +5,11 @@
 
 use crate::bodies::Trace;
 use crate::error::Error;
-use crate::pb::{self, ParticipantRole};
+use crate::pb::ParticipantRole;
 use crate::rules::complete::{self, Completions, Plan};
 use crate::rules::task::Task;
 use crate::run::execute::Runner;
+use crate::wire::{SenderView, TaskView};
 
 /// What completion is asked for.
 #[derive(Clone, Copy, Debug)]
@@ -16,9 +17,9 @@ pub struct CompleteAsked<'t, 'a> {
     /// What the user has typed, from its first character.
     pub text: &'t str,
     /// The sender (its role decides what is offered).
-    pub sender: Option<&'a pb::Sender>,
+    pub sender: Option<SenderView<'a>>,
     /// The task the text is typed into, if any; one that is sent must be well formed.
-    pub task: Option<&'a pb::TaskSnapshot>,
+    pub task: Option<&'a TaskView<'a>>,
     /// The most values wanted (0: the default).
     pub limit: u32,
     /// The caller's trace context, for a handler asked for values.
@@ -36,7 +37,7 @@ impl Runner {
     ) -> Result<(T, &'t str), Error> {
         let limit = complete::limit(asked.limit);
         if let Some(task) = asked.task {
-            Task::from_proto(task)?;
+            Task::from_view(task)?;
         }
         let role = asked
             .sender
@@ -71,8 +72,8 @@ impl Runner {
             .handlers()
             .suggest(
                 &query,
-                asked.sender.cloned(),
-                asked.task.cloned(),
+                asked.sender.map(SenderView::to_proto),
+                asked.task.map(TaskView::to_proto),
                 limit,
                 asked.trace,
             )

@@ -32,14 +32,15 @@ pub struct Runner {
 
 /// A message to run (`'m`), and what it is run with (`'a`), as a transport read them.
 pub struct Asked<'m, 'a> {
-    /// The message.
-    pub message: &'m pb::Message,
+    /// The message's id (a handler's correlation id).
+    pub message_id: &'m str,
+    /// The text of the message's one part, when it has exactly one part and it is text
+    /// (`rules::parse::single_text`): only such a message can be a command.
+    pub text: Option<&'m str>,
     /// Its task, checked.
     pub task: &'a Task<'a>,
-    /// The task as sent, for a handler's invocation.
-    pub task_snapshot: &'a pb::TaskSnapshot,
-    /// Who sent it, and their role on the task.
-    pub sender: Option<&'a pb::Sender>,
+    /// The message, task and sender in full, for a handler's invocation.
+    pub whole: Whole<'a>,
     /// The sender's role (unspecified when there is no sender).
     pub role: ParticipantRole,
     /// Which delivery of the message this is (0 counts as the first).
@@ -51,6 +52,57 @@ pub struct Asked<'m, 'a> {
     pub trace: &'a Trace,
     /// When the caller stops waiting: handler calls are shortened to it.
     pub deadline: Option<Instant>,
+}
+
+/// The message, its task and its sender in full, as a handler's invocation carries
+/// them: only a command whose body is a handler needs them.
+#[derive(Clone, Copy)]
+pub enum Whole<'a> {
+    /// Decoded, one by one.
+    Decoded {
+        /// The message.
+        message: &'a pb::Message,
+        /// The task as sent.
+        task: &'a pb::TaskSnapshot,
+        /// Who sent it.
+        sender: Option<&'a pb::Sender>,
+    },
+    /// The `ExecuteRequest` they came in, decoded.
+    Request(&'a pb::ExecuteRequest),
+    /// The `ExecuteRequest` they came in, encoded (`wire::view` read only what the
+    /// rules need): decoded when a handler is invoked.
+    Encoded(&'a [u8]),
+}
+
+impl Whole<'_> {
+    /// The message, the task and the sender, owned.
+    fn owned(self) -> Result<(pb::Message, pb::TaskSnapshot, Option<pb::Sender>), Error> {
+        match self {
+            Self::Decoded {
+                message,
+                task,
+                sender,
+            } => Ok((message.clone(), task.clone(), sender.cloned())),
+            Self::Request(request) => Ok((
+                request.message.clone().unwrap_or_default(),
+                request.task.clone().unwrap_or_default(),
+                request.sender.clone(),
+            )),
+            Self::Encoded(bytes) => {
+                // A view is made only of what prost decodes (`wire::view`), so this
+                // fails only on a defect there; it is then said as prost would have.
+                let request =
+                    <pb::ExecuteRequest as prost::Message>::decode(bytes).map_err(|e| {
+                        Error::invalid("request", format!("not a valid protobuf message: {e}"))
+                    })?;
+                Ok((
+                    request.message.unwrap_or_default(),
+                    request.task.unwrap_or_default(),
+                    request.sender,
+                ))
+            }
+        }
+    }
 }
 
 /// How a message was run, at registry revision `revision`.
@@ -126,7 +178,7 @@ impl Runner {
         let snapshot = self.registry.read()?;
         let revision = snapshot.revision();
         let execution = execute(
-            asked.message,
+            asked.text,
             asked.task,
             asked.role,
             &snapshot,
@@ -200,15 +252,16 @@ impl Runner {
                 arguments,
                 handler,
             } => {
+                let (message, task, sender) = asked.whole.owned()?;
                 let invocation = pb::Invocation {
                     task_id: asked.task.id.to_owned(),
-                    correlation_id: asked.message.message_id.clone(),
+                    correlation_id: asked.message_id.to_owned(),
                     attempt: asked.attempt.max(1),
                     command: name.to_owned(),
                     arguments: arguments.to_owned(),
-                    sender: asked.sender.cloned(),
-                    task: Some(asked.task_snapshot.clone()),
-                    message: Some(asked.message.clone()),
+                    sender,
+                    task: Some(task),
+                    message: Some(message),
                 };
                 let answer = Box::pin(self.handlers.invoke(
                     &handler,

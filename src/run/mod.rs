@@ -7,4 +7,4 @@ pub mod complete;
 pub mod execute;
 
 pub use complete::CompleteAsked;
-pub use execute::{now, Asked, Ran, Runner};
+pub use execute::{now, Asked, Ran, Runner, Whole};

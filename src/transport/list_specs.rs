@@ -20,7 +20,7 @@ use tonic::Status;
 use crate::pb;
 use crate::registry::{Registry, Snapshot};
 use crate::transport::convert::list_specs;
-use crate::transport::unary::{frame, serve, Limits};
+use crate::transport::unary::{frame, serve_decoded, Limits};
 
 /// The method's path.
 pub const PATH: &str = "/a2a.commands.v1.CommandService/ListSpecs";
@@ -50,7 +50,7 @@ impl CachedListSpecs {
         let (registry, cache) = (Arc::clone(&self.registry), Arc::clone(&self.cache));
         Box::pin(async move {
             Ok(
-                serve(request, limits, move |asked: pb::ListSpecsRequest, _| {
+                serve_decoded(request, limits, move |asked: pb::ListSpecsRequest, _| {
                     ready(answer(&registry, &cache, &asked))
                 })
                 .await,

@@ -24,13 +24,14 @@ use crate::rules::parse::{classify, Classification};
 use crate::rules::policy::Access;
 use crate::rules::spec::{CommandName, CommandSpec};
 use crate::rules::task::Task;
-use crate::run::{now, Asked, CompleteAsked, Ran, Runner};
+use crate::run::{now, Asked, CompleteAsked, Ran, Runner, Whole};
 use crate::transport::answers::{self, Executed};
 use crate::transport::auth::AdminAuth;
 use crate::transport::convert::list_specs;
 use crate::transport::layers::observe::note;
 use crate::transport::trace::{deadline_of, trace_of};
 use crate::transport::watch_specs::{watch_specs, WatchStream};
+use crate::wire::{CompleteView, ExecuteView};
 
 /// The `CommandService` implementation.
 pub struct Api {
@@ -151,7 +152,7 @@ impl Api {
     /// completed and the caller's trace id.
     pub(crate) async fn complete(
         &self,
-        request: &pb::CompleteRequest,
+        request: &CompleteView<'_>,
         trace: &Trace,
     ) -> Result<Vec<u8>, Error> {
         let result = self.completion(request, trace).await;
@@ -163,12 +164,12 @@ impl Api {
     /// Complete's answer and the command whose argument it completed ("" for none).
     async fn completion<'r>(
         &self,
-        request: &'r pb::CompleteRequest,
+        request: &CompleteView<'r>,
         trace: &Trace,
     ) -> Result<(Vec<u8>, &'r str), Error> {
         let asked = CompleteAsked {
-            text: &request.text,
-            sender: request.sender.as_ref(),
+            text: request.text,
+            sender: request.sender,
             task: request.task.as_ref(),
             limit: request.limit,
             trace,
@@ -177,14 +178,16 @@ impl Api {
     }
 
     /// Execute's answer, encoded (`answers`); notes the command, how it ended and the
-    /// caller's trace id.
+    /// caller's trace id. `request` is what the rules read, `whole` the request in full
+    /// for a handler.
     pub(crate) async fn execute(
         &self,
-        request: &pb::ExecuteRequest,
+        request: &ExecuteView<'_>,
+        whole: Whole<'_>,
         trace: &Trace,
         deadline: Option<Instant>,
     ) -> Result<Vec<u8>, Error> {
-        let result = self.execution(request, trace, deadline).await;
+        let result = self.execution(request, whole, trace, deadline).await;
         match &result {
             Ok(Executed::Command { name, outcome, .. }) => {
                 note(name, outcome.as_str_name(), trace.trace_id())
@@ -198,7 +201,8 @@ impl Api {
     /// Execute's answer, with what the observing layer notes of it.
     async fn execution<'r>(
         &self,
-        request: &'r pb::ExecuteRequest,
+        request: &ExecuteView<'r>,
+        whole: Whole<'_>,
         trace: &Trace,
         deadline: Option<Instant>,
     ) -> Result<Executed<'r>, Error> {
@@ -206,20 +210,19 @@ impl Api {
         if message.message_id.is_empty() {
             return Err(Error::invalid("message.message_id", "must not be empty"));
         }
-        let task = Task::from_proto(required("task", &request.task)?)?;
+        let task = Task::from_view(required("task", &request.task)?)?;
         // A missing sender is an unspecified role: an error only if this is a command.
         let role = match &request.sender {
             None => ParticipantRole::Unspecified,
             Some(sender) => enum_value("sender.role", "ParticipantRole", sender.role)?,
         };
-        #[allow(deprecated)]
         let forms = Forms::from_request(&request.event_forms, request.event_json_format)?;
 
         let asked = Asked {
-            message,
+            message_id: message.message_id,
+            text: message.single_text,
             task: &task,
-            task_snapshot: required("task", &request.task)?,
-            sender: request.sender.as_ref(),
+            whole,
             role,
             attempt: request.attempt,
             accepts_prompt: request.accepts_prompt,
@@ -251,8 +254,8 @@ impl Api {
         };
         let event = reply_event(
             &task,
-            &message.context_id,
-            &message.message_id,
+            message.context_id,
+            message.message_id,
             name,
             &reply,
             now(),
@@ -322,7 +325,8 @@ impl CommandService for Api {
         request: Request<pb::CompleteRequest>,
     ) -> Result<Response<pb::CompleteResponse>, Status> {
         let trace = trace_of(request.metadata().as_ref());
-        decoded(Api::complete(self, request.get_ref(), &trace).await)
+        let view = CompleteView::of(request.get_ref());
+        decoded(Api::complete(self, &view, &trace).await)
     }
 
     /// As `complete`.
@@ -340,7 +344,9 @@ impl CommandService for Api {
     ) -> Result<Response<pb::ExecuteResponse>, Status> {
         let trace = trace_of(request.metadata().as_ref());
         let deadline = deadline_of(request.extensions());
-        decoded(Api::execute(self, request.get_ref(), &trace, deadline).await)
+        let asked = request.get_ref();
+        let view = ExecuteView::of(asked);
+        decoded(Api::execute(self, &view, Whole::Request(asked), &trace, deadline).await)
     }
 }
 

@@ -14,22 +14,26 @@
 
 use std::convert::Infallible;
 use std::future::{ready, Future};
+use std::marker::PhantomData;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Instant;
 
-use bytes::{Buf as _, BufMut as _, Bytes, BytesMut};
+use bytes::{BufMut as _, Bytes, BytesMut};
 use http_body::Frame;
 use http_body_util::BodyExt as _;
 use tonic::body::Body;
 use tonic::codegen::{http, BoxFuture};
 use tonic::{Code, Status};
 
+use crate::bodies::Trace;
 use crate::error::Error;
 use crate::pb;
+use crate::run::Whole;
 use crate::transport::service::{Api, SERVICE_NAME};
-use crate::transport::trace::{deadline_of, trace_of};
-use crate::wire::{decode_bounded, Scanned};
+use crate::transport::trace::{deadline_of, CallHeaders};
+use crate::wire::{decode_bounded, read_bounded, CompleteView, ExecuteView, Read, Scanned};
 
 /// What this server accepts of a request.
 #[derive(Clone, Copy, Debug)]
@@ -43,13 +47,14 @@ pub struct Limits {
 /// The bytes gRPC puts before each message: a compressed flag and a 4-byte length.
 pub const PREFIX: usize = 5;
 
-// Header names made once, not parsed from a `&str` on every call.
-const GRPC_ENCODING: http::HeaderName = http::HeaderName::from_static("grpc-encoding");
+// A header name made once, not parsed from a `&str` on every call.
 const GRPC_STATUS: http::HeaderName = http::HeaderName::from_static("grpc-status");
 
-/// Serves one unary call: the request's one message decoded as `U` under `limits`, then
-/// `call` with it and the request's head, whose answer is a framed message
-/// ([`frame`]). A status, from reading or from `call`, is answered trailers-only.
+/// Serves one unary call of a method whose request is a `U`: the request's one message,
+/// as its bytes, goes to `call` with what the call came with ([`Called`]), and `call`
+/// reads it (with [`decode_bounded`] or [`read_bounded`] under `limits`); its answer is a
+/// framed message ([`frame`]). A status, from reading or from `call`, is answered
+/// trailers-only.
 pub async fn serve<U, F, A>(
     request: http::Request<Body>,
     limits: Limits,
@@ -57,18 +62,51 @@ pub async fn serve<U, F, A>(
 ) -> http::Response<Body>
 where
     U: prost::Message + Default + Scanned,
-    F: FnOnce(U, http::request::Parts) -> A,
+    F: FnOnce(Bytes, Called) -> A,
     A: Future<Output = Result<Bytes, Status>>,
 {
     let (head, body) = request.into_parts();
-    let message = match read_one::<U>(&head.headers, body, limits).await {
+    let headers = CallHeaders::of(&head.headers);
+    if let Err(status) = refuse_compression(headers.encoding) {
+        return status.into_http();
+    }
+    let called = Called {
+        trace: headers.trace(),
+        deadline: deadline_of(&head.extensions),
+    };
+    let message = match read_one::<U>(body, limits).await {
         Ok(message) => message,
         Err(status) => return status.into_http(),
     };
-    match call(message, head).await {
+    match call(message, called).await {
         Ok(framed) => answered(framed),
         Err(status) => status.into_http(),
     }
+}
+
+/// What a call came with, besides its message.
+pub struct Called {
+    /// The caller's W3C trace context.
+    pub trace: Trace,
+    /// When the caller stops waiting (its `grpc-timeout`).
+    pub deadline: Option<Instant>,
+}
+
+/// As [`serve`], for a method that takes its request decoded by prost.
+pub async fn serve_decoded<U, F, A>(
+    request: http::Request<Body>,
+    limits: Limits,
+    call: F,
+) -> http::Response<Body>
+where
+    U: prost::Message + Default + Scanned,
+    F: FnOnce(U, Called) -> A,
+    A: Future<Output = Result<Bytes, Status>>,
+{
+    serve::<U, _, _>(request, limits, |bytes, called| async move {
+        call(decode_bounded(&bytes, limits.max_elements)?, called).await
+    })
+    .await
 }
 
 /// `message` as one gRPC message: the compressed flag (0, never compressed) and its
@@ -139,38 +177,45 @@ impl http_body::Body for OneMessage {
     }
 }
 
-/// Reads a unary request's body to its end and decodes its message as `U`, as tonic's
-/// unary path does: messages after the first are decoded too (their errors are the
-/// call's) and dropped; the body's trailers are not read by any method, and are dropped.
-async fn read_one<U>(headers: &http::HeaderMap, mut body: Body, limits: Limits) -> Result<U, Status>
+/// Reads a unary request's body to its end: its first message's bytes, left for the
+/// method to read. As tonic's unary path, messages after the first are decoded too (their
+/// errors are the call's, after the first's) and dropped; the body's trailers are not
+/// read by any method, and are dropped.
+async fn read_one<U>(mut body: Body, limits: Limits) -> Result<Bytes, Status>
 where
     U: prost::Message + Default + Scanned,
 {
-    refuse_compression(headers)?;
-    let mut reading = Reading {
+    let mut reading = Reading::<U> {
         limits,
         first: None,
+        first_checked: false,
         rest: BytesMut::new(),
+        decodes: PhantomData,
     };
     loop {
         match body.frame().await {
             Some(Ok(frame)) => {
                 if let Ok(data) = frame.into_data() {
-                    reading.push(&data)?;
+                    reading.push(data)?;
                 }
             }
             // A request its caller cancelled has ended, as tonic reads it.
             Some(Err(status)) if status.code() == Code::Cancelled => break,
-            Some(Err(status)) => return Err(status),
+            Some(Err(status)) => {
+                // tonic would have decoded a whole first message before this frame.
+                reading.check_first()?;
+                return Err(status);
+            }
             None => break,
         }
     }
     reading.end()
 }
 
-/// tonic's answer to a compressed request on a server that accepts none (this one).
-fn refuse_compression(headers: &http::HeaderMap) -> Result<(), Status> {
-    let Some(encoding) = headers.get(&GRPC_ENCODING) else {
+/// tonic's answer to a compressed request (`grpc-encoding` other than identity) on a
+/// server that accepts none (this one).
+fn refuse_compression(encoding: Option<&http::HeaderValue>) -> Result<(), Status> {
+    let Some(encoding) = encoding else {
         return Ok(());
     };
     if encoding.as_bytes() == b"identity" {
@@ -187,65 +232,89 @@ fn refuse_compression(headers: &http::HeaderMap) -> Result<(), Status> {
     Err(status)
 }
 
-/// A request body being read: the first message, once decoded, and the bytes of one not
-/// yet whole.
+/// A request body being read: the first message's bytes, whether they were decoded yet,
+/// and the bytes of a message not yet whole.
 struct Reading<U> {
     limits: Limits,
-    first: Option<U>,
+    first: Option<Bytes>,
+    /// Whether `first` was decoded here: only when a later message (or an error) needs
+    /// its error said first. Otherwise the method reads it, once.
+    first_checked: bool,
     rest: BytesMut,
+    decodes: PhantomData<U>,
 }
 
 impl<U: prost::Message + Default + Scanned> Reading<U> {
-    /// Takes in one data frame: every message it completes is decoded. A frame that
-    /// starts on a message's boundary (the usual case: one frame, one message) is decoded
-    /// where it lies; only what is left of it is copied.
-    fn push(&mut self, data: &[u8]) -> Result<(), Status> {
+    /// Takes in one data frame: every message it completes is taken. A frame that starts
+    /// on a message's boundary (the usual case: one frame, one message) is taken where it
+    /// lies, with no copy; only what is left of it is copied.
+    fn push(&mut self, data: Bytes) -> Result<(), Status> {
         if self.rest.is_empty() {
-            let used = self.take(data)?;
+            let used = self.take(&data)?;
             self.rest.extend_from_slice(&data[used..]);
         } else {
-            self.rest.extend_from_slice(data);
-            let rest = std::mem::take(&mut self.rest);
+            self.rest.extend_from_slice(&data);
+            let rest = std::mem::take(&mut self.rest).freeze();
             let used = self.take(&rest)?;
-            self.rest = rest;
-            self.rest.advance(used);
+            self.rest.extend_from_slice(&rest[used..]);
         }
         Ok(())
     }
 
-    /// Decodes every whole message at the start of `bytes`; how many bytes they took.
-    fn take(&mut self, bytes: &[u8]) -> Result<usize, Status> {
+    /// Takes every whole message at the start of `bytes`; how many bytes they took.
+    fn take(&mut self, bytes: &Bytes) -> Result<usize, Status> {
         let mut used = 0;
         while let Some(prefix) = bytes.get(used..used + PREFIX) {
             match prefix[0] {
                 0 => {}
                 // Any `grpc-encoding` but identity was refused before the body was read.
                 1 => {
+                    self.check_first()?;
                     return Err(Status::internal(
                         "protocol error: received message with compressed-flag but no \
                          grpc-encoding was specified",
-                    ))
+                    ));
                 }
-                _ => return Err(bad_flag()),
+                _ => {
+                    self.check_first()?;
+                    return Err(bad_flag());
+                }
             }
             let length = u32::from_be_bytes([prefix[1], prefix[2], prefix[3], prefix[4]]) as usize;
             if length > self.limits.max_bytes {
+                self.check_first()?;
                 return Err(too_large(self.limits.max_bytes));
             }
             let start = used + PREFIX;
-            let Some(message) = bytes.get(start..start + length) else {
+            if bytes.len() < start + length {
                 break;
-            };
-            let decoded = decode_bounded::<U>(message, self.limits.max_elements)?;
-            self.first.get_or_insert(decoded);
+            }
+            let message = bytes.slice(start..start + length);
+            if self.first.is_none() {
+                self.first = Some(message);
+            } else {
+                self.check_first()?;
+                decode_bounded::<U>(&message, self.limits.max_elements)?;
+            }
             used = start + length;
         }
         Ok(used)
     }
 
-    /// The body has ended: its message, unless it had none or ended inside one.
-    fn end(self) -> Result<U, Status> {
+    /// Decodes the first message, if there is one and it was not yet: tonic's path
+    /// decodes each message as it completes, so its error comes before any later one.
+    fn check_first(&mut self) -> Result<(), Status> {
+        if let (Some(first), false) = (&self.first, self.first_checked) {
+            decode_bounded::<U>(first, self.limits.max_elements)?;
+            self.first_checked = true;
+        }
+        Ok(())
+    }
+
+    /// The body has ended: its first message, unless it had none or ended inside one.
+    fn end(mut self) -> Result<Bytes, Status> {
         if !self.rest.is_empty() {
+            self.check_first()?;
             return Err(cut_short());
         }
         self.first.ok_or_else(no_message)
@@ -317,35 +386,64 @@ impl Direct {
         match self {
             Self::Classify => Box::pin(async move {
                 Ok(
-                    serve(request, limits, move |asked: pb::ClassifyRequest, _| {
+                    serve_decoded(request, limits, move |asked: pb::ClassifyRequest, _| {
                         ready(framed(api.classify(&asked)))
                     })
                     .await,
                 )
             }),
             Self::Execute => Box::pin(async move {
-                Ok(serve(
-                    request,
-                    limits,
-                    |asked: pb::ExecuteRequest, head| async move {
-                        let trace = trace_of(&head.headers);
-                        let deadline = deadline_of(&head.extensions);
-                        framed(api.execute(&asked, &trace, deadline).await)
-                    },
+                Ok(
+                    serve::<pb::ExecuteRequest, _, _>(request, limits, |bytes, called| {
+                        execute(&api, bytes, called, limits.max_elements)
+                    })
+                    .await,
                 )
-                .await)
             }),
             Self::Complete => Box::pin(async move {
-                Ok(serve(
-                    request,
-                    limits,
-                    |asked: pb::CompleteRequest, head| async move {
-                        let trace = trace_of(&head.headers);
-                        framed(api.complete(&asked, &trace).await)
-                    },
+                Ok(
+                    serve::<pb::CompleteRequest, _, _>(request, limits, |bytes, called| {
+                        complete(&api, bytes, called, limits.max_elements)
+                    })
+                    .await,
                 )
-                .await)
             }),
         }
     }
+}
+
+/// Execute, from its request's bytes: read as their view when they have one
+/// (`wire::view`), else decoded by prost.
+async fn execute(
+    api: &Api,
+    bytes: Bytes,
+    Called { trace, deadline }: Called,
+    max_elements: usize,
+) -> Result<Bytes, Status> {
+    let answer = match read_bounded(&bytes, max_elements, ExecuteView::parse)? {
+        Read::Viewed(view) => {
+            api.execute(&view, Whole::Encoded(&bytes), &trace, deadline)
+                .await
+        }
+        Read::Decoded(asked) => {
+            let view = ExecuteView::of(&asked);
+            api.execute(&view, Whole::Request(&asked), &trace, deadline)
+                .await
+        }
+    };
+    framed(answer)
+}
+
+/// Complete, from its request's bytes, as [`execute`].
+async fn complete(
+    api: &Api,
+    bytes: Bytes,
+    Called { trace, .. }: Called,
+    max_elements: usize,
+) -> Result<Bytes, Status> {
+    let answer = match read_bounded(&bytes, max_elements, CompleteView::parse)? {
+        Read::Viewed(view) => api.complete(&view, &trace).await,
+        Read::Decoded(asked) => api.complete(&CompleteView::of(&asked), &trace).await,
+    };
+    framed(answer)
 }

@@ -263,6 +263,32 @@ where
     U::decode(bytes).map_err(not_a_message)
 }
 
+/// A request as [`read_bounded`] read it.
+#[derive(Debug)]
+pub enum Read<V, U> {
+    /// Its borrowed view (`wire::view`).
+    Viewed(V),
+    /// Decoded by prost: it has no view.
+    Decoded(U),
+}
+
+/// Reads `bytes`, a `U`, after the element check: as `view` reads it when it can
+/// (`wire::view`), else decoded by prost, which gives the same values or its error.
+pub fn read_bounded<'a, U, V>(
+    bytes: &'a [u8],
+    max: usize,
+    view: impl FnOnce(&'a [u8]) -> Option<V>,
+) -> Result<Read<V, U>, Status>
+where
+    U: prost::Message + Default + Scanned,
+{
+    check_elements::<U>(bytes, max)?;
+    match view(bytes) {
+        Some(viewed) => Ok(Read::Viewed(viewed)),
+        None => U::decode(bytes).map(Read::Decoded).map_err(not_a_message),
+    }
+}
+
 /// RESOURCE_EXHAUSTED if `bytes`, a `U`, holds more than `max` elements.
 fn check_elements<U: Scanned>(bytes: &[u8], max: usize) -> Result<(), Status> {
     // Every element counted takes at least one byte on the wire, so a message no
