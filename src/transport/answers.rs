@@ -16,7 +16,7 @@ use crate::rules::complete::Completions;
 use crate::rules::event::ReplyEvent;
 use crate::rules::parse::Classification;
 use crate::rules::reply::Reply;
-use crate::wire::ProtoWriter;
+use crate::wire::{Answer, ProtoWriter};
 
 /// Room for a small answer (Classify, Execute's ordinary one); the writer grows past it.
 const SMALL: usize = 128;
@@ -85,8 +85,8 @@ fn ordinary(w: &mut ProtoWriter, tag: u32, reason: OrdinaryReason, name: Option<
 }
 
 /// `ClassifyResponse { oneof result { command = 1; ordinary = 2 } revision = 3 }`.
-pub fn classified(classification: &Classification<'_, '_>, revision: u64) -> Vec<u8> {
-    let mut w = ProtoWriter::with_capacity(SMALL);
+pub fn classified(classification: &Classification<'_, '_>, revision: u64) -> Answer {
+    let mut w = ProtoWriter::answer(SMALL);
     match classification {
         Classification::Command {
             name, arguments, ..
@@ -94,27 +94,27 @@ pub fn classified(classification: &Classification<'_, '_>, revision: u64) -> Vec
         Classification::Ordinary { reason, name } => ordinary(&mut w, 2, *reason, *name),
     }
     w.uint(3, revision);
-    w.into_vec()
+    w.into_answer()
 }
 
 /// `ExecuteResponse` (`ordinary = 1`, `revision = 3`): not a command.
-pub fn executed_ordinary(reason: OrdinaryReason, name: Option<&str>, revision: u64) -> Vec<u8> {
-    let mut w = ProtoWriter::with_capacity(SMALL);
+pub fn executed_ordinary(reason: OrdinaryReason, name: Option<&str>, revision: u64) -> Answer {
+    let mut w = ProtoWriter::answer(SMALL);
     ordinary(&mut w, 1, reason, name);
     w.uint(3, revision);
-    w.into_vec()
+    w.into_answer()
 }
 
 /// `ExecuteResponse` (`prompt = 4`, then `revision = 3`, as prost orders a oneof by its
 /// first field): a prompt command's expansion, `PromptExpansion { command = 1; text = 2 }`.
-pub fn executed_prompt(name: &str, arguments: &str, text: &str, revision: u64) -> Vec<u8> {
-    let mut w = ProtoWriter::with_capacity(SMALL + text.len());
+pub fn executed_prompt(name: &str, arguments: &str, text: &str, revision: u64) -> Answer {
+    let mut w = ProtoWriter::answer(SMALL + text.len());
     w.message(4, |p| {
         command(p, 1, name, arguments);
         p.string(2, text);
     });
     w.uint(3, revision);
-    w.into_vec()
+    w.into_answer()
 }
 
 /// A command's answer: who ran, its reply and changes, and the reply event in the forms
@@ -135,8 +135,8 @@ pub struct Ran<'a> {
 /// `ExecuteResponse` (`command = 2`, `revision = 3`): a command's
 /// `CommandOutcome { command = 1; outcome = 2; reply = 3; event = 4; event_json = 5;
 /// changes = 6 }`.
-pub fn executed_command(ran: &Ran<'_>, revision: u64) -> Vec<u8> {
-    let mut w = ProtoWriter::with_capacity(WITH_EVENT + ran.event_json.len());
+pub fn executed_command(ran: &Ran<'_>, revision: u64) -> Answer {
+    let mut w = ProtoWriter::answer(WITH_EVENT + ran.event_json.len());
     w.message(2, |o| {
         command(o, 1, ran.name, ran.arguments);
         o.int(2, ran.reply.outcome as i64);
@@ -164,13 +164,13 @@ pub fn executed_command(ran: &Ran<'_>, revision: u64) -> Vec<u8> {
         });
     });
     w.uint(3, revision);
-    w.into_vec()
+    w.into_answer()
 }
 
 /// `CompleteResponse { repeated values = 1; total = 2; has_more = 3; command = 4;
 /// revision = 5 }`, each value a `Completion { value = 1; text = 2; description = 3 }`.
-pub fn completed(completions: &Completions<'_>, command: &str, revision: u64) -> Vec<u8> {
-    let mut w = ProtoWriter::with_capacity(SMALL + 64 * completions.values.len());
+pub fn completed(completions: &Completions<'_>, command: &str, revision: u64) -> Answer {
+    let mut w = ProtoWriter::answer(SMALL + 64 * completions.values.len());
     for suggestion in &completions.values {
         w.message(1, |c| {
             c.string(1, &suggestion.value);
@@ -187,21 +187,21 @@ pub fn completed(completions: &Completions<'_>, command: &str, revision: u64) ->
     w.bool(3, completions.has_more);
     w.string(4, command);
     w.uint(5, revision);
-    w.into_vec()
+    w.into_answer()
 }
 
 /// Execute's encoded answer, and what it concerns for the observing layer.
 pub(crate) enum Executed<'r> {
     /// Not a command.
-    Ordinary(Vec<u8>),
+    Ordinary(Answer),
     /// A command that ran (or was refused), and how it ended.
     Command {
         name: &'r str,
         outcome: Outcome,
-        bytes: Vec<u8>,
+        bytes: Answer,
     },
     /// A prompt command's expansion.
-    Prompt { name: &'r str, bytes: Vec<u8> },
+    Prompt { name: &'r str, bytes: Answer },
 }
 
 impl<'r> Executed<'r> {
@@ -212,7 +212,7 @@ impl<'r> Executed<'r> {
         }
     }
 
-    pub(crate) fn into_bytes(self) -> Vec<u8> {
+    pub(crate) fn into_bytes(self) -> Answer {
         match self {
             Executed::Ordinary(bytes)
             | Executed::Command { bytes, .. }
@@ -325,7 +325,7 @@ mod tests {
             )),
             revision: 7,
         };
-        assert_eq!(classified(&command, 7), want.encode_to_vec());
+        assert_eq!(classified(&command, 7).message(), want.encode_to_vec());
         for (reason, name) in [
             (OrdinaryReason::NotRegistered, Some("nope")),
             (OrdinaryReason::NotCommandSyntax, None),
@@ -339,7 +339,7 @@ mod tests {
                 revision: 0,
             };
             let got = classified(&Classification::Ordinary { reason, name }, 0);
-            assert_eq!(got, want.encode_to_vec());
+            assert_eq!(got.message(), want.encode_to_vec());
             let want = pb::ExecuteResponse {
                 result: Some(pb::execute_response::Result::Ordinary(pb::Ordinary {
                     reason: reason.into(),
@@ -348,7 +348,7 @@ mod tests {
                 revision: u64::MAX,
             };
             assert_eq!(
-                executed_ordinary(reason, name, u64::MAX),
+                executed_ordinary(reason, name, u64::MAX).message(),
                 want.encode_to_vec()
             );
         }
@@ -364,7 +364,10 @@ mod tests {
                 })),
                 revision: 3,
             };
-            assert_eq!(executed_prompt("review", "", text, 3), want.encode_to_vec());
+            assert_eq!(
+                executed_prompt("review", "", text, 3).message(),
+                want.encode_to_vec()
+            );
         }
     }
 
@@ -434,7 +437,7 @@ mod tests {
                     revision: 12,
                 };
                 assert_eq!(
-                    executed_command(&ran, 12),
+                    executed_command(&ran, 12).message(),
                     want.encode_to_vec(),
                     "{reply:?}"
                 );
@@ -483,7 +486,10 @@ mod tests {
                     command: command.into(),
                     revision: 9,
                 };
-                assert_eq!(completed(completions, command, 9), want.encode_to_vec());
+                assert_eq!(
+                    completed(completions, command, 9).message(),
+                    want.encode_to_vec()
+                );
             }
         }
     }

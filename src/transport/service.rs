@@ -31,7 +31,7 @@ use crate::transport::convert::list_specs;
 use crate::transport::layers::observe::note;
 use crate::transport::trace::{deadline_of, trace_of};
 use crate::transport::watch_specs::{watch_specs, WatchStream};
-use crate::wire::{CompleteView, ExecuteView};
+use crate::wire::{Answer, CompleteView, ExecuteView};
 
 /// The `CommandService` implementation.
 pub struct Api {
@@ -138,7 +138,7 @@ impl Api {
     }
 
     /// Classify's answer, encoded (`answers`); notes the command it found.
-    pub(crate) fn classify(&self, request: &pb::ClassifyRequest) -> Result<Vec<u8>, Error> {
+    pub(crate) fn classify(&self, request: &pb::ClassifyRequest) -> Result<Answer, Error> {
         let message = required("message", &request.message)?;
         let snapshot = self.registry().read()?;
         let classification = classify(message, &snapshot);
@@ -154,7 +154,7 @@ impl Api {
         &self,
         request: &CompleteView<'_>,
         trace: &Trace,
-    ) -> Result<Vec<u8>, Error> {
+    ) -> Result<Answer, Error> {
         let result = self.completion(request, trace).await;
         let command = result.as_ref().map_or("", |(_, command)| *command);
         note(command, "", trace.trace_id());
@@ -166,7 +166,7 @@ impl Api {
         &self,
         request: &CompleteView<'r>,
         trace: &Trace,
-    ) -> Result<(Vec<u8>, &'r str), Error> {
+    ) -> Result<(Answer, &'r str), Error> {
         let asked = CompleteAsked {
             text: request.text,
             sender: request.sender,
@@ -186,7 +186,7 @@ impl Api {
         whole: Whole<'_>,
         trace: &Trace,
         deadline: Option<Instant>,
-    ) -> Result<Vec<u8>, Error> {
+    ) -> Result<Answer, Error> {
         let result = self.execution(request, whole, trace, deadline).await;
         match &result {
             Ok(Executed::Command { name, outcome, .. }) => {
@@ -352,12 +352,12 @@ impl CommandService for Api {
 
 /// An encoded answer as the generated type it encodes.
 fn decoded<T: prost::Message + Default>(
-    result: Result<Vec<u8>, Error>,
+    result: Result<Answer, Error>,
 ) -> Result<Response<T>, Status> {
-    let bytes = result.map_err(Status::from)?;
+    let answer = result.map_err(Status::from)?;
     // `answers` writes what prost writes for `T` (its tests compare the bytes).
     Ok(Response::new(
-        T::decode(&bytes[..]).expect("an encoded answer decodes as its type"),
+        T::decode(answer.message()).expect("an encoded answer decodes as its type"),
     ))
 }
 

@@ -33,7 +33,9 @@ use crate::pb;
 use crate::run::Whole;
 use crate::transport::service::{Api, SERVICE_NAME};
 use crate::transport::trace::{deadline_of, CallHeaders};
-use crate::wire::{decode_bounded, read_bounded, CompleteView, ExecuteView, Read, Scanned};
+use crate::wire::{
+    decode_bounded, read_bounded, Answer, CompleteView, ExecuteView, Read, Scanned, GRPC_PREFIX,
+};
 
 /// What this server accepts of a request.
 #[derive(Clone, Copy, Debug)]
@@ -45,7 +47,7 @@ pub struct Limits {
 }
 
 /// The bytes gRPC puts before each message: a compressed flag and a 4-byte length.
-pub const PREFIX: usize = 5;
+pub const PREFIX: usize = GRPC_PREFIX;
 
 // A header name made once, not parsed from a `&str` on every call.
 const GRPC_STATUS: http::HeaderName = http::HeaderName::from_static("grpc-status");
@@ -112,12 +114,7 @@ where
 /// `message` as one gRPC message: the compressed flag (0, never compressed) and its
 /// length before its bytes.
 pub fn frame(message: &[u8]) -> Result<Bytes, Status> {
-    let length = u32::try_from(message.len()).map_err(|_| {
-        Status::resource_exhausted(format!(
-            "the answer is {} bytes, more than a gRPC message can hold",
-            message.len()
-        ))
-    })?;
+    let length = u32::try_from(message.len()).map_err(|_| too_long(message.len()))?;
     let mut framed = BytesMut::with_capacity(PREFIX + message.len());
     framed.put_u8(0);
     framed.put_u32(length);
@@ -125,9 +122,18 @@ pub fn frame(message: &[u8]) -> Result<Bytes, Status> {
     Ok(framed.freeze())
 }
 
-/// A method's encoded answer, framed; an error as its status.
-fn framed(result: Result<Vec<u8>, Error>) -> Result<Bytes, Status> {
-    frame(&result.map_err(Status::from)?)
+/// An answer longer than a gRPC message can say.
+fn too_long(length: usize) -> Status {
+    Status::resource_exhausted(format!(
+        "the answer is {length} bytes, more than a gRPC message can hold"
+    ))
+}
+
+/// A method's encoded answer, framed where it was written; an error as its status.
+fn framed(result: Result<Answer, Error>) -> Result<Bytes, Status> {
+    let answer = result.map_err(Status::from)?;
+    let length = answer.message().len();
+    answer.framed().ok_or_else(|| too_long(length))
 }
 
 /// The answer to a call that succeeded: `framed` in one data frame, then the trailers

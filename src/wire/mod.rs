@@ -14,4 +14,4 @@ pub use codec::{
     BoundedDecoder, Read, ScanError, Scanned, Shape, DEFAULT_MAX_ELEMENTS,
 };
 pub use view::{CompleteView, ExecuteView, MessageView, SenderView, TaskView};
-pub use writer::ProtoWriter;
+pub use writer::{Answer, ProtoWriter, GRPC_PREFIX};

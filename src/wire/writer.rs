@@ -5,7 +5,9 @@
 //! measuring each nested message once per level above it, then freeing it all. The
 //! writer takes `&str`s where they already are and writes each field once, in field
 //! order, with prost's rules for what is left out (proto3 defaults), so the bytes are
-//! the ones prost would write for the same values; the answers' tests compare them.
+//! the ones prost would write for the same values; the answers' tests compare them. An
+//! answer is written after room for gRPC's message prefix ([`Answer`]), so that framing
+//! it copies nothing.
 
 /// Wire type of varint fields.
 const VARINT: u32 = 0;
@@ -16,6 +18,8 @@ const LENGTH_DELIMITED: u32 = 2;
 #[derive(Debug, Default)]
 pub struct ProtoWriter {
     buf: Vec<u8>,
+    /// Where the message starts in `buf`: after room for gRPC's prefix, or at 0.
+    start: usize,
 }
 
 impl ProtoWriter {
@@ -23,12 +27,34 @@ impl ProtoWriter {
     pub fn with_capacity(capacity: usize) -> Self {
         Self {
             buf: Vec::with_capacity(capacity),
+            start: 0,
         }
     }
 
     /// The message written.
-    pub fn into_vec(self) -> Vec<u8> {
+    pub fn into_vec(mut self) -> Vec<u8> {
+        self.buf.drain(..self.start);
         self.buf
+    }
+
+    /// A writer of an [`Answer`] of about `capacity` bytes: its bytes start after room
+    /// for gRPC's prefix.
+    pub fn answer(capacity: usize) -> Self {
+        let mut buf = Vec::with_capacity(GRPC_PREFIX + capacity);
+        buf.extend_from_slice(&[0; GRPC_PREFIX]);
+        Self {
+            buf,
+            start: GRPC_PREFIX,
+        }
+    }
+
+    /// The message written, as an [`Answer`] (with no copy when the writer was made by
+    /// [`ProtoWriter::answer`]).
+    pub fn into_answer(mut self) -> Answer {
+        if self.start == 0 {
+            self.buf.splice(0..0, [0; GRPC_PREFIX]);
+        }
+        Answer(self.buf)
     }
 
     /// Appends `value` as a varint, a byte at a time: keys and lengths are one or two
@@ -65,10 +91,9 @@ impl ProtoWriter {
         if len == 0 {
             return;
         }
-        self.buf.reserve(len + 20);
         self.key_and_length(tag, len);
         for part in parts {
-            self.buf.extend_from_slice(part.as_bytes());
+            self.bytes(part.as_bytes());
         }
     }
 
@@ -80,9 +105,17 @@ impl ProtoWriter {
     }
 
     fn present_string(&mut self, tag: u32, value: &str) {
-        self.buf.reserve(value.len() + 20);
         self.key_and_length(tag, value.len());
-        self.buf.extend_from_slice(value.as_bytes());
+        self.bytes(value.as_bytes());
+    }
+
+    /// Appends `bytes`; one byte (the `/` and the space around a completed name) is
+    /// pushed, for which a copy call would cost more than the byte.
+    fn bytes(&mut self, bytes: &[u8]) {
+        match bytes {
+            [byte] => self.buf.push(*byte),
+            _ => self.buf.extend_from_slice(bytes),
+        }
     }
 
     /// A `uint64` or `uint32` field; left out when zero.
@@ -127,6 +160,30 @@ impl ProtoWriter {
 }
 
 /// Writes `value` as a varint at the start of `out`; returns how many bytes it took.
+/// The bytes gRPC puts before each message: a compressed flag and a 4-byte length.
+pub const GRPC_PREFIX: usize = 5;
+
+/// An encoded answer with room before it for gRPC's message prefix, so that it is framed
+/// where it was written, with no copy ([`Answer::framed`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answer(Vec<u8>);
+
+impl Answer {
+    /// The message's protobuf bytes.
+    pub fn message(&self) -> &[u8] {
+        &self.0[GRPC_PREFIX..]
+    }
+
+    /// The message as one gRPC message, its prefix (not compressed, its length) before
+    /// it; `None` when it is longer than a gRPC message can say.
+    pub fn framed(mut self) -> Option<bytes::Bytes> {
+        let length = u32::try_from(self.0.len() - GRPC_PREFIX).ok()?;
+        self.0[0] = 0;
+        self.0[1..GRPC_PREFIX].copy_from_slice(&length.to_be_bytes());
+        Some(self.0.into())
+    }
+}
+
 fn put_varint(out: &mut [u8], mut value: u64) -> usize {
     let mut n = 0;
     while value >= 0x80 {
