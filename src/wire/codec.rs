@@ -268,8 +268,9 @@ where
 pub enum Read<V, U> {
     /// Its borrowed view (`wire::view`).
     Viewed(V),
-    /// Decoded by prost: it has no view.
-    Decoded(U),
+    /// Decoded by prost: it has no view. Boxed: the owned request is hundreds of bytes
+    /// that every call's future would otherwise hold room for, and copy as it moves.
+    Decoded(Box<U>),
 }
 
 /// Reads `bytes`, a `U`, after the element check: as `view` reads it when it can
@@ -285,7 +286,9 @@ where
     check_elements::<U>(bytes, max)?;
     match view(bytes) {
         Some(viewed) => Ok(Read::Viewed(viewed)),
-        None => U::decode(bytes).map(Read::Decoded).map_err(not_a_message),
+        None => U::decode(bytes)
+            .map(|decoded| Read::Decoded(Box::new(decoded)))
+            .map_err(not_a_message),
     }
 }
 

@@ -437,6 +437,7 @@ impl<'a> Fields<'a> {
     /// fields read here has them, so prost either skips them as unknown or refuses
     /// them, and either way it decodes the request instead).
     #[allow(clippy::option_option)]
+    #[inline]
     fn next(&mut self) -> Option<Option<(u32, Value<'a>)>> {
         if self.0.is_empty() {
             return Some(None);
