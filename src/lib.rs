@@ -28,6 +28,7 @@ pub mod rules;
 pub mod run;
 pub mod telemetry;
 pub mod transport;
+pub mod views;
 pub mod wire;
 
 /// The generated protobuf and gRPC code for `a2a.commands.v1`.

@@ -30,7 +30,7 @@ use crate::rules::execute::reply_event;
 use crate::rules::parse::single_text;
 use crate::rules::task::Task;
 use crate::run::{now, Asked, CompleteAsked, Ran, Whole};
-use crate::wire::{SenderView, TaskView};
+use crate::views::{SenderView, TaskView};
 
 /// A message that may be a command, as the front runs it: where it came, and who sent
 /// it.

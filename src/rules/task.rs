@@ -3,7 +3,7 @@
 
 use crate::error::Error;
 use crate::pb::{self, SubState, TaskState};
-use crate::wire::TaskView;
+use crate::views::TaskView;
 
 /// The task snapshot a gateway sent, checked.
 #[derive(Clone, Debug)]

@@ -9,7 +9,7 @@ use crate::pb::ParticipantRole;
 use crate::rules::complete::{self, Completions, Plan};
 use crate::rules::task::Task;
 use crate::run::execute::Runner;
-use crate::wire::{SenderView, TaskView};
+use crate::views::{SenderView, TaskView};
 
 /// What completion is asked for.
 #[derive(Clone, Copy, Debug)]

@@ -69,7 +69,7 @@ pub enum Whole<'a> {
     },
     /// The `ExecuteRequest` they came in, decoded.
     Request(&'a pb::ExecuteRequest),
-    /// The `ExecuteRequest` they came in, encoded (`wire::view` read only what the
+    /// The `ExecuteRequest` they came in, encoded (`views` read only what the
     /// rules need): decoded when a handler is invoked.
     Encoded(&'a [u8]),
 }
@@ -89,7 +89,7 @@ impl Whole<'_> {
                 request.sender.clone(),
             )),
             Self::Encoded(bytes) => {
-                // A view is made only of what prost decodes (`wire::view`), so this
+                // A view is made only of what prost decodes (`views`), so this
                 // fails only on a defect there; it is then said as prost would have.
                 let request =
                     <pb::ExecuteRequest as prost::Message>::decode(bytes).map_err(|e| {

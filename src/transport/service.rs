@@ -31,7 +31,8 @@ use crate::transport::convert::list_specs;
 use crate::transport::layers::observe::note;
 use crate::transport::trace::{deadline_of, trace_of};
 use crate::transport::watch_specs::{watch_specs, WatchStream};
-use crate::wire::{Answer, CompleteView, ExecuteView};
+use crate::views::{CompleteView, ExecuteView};
+use crate::wire::Answer;
 
 /// The `CommandService` implementation.
 pub struct Api {

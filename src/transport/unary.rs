@@ -33,9 +33,8 @@ use crate::pb;
 use crate::run::Whole;
 use crate::transport::service::{Api, SERVICE_NAME};
 use crate::transport::trace::{deadline_of, CallHeaders};
-use crate::wire::{
-    decode_bounded, read_bounded, Answer, CompleteView, ExecuteView, Read, Scanned, GRPC_PREFIX,
-};
+use crate::views::{CompleteView, ExecuteView};
+use crate::wire::{decode_bounded, read_bounded, Answer, Read, Scanned, GRPC_PREFIX};
 
 /// What this server accepts of a request.
 #[derive(Clone, Copy, Debug)]
@@ -419,7 +418,7 @@ impl Direct {
 }
 
 /// Execute, from its request's bytes: read as their view when they have one
-/// (`wire::view`), else decoded by prost.
+/// (`views`), else decoded by prost.
 async fn execute(
     api: &Api,
     bytes: Bytes,

@@ -266,7 +266,7 @@ where
 /// A request as [`read_bounded`] read it.
 #[derive(Debug)]
 pub enum Read<V, U> {
-    /// Its borrowed view (`wire::view`).
+    /// Its borrowed view (`views`).
     Viewed(V),
     /// Decoded by prost: it has no view. Boxed: the owned request is hundreds of bytes
     /// that every call's future would otherwise hold room for, and copy as it moves.
@@ -274,7 +274,7 @@ pub enum Read<V, U> {
 }
 
 /// Reads `bytes`, a `U`, after the element check: as `view` reads it when it can
-/// (`wire::view`), else decoded by prost, which gives the same values or its error.
+/// (`views`), else decoded by prost, which gives the same values or its error.
 pub fn read_bounded<'a, U, V>(
     bytes: &'a [u8],
     max: usize,
