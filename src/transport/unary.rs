@@ -259,11 +259,26 @@ impl<U: prost::Message + Default + Scanned> Reading<U> {
             self.rest.extend_from_slice(&data[used..]);
         } else {
             self.rest.extend_from_slice(&data);
+            // A message arriving in many frames is only gathered until it is whole (or
+            // its prefix is wrong): taking it copies what follows it, at most a frame.
+            if !self.takes(&self.rest) {
+                return Ok(());
+            }
             let rest = std::mem::take(&mut self.rest).freeze();
             let used = self.take(&rest)?;
             self.rest.extend_from_slice(&rest[used..]);
         }
         Ok(())
+    }
+
+    /// Whether [`take`](Self::take) has something to do at the start of `bytes`: a whole
+    /// message, or a prefix it refuses.
+    fn takes(&self, bytes: &[u8]) -> bool {
+        let Some(prefix) = bytes.get(..PREFIX) else {
+            return false;
+        };
+        let length = u32::from_be_bytes([prefix[1], prefix[2], prefix[3], prefix[4]]) as usize;
+        prefix[0] != 0 || length > self.limits.max_bytes || bytes.len() >= PREFIX + length
     }
 
     /// Takes every whole message at the start of `bytes`; how many bytes they took.
