@@ -5,8 +5,10 @@
 //! tonic's unary path reads a request through a general stream decoder, builds a
 //! `tonic::Request` of it (the headers copied into its metadata), and frames the answer
 //! through a general stream encoder into a buffer of 8 KiB. Here the request's one
-//! message is decoded where it lies in the body's bytes (under this server's size and
-//! element limits), and the answer, already bytes, is framed once. What a caller sees is
+//! message is taken where it lies in the body's bytes (under this server's size and
+//! element limits) and read there: Execute's and Complete's as borrowed views
+//! (`views`), the others decoded by prost. The answer, written after room for gRPC's
+//! prefix, is framed where it lies. What a caller sees is
 //! what tonic's path gave it, with the statuses `routes` gives the generated service's
 //! methods for the client's mistakes; `tests/wire_errors.rs` and the answers' byte pins
 //! hold both paths to it. `routes` sends these paths here; everything else goes to the
