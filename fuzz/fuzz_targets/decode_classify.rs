@@ -1,6 +1,8 @@
 //! Request decoding plus classification and execution, on arbitrary bytes: whatever a
 //! gateway sends, decoding either fails cleanly or the read path answers without
-//! panicking, and classification agrees with the parsing rule.
+//! panicking, classification agrees with the parsing rule, and a borrowed view of an
+//! Execute or Complete request (`views`) is only ever made of bytes prost decodes to the
+//! same values.
 
 #![no_main]
 
@@ -10,6 +12,7 @@ use a2a_commands::rules::builtins::{Builtin, Catalogue};
 use a2a_commands::rules::parse::{classify, parse_command_text, single_text, Classification};
 use a2a_commands::rules::{execute::execute, task::Task};
 use a2a_commands::pb;
+use a2a_commands::views::{CompleteView, ExecuteView};
 use a2a_commands::{registry::Snapshot, rules::body::Body};
 use a2a_commands::rules::spec::CommandSpec;
 use libfuzzer_sys::fuzz_target;
@@ -34,6 +37,14 @@ fn catalogue() -> Catalogue {
 }
 
 fuzz_target!(|data: &[u8]| {
+    if let Some(view) = ExecuteView::parse(data) {
+        let decoded = pb::ExecuteRequest::decode(data).expect("a viewed request decodes");
+        assert_eq!(view, ExecuteView::of(&decoded));
+    }
+    if let Some(view) = CompleteView::parse(data) {
+        let decoded = pb::CompleteRequest::decode(data).expect("a viewed request decodes");
+        assert_eq!(view, CompleteView::of(&decoded));
+    }
     if let Ok(request) = pb::ClassifyRequest::decode(data) {
         if let Some(message) = &request.message {
             let parsed = single_text(message).and_then(parse_command_text);
@@ -57,7 +68,7 @@ fuzz_target!(|data: &[u8]| {
                     .as_ref()
                     .and_then(|s| pb::ParticipantRole::try_from(s.role).ok())
                     .unwrap_or(pb::ParticipantRole::None);
-                let _ = execute(message, &task, role, snapshot(), &catalogue());
+                let _ = execute(single_text(message), &task, role, snapshot(), &catalogue());
             }
         }
     }
