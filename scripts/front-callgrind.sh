@@ -26,7 +26,9 @@ dir=$(mktemp -d)
 (cd tests/agents/go && go build -o "$dir/agent" .)
 "$dir/agent" >"$dir/agent.out" &
 agent_pid=$!
-valgrind --tool=callgrind --callgrind-out-file="$dir/cg.out" \
+# --fair-sched: without it the server can spin for minutes in sled's start-up under
+# valgrind (as in scripts/callgrind.sh).
+valgrind --tool=callgrind --fair-sched=yes --callgrind-out-file="$dir/cg.out" \
   ./target/release/a2a-commands serve --listen 127.0.0.1:0 --health-listen off \
   --data-dir "$dir/data" --log-format json --call-log-sample 1000000 \
   --front-upstream "$(for _ in $(seq 100); do [ -s "$dir/agent.out" ] && break; sleep 0.1; done; head -1 "$dir/agent.out")" \
@@ -34,6 +36,7 @@ valgrind --tool=callgrind --callgrind-out-file="$dir/cg.out" \
 server=$!
 trap 'kill $server $agent_pid 2>/dev/null; wait $server 2>/dev/null; rm -rf "$dir"' EXIT
 for _ in $(seq 600); do grep -q '"serving"' "$dir/server.log" 2>/dev/null && break; sleep 0.2; done # valgrind starts slowly
+grep -q '"serving"' "$dir/server.log" || { echo "the front did not start under valgrind:" >&2; tail -5 "$dir/server.log" >&2; exit 1; }
 front=$(grep -m1 '"serving"' "$dir/server.log" | python3 -c 'import json,sys; print(json.load(sys.stdin)["front_addr"])')
 
 message() { # $1: text

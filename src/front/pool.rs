@@ -61,6 +61,9 @@ pub enum PoolError {
     /// The exchange broke.
     #[error(transparent)]
     Http(std::io::Error),
+    /// No answer (or no connection) by the deadline.
+    #[error("no answer by the deadline")]
+    TimedOut,
 }
 
 impl Pool {
@@ -76,19 +79,30 @@ impl Pool {
 
     /// Sends `request` (its URI in origin form, its `Host` set) on the most recently
     /// used idle connection the agent has not closed, or a new one, and waits for the
-    /// answer's head. The connection comes back when the answer's body ends.
+    /// answer's head until `deadline`. The connection comes back when the answer's body
+    /// ends.
     pub async fn send(
         self: &Arc<Self>,
         request: Request<Body>,
+        deadline: tokio::time::Instant,
     ) -> Result<Response<Body>, PoolError> {
         let conn = match self.checkout() {
             Some(conn) => conn,
-            None => Connection::connect(&self.address)
-                .await
-                .map_err(PoolError::Connect)?,
+            // A timer of its own: connections are made seldom.
+            None => {
+                match tokio::time::timeout_at(deadline, Connection::connect(&self.address)).await {
+                    Ok(made) => made.map_err(PoolError::Connect)?,
+                    Err(_) => return Err(PoolError::TimedOut),
+                }
+            }
         };
         let keep: Arc<dyn Keep> = Arc::clone(self) as Arc<dyn Keep>;
-        conn.send(request, keep).await.map_err(PoolError::Http)
+        conn.send(request, keep, deadline)
+            .await
+            .map_err(|e| match e.kind() {
+                std::io::ErrorKind::TimedOut => PoolError::TimedOut,
+                _ => PoolError::Http(e),
+            })
     }
 
     /// The most recently used idle connection that is still open.
@@ -196,6 +210,11 @@ mod tests {
             .unwrap()
     }
 
+    /// A deadline no test here reaches.
+    fn soon() -> tokio::time::Instant {
+        tokio::time::Instant::now() + Duration::from_secs(30)
+    }
+
     const OK: &[u8] = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
 
     #[tokio::test]
@@ -203,7 +222,7 @@ mod tests {
         let (address, accepted, _) = agent(OK, false).await;
         let pool = Arc::new(Pool::new(address.clone()));
         for _ in 0..3 {
-            let answer = pool.send(get(&address)).await.unwrap();
+            let answer = pool.send(get(&address), soon()).await.unwrap();
             let body = answer.into_body().collect().await.unwrap().to_bytes();
             assert_eq!(&body[..], b"ok");
         }
@@ -215,7 +234,7 @@ mod tests {
         let (address, accepted, mut closes) = agent(OK, true).await;
         let pool = Arc::new(Pool::new(address.clone()));
         for _ in 0..3 {
-            let answer = pool.send(get(&address)).await.unwrap();
+            let answer = pool.send(get(&address), soon()).await.unwrap();
             let body = answer.into_body().collect().await.unwrap().to_bytes();
             assert_eq!(&body[..], b"ok");
             // The connection is back in the pool, and closed by the agent.
@@ -229,10 +248,44 @@ mod tests {
         let long: &'static [u8] = b"HTTP/1.1 200 OK\r\ncontent-length: 100000\r\n\r\nok";
         let (address, accepted, _) = agent(long, false).await;
         let pool = Arc::new(Pool::new(address.clone()));
-        drop(pool.send(get(&address)).await.unwrap());
+        drop(pool.send(get(&address), soon()).await.unwrap());
         assert!(pool.slot().lock().unwrap().is_empty());
-        drop(pool.send(get(&address)).await.unwrap());
+        drop(pool.send(get(&address), soon()).await.unwrap());
         assert_eq!(accepted.load(Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test]
+    async fn each_request_is_timed_from_its_own_start_on_a_kept_connection() {
+        // The agent answers the first request and never the second, on one connection.
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap().to_string();
+        tokio::spawn(async move {
+            let (mut tcp, _) = listener.accept().await.unwrap();
+            let mut buf = [0u8; 1024];
+            let _ = tcp.read(&mut buf).await.unwrap();
+            tcp.write_all(OK).await.unwrap();
+            let _ = tcp.read(&mut buf).await.unwrap();
+            std::future::pending::<()>().await;
+        });
+        let pool = Arc::new(Pool::new(address.clone()));
+        let timeout = Duration::from_secs(1);
+        let answer = pool
+            .send(get(&address), tokio::time::Instant::now() + timeout)
+            .await
+            .unwrap();
+        answer.into_body().collect().await.unwrap();
+        // Half a timeout later (not a wait for anything: the gap between the two
+        // deadlines), so sent as a rule before the first request's deadline: the timer
+        // the connection kept from it fires first, and must not end this one. (Sent
+        // after it, the same holds by the timer moved on at once.)
+        tokio::time::sleep(timeout / 2).await;
+        let second = tokio::time::Instant::now();
+        let error = pool
+            .send(get(&address), second + timeout)
+            .await
+            .unwrap_err();
+        assert!(matches!(error, PoolError::TimedOut), "{error}");
+        assert!(tokio::time::Instant::now() >= second + timeout);
     }
 
     #[tokio::test]
@@ -243,7 +296,7 @@ mod tests {
         held.bind("127.0.0.1:0".parse().unwrap()).unwrap();
         let address = held.local_addr().unwrap().to_string();
         let pool = Arc::new(Pool::new(address.clone()));
-        let error = pool.send(get(&address)).await.unwrap_err();
+        let error = pool.send(get(&address), soon()).await.unwrap_err();
         assert!(matches!(error, PoolError::Connect(_)), "{error}");
     }
 }

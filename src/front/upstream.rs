@@ -14,7 +14,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 
-use crate::front::pool::Pool;
+use crate::front::pool::{Pool, PoolError};
 use crate::telemetry::{CallSpan, KeyValue, SpanKind, Tracer};
 
 /// Headers that belong to one connection, never forwarded (RFC 9110, section 7.6.1).
@@ -154,23 +154,24 @@ impl Upstream {
             request.headers_mut().insert(header::HOST, host);
         }
         let span = self.span(&mut request);
-        let sent = async {
-            if grpc {
-                let answer = self.grpc.request(request).await;
-                answer
-                    .map(|a| a.map(Body::new))
-                    .map_err(|e| error_chain(&e))
-            } else {
-                self.pool.send(request).await.map_err(|e| error_chain(&e))
-            }
+        let deadline = tokio::time::Instant::now() + self.timeout;
+        let timed_out = || UpstreamError::Timeout(self.base.to_string(), self.timeout.as_millis());
+        let unreachable = |e: &dyn std::error::Error| {
+            UpstreamError::Unreachable(self.base.to_string(), error_chain(e))
         };
-        let answer = match tokio::time::timeout(self.timeout, sent).await {
-            Ok(Ok(answer)) => Ok(answer),
-            Ok(Err(error)) => Err(UpstreamError::Unreachable(self.base.to_string(), error)),
-            Err(_) => Err(UpstreamError::Timeout(
-                self.base.to_string(),
-                self.timeout.as_millis(),
-            )),
+        let answer = if grpc {
+            match tokio::time::timeout_at(deadline, self.grpc.request(request)).await {
+                Ok(Ok(answer)) => Ok(answer.map(Body::new)),
+                Ok(Err(error)) => Err(unreachable(&error)),
+                Err(_) => Err(timed_out()),
+            }
+        } else {
+            // The pool's connections keep their timers (no timer made per request).
+            match self.pool.send(request, deadline).await {
+                Ok(answer) => Ok(answer),
+                Err(PoolError::TimedOut) => Err(timed_out()),
+                Err(error) => Err(unreachable(&error)),
+            }
         };
         if let Some(span) = span {
             match &answer {

@@ -5,7 +5,7 @@
 //! answer's body ends and the connection may be used again, it is handed to a
 //! [`Keep`] (the front's pool); an answer dropped before its end closes it.
 
-use std::future::poll_fn;
+use std::future::{poll_fn, Future as _};
 use std::io;
 use std::mem::MaybeUninit;
 use std::pin::Pin;
@@ -19,9 +19,11 @@ use hyper::header::{self, HeaderName, HeaderValue};
 use hyper::{HeaderMap, Method, Request, Response, StatusCode, Version};
 use tokio::io::AsyncWriteExt as _;
 use tokio::net::TcpStream;
+use tokio::time::Instant;
 
 use crate::http1::framing::{self, Chunked, Step};
 use crate::http1::socket;
+use crate::http1::timer::KeptTimer;
 
 /// The most header lines an answer's head may have (hyper's default).
 const MAX_HEADERS: usize = 100;
@@ -38,10 +40,12 @@ pub trait Keep: Send + Sync + 'static {
     fn keep(&self, conn: Connection);
 }
 
-/// An open connection, between requests: the socket only.
+/// An open connection, between requests: the socket, and the timer its answers are
+/// awaited with (kept from one request to the next: see [`KeptTimer`]).
 #[derive(Debug)]
 pub struct Connection {
     tcp: TcpStream,
+    timer: KeptTimer,
 }
 
 fn broken(what: &'static str) -> io::Error {
@@ -61,7 +65,10 @@ impl Connection {
         let tcp = TcpStream::connect(address).await?;
         // No Nagle: a request written in two segments would wait for the agent's ACK.
         tcp.set_nodelay(true)?;
-        Ok(Self { tcp })
+        Ok(Self {
+            tcp,
+            timer: KeptTimer::default(),
+        })
     }
 
     /// Whether the other end has closed it (or sent bytes nobody asked for) while it
@@ -71,13 +78,50 @@ impl Connection {
     }
 
     /// Sends `request` (its URI in origin form, its `Host` and framing headers the
-    /// caller's) and reads the answer's head; the body streams after that, and the
-    /// connection goes to `keep` at its end if it may be used again.
+    /// caller's) and reads the answer's head, by `deadline` (else a `TimedOut` error);
+    /// the body streams after that, and the connection goes to `keep` at its end if it
+    /// may be used again.
     pub async fn send(
         mut self,
         request: Request<Body>,
         keep: Arc<dyn Keep>,
+        deadline: Instant,
     ) -> io::Result<Response<Body>> {
+        let mut timer = std::mem::take(&mut self.timer);
+        let sent = {
+            let exchange = self.exchange(request);
+            let mut exchange = std::pin::pin!(exchange);
+            poll_fn(|cx| {
+                if let Poll::Ready(sent) = exchange.as_mut().poll(cx) {
+                    return Poll::Ready(sent);
+                }
+                timer.poll_passed(deadline, cx).map(|()| {
+                    Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        "no answer by the deadline",
+                    ))
+                })
+            })
+            .await
+        };
+        self.timer = timer;
+        let (head, buf, reading, reusable) = sent?;
+        let answer = Answer {
+            conn: Some(self),
+            buf,
+            reading,
+            reusable,
+            keep,
+        };
+        Ok(head.map(|()| Body::new(answer)))
+    }
+
+    /// Writes `request` and reads its answer's head: the head, what was read after
+    /// it, how the body is read, and whether the connection may be used again.
+    async fn exchange(
+        &mut self,
+        request: Request<Body>,
+    ) -> io::Result<(Response<()>, BytesMut, Reading, bool)> {
         let head_only = request.method() == Method::HEAD;
         let (parts, mut body) = request.into_parts();
         let framing = request_framing(&parts.headers, &body);
@@ -92,11 +136,11 @@ impl Connection {
         }
         drop(out);
         let mut buf = BytesMut::new();
-        let (head, reading, reusable) = loop {
+        loop {
             if !buf.is_empty() {
                 match parse_answer(&mut buf, head_only)? {
                     Some(Parsed::Final(head, reading, reusable)) => {
-                        break (head, reading, reusable)
+                        return Ok((head, buf, reading, reusable))
                     }
                     // An interim answer (100 Continue and the like): the final one
                     // follows, perhaps already read.
@@ -109,15 +153,7 @@ impl Connection {
             if !read_more(&self.tcp, &mut buf).await? {
                 return Err(cut_short());
             }
-        };
-        let answer = Answer {
-            conn: Some(self),
-            buf,
-            reading,
-            reusable,
-            keep,
-        };
-        Ok(head.map(|()| Body::new(answer)))
+        }
     }
 
     /// Writes the request's body after its head (in `out`): what is there at once goes

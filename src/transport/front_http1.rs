@@ -28,6 +28,7 @@ use tokio_util::sync::WaitForCancellationFutureOwned;
 
 use crate::front::Front;
 use crate::http1::socket::{self, Prefixed};
+use crate::http1::timer::KeptTimer;
 use crate::http1::{framing, server};
 
 /// How a connection served here may behave.
@@ -74,7 +75,7 @@ pub async fn serve(
         buf: BytesMut::new(),
         settings,
         idle_since: Instant::now(),
-        idle_timer: None,
+        idle_timer: KeptTimer::default(),
         draining: Box::pin(draining),
         drained: false,
     };
@@ -113,7 +114,7 @@ struct Connection {
     /// When the last answer was written (or the connection accepted).
     idle_since: Instant,
     /// Armed once and moved only when it fires early (no timer made per request).
-    idle_timer: Option<Pin<Box<Sleep>>>,
+    idle_timer: KeptTimer,
     draining: Pin<Box<WaitForCancellationFutureOwned>>,
     /// The drain has begun: the next answer is the connection's last.
     drained: bool,
@@ -246,22 +247,11 @@ impl Connection {
     /// Whether the connection has waited for its idle timeout since its last answer;
     /// keeps the timer armed otherwise.
     fn idle_expired(&mut self, cx: &mut Context<'_>) -> bool {
-        let Some(idle) = self.settings.idle else {
-            return false;
-        };
-        let timer = self
-            .idle_timer
-            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(self.idle_since + idle)));
-        loop {
-            if timer.as_mut().poll(cx).is_pending() {
-                return false;
-            }
-            let deadline = self.idle_since + idle;
-            if deadline <= Instant::now() {
-                return true;
-            }
-            timer.as_mut().reset(deadline);
-        }
+        self.settings.idle.is_some_and(|idle| {
+            self.idle_timer
+                .poll_passed(self.idle_since + idle, cx)
+                .is_ready()
+        })
     }
 
     /// Ready when the client has gone (its end of the stream, or an error) while its
