@@ -19,8 +19,10 @@
 #   SendMessage through nginx, a plain reverse proxy before the same agent (2 workers,
 #   upstream keep-alive), against the front, mirrored (front, nginx, nginx, front), with
 #   FRONT_BENCH_CONNECTIONS connections and with one: the front's throughput as a ratio
-#   to nginx's, and the p50 each adds (issue 48; skipped with a line when nginx is
-#   missing: apt-get install nginx). The same against HAProxy (2 threads, `http-reuse
+#   to nginx's, the p50 each adds (issue 48), and the CPU time each proxy spent a
+#   request in the same runs (user and system, all its threads and workers: what the
+#   hop costs the machine, which drifts far less than throughput does; skipped with a
+#   line when nginx is missing: apt-get install nginx). The same against HAProxy (2 threads, `http-reuse
 #   always`; skipped when missing: apt-get install haproxy).
 #
 # Then, once: the first event of a stream (SendStreamingMessage, 300 one at a time,
@@ -81,7 +83,8 @@ if command -v nginx >/dev/null; then
   . scripts/nginx-config.sh
   nginx_config "$work/nginx" "127.0.0.1:$nginx_port" "${agent#http://}" "worker_processes 2;" 4096 64 >"$work/nginx/nginx.conf"
   nginx -c "$work/nginx/nginx.conf" -p "$work/nginx" &
-  pids+=($!)
+  nginx_pid=$!
+  pids+=($nginx_pid)
   nginx_url="http://127.0.0.1:$nginx_port"
   for _ in $(seq 300); do (exec 3<>"/dev/tcp/127.0.0.1/$nginx_port") 2>/dev/null && break; sleep 0.1; done
 else
@@ -95,7 +98,8 @@ if command -v haproxy >/dev/null; then
   . scripts/haproxy-config.sh
   haproxy_config 2 "127.0.0.1:$haproxy_port" "${agent#http://}" >"$work/haproxy.cfg"
   haproxy -f "$work/haproxy.cfg" -db >"$work/haproxy.log" 2>&1 &
-  pids+=($!)
+  haproxy_pid=$!
+  pids+=($haproxy_pid)
   haproxy_url="http://127.0.0.1:$haproxy_port"
   for _ in $(seq 300); do (exec 3<>"/dev/tcp/127.0.0.1/$haproxy_port") 2>/dev/null && break; sleep 0.1; done
 else
@@ -118,8 +122,9 @@ request = function()
   return wrk.format(nil, "/", nil, body)
 end
 done = function(summary, latency, requests)
-  io.write(string.format("RESULT %.1f %.3f %.3f %d\n", summary.requests / (summary.duration / 1e6),
-    latency:percentile(50) / 1000, latency:percentile(99) / 1000, summary.errors.status + summary.errors.timeout))
+  io.write(string.format("RESULT %.1f %.3f %.3f %d %d\n", summary.requests / (summary.duration / 1e6),
+    latency:percentile(50) / 1000, latency:percentile(99) / 1000, summary.errors.status + summary.errors.timeout,
+    summary.requests))
 end
 LUA
 }
@@ -127,10 +132,34 @@ lua SendMessage "hello" >"$work/plain.lua"
 lua SendMessage "/status" >"$work/status.lua"
 
 run() { # $1: URL, $2: script, $3: connections [, $4: CPUs for wrk] -> "rps p50_ms p99_ms errors"
+  run_counted "$@" | cut -d' ' -f1-4
+}
+run_counted() { # as run, then the requests made
   local threads=2 pin=()
   [[ $3 -eq 1 ]] && threads=1
   [[ -n ${4:-} ]] && pin=(taskset -c "$4")
-  "${pin[@]}" wrk -t "$threads" -c "$3" -d "${seconds}s" -s "$2" "$1" | awk '/^RESULT/ {print $2, $3, $4, $5}'
+  "${pin[@]}" wrk -t "$threads" -c "$3" -d "${seconds}s" -s "$2" "$1" | awk '/^RESULT/ {print $2, $3, $4, $5, $6}'
+}
+# The CPU time (µs) a process and its children (nginx's workers) have run, all their
+# threads: user and system, from schedstat (nanoseconds; /proc/<pid>/stat counts ticks
+# of 10 ms).
+cpu_us() { # $1: pid
+  local total=0 p t ns
+  for p in "$1" $(pgrep -P "$1" || true); do
+    for t in /proc/"$p"/task/*/schedstat; do
+      read -r ns _ <"$t" 2>/dev/null && total=$((total + ns))
+    done
+  done
+  echo $((total / 1000))
+}
+# One plain run through a proxy, with the CPU the proxy spent on it: a request's cost
+# that the machine's drift moves much less than it moves throughput.
+costed() { # $1: URL, $2: connections, $3: the proxy's pid -> "rps p50 p99 errors cpu_us_a_request"
+  local before after rps p50 p99 errors requests
+  before=$(cpu_us "$3")
+  read -r rps p50 p99 errors requests < <(run_counted "$1" "$work/plain.lua" "$2")
+  after=$(cpu_us "$3")
+  echo "$rps $p50 $p99 $errors $(python3 -c "print(f'{($after - $before) / max($requests, 1):.1f}')")"
 }
 # Direct, front, front, direct: whatever drifts over a run (the machine's other load)
 # is cancelled out of the ratio by the two mirrored halves.
@@ -148,13 +177,14 @@ mean = lambda x, y: [(p + q) / 2 for p, q in zip(x, y)]
 print(" ".join(f"{v:.3f}" for v in mean(runs[0], runs[3]) + mean(runs[1], runs[2])))' "$a" "$b" "$c" "$d"
 }
 # The front against another proxy, mirrored: front, proxy, proxy, front. Prints the
-# front then the proxy "rps p50 p99 errors", each the mean of its two runs.
-versus() { # $1: the proxy's URL, $2: connections
+# front then the proxy "rps p50 p99 errors cpu_us_a_request", each the mean of its two
+# runs.
+versus() { # $1: the proxy's URL, $2: connections, $3: the proxy's pid
   local a b c d
-  a=$(run "$front" "$work/plain.lua" "$2")
-  b=$(run "$1" "$work/plain.lua" "$2")
-  c=$(run "$1" "$work/plain.lua" "$2")
-  d=$(run "$front" "$work/plain.lua" "$2")
+  a=$(costed "$front" "$2" "$sidecar_pid")
+  b=$(costed "$1" "$2" "$3")
+  c=$(costed "$1" "$2" "$3")
+  d=$(costed "$front" "$2" "$sidecar_pid")
   python3 -c '
 import sys
 runs = [list(map(float, r.split())) for r in sys.argv[1:]]
@@ -226,16 +256,16 @@ for r in $(seq "$rounds"); do
     gd_rps=1 gf_rps=0 gdp_rps=1 gfp_rps=0
   fi
   if [[ -n $nginx_url ]]; then
-    read -r fn_rps fn_p50 fn_p99 fn_err n_rps n_p50 n_p99 n_err < <(versus "$nginx_url" "$connections")
-    read -r fn1_rps fn1_p50 fn1_p99 fn1_err n1_rps n1_p50 n1_p99 n1_err < <(versus "$nginx_url" 1)
+    read -r fn_rps fn_p50 fn_p99 fn_err fn_cpu n_rps n_p50 n_p99 n_err n_cpu < <(versus "$nginx_url" "$connections" "$nginx_pid")
+    read -r fn1_rps fn1_p50 fn1_p99 fn1_err fn1_cpu n1_rps n1_p50 n1_p99 n1_err n1_cpu < <(versus "$nginx_url" 1 "$nginx_pid")
   else
-    fn_rps=0 n_rps=1 fn1_p50=0 n1_p50=0
+    fn_rps=0 n_rps=1 fn1_p50=0 n1_p50=0 fn_cpu=0 n_cpu=1
   fi
   if [[ -n $haproxy_url ]]; then
-    read -r fh_rps fh_p50 fh_p99 fh_err h_rps h_p50 h_p99 h_err < <(versus "$haproxy_url" "$connections")
-    read -r fh1_rps fh1_p50 fh1_p99 fh1_err h1_rps h1_p50 h1_p99 h1_err < <(versus "$haproxy_url" 1)
+    read -r fh_rps fh_p50 fh_p99 fh_err fh_cpu h_rps h_p50 h_p99 h_err h_cpu < <(versus "$haproxy_url" "$connections" "$haproxy_pid")
+    read -r fh1_rps fh1_p50 fh1_p99 fh1_err fh1_cpu h1_rps h1_p50 h1_p99 h1_err h1_cpu < <(versus "$haproxy_url" 1 "$haproxy_pid")
   else
-    fh_rps=0 h_rps=1 fh1_p50=0 h1_p50=0
+    fh_rps=0 h_rps=1 fh1_p50=0 h1_p50=0 fh_cpu=0 h_cpu=1
   fi
   read -r s_rps s_p50 s_p99 s_err < <(run "$front" "$work/status.lua" "$connections")
   read -r g_rps g_p50 g_p99 g_err < <(run "$gateway" "$work/status.lua" "$connections")
@@ -256,22 +286,26 @@ for r in $(seq "$rounds"); do
     row "$r" "SendMessage, front vs nginx, c=$connections" "$fn_rps" "$fn_p50" "$fn_p99" "$fn_err" "$(ratio "$fn_rps" "$n_rps")"
     row "$r" "SendMessage, nginx, c=1" "$n1_rps" "$n1_p50" "$n1_p99" "$n1_err" "1.000"
     row "$r" "SendMessage, front vs nginx, c=1" "$fn1_rps" "$fn1_p50" "$fn1_p99" "$fn1_err" "$(ratio "$fn1_rps" "$n1_rps")"
+    row "$r" "CPU µs a request, nginx, c=$connections" "$n_cpu" - - - "1.000"
+    row "$r" "CPU µs a request, front, c=$connections" "$fn_cpu" - - - "$(ratio "$fn_cpu" "$n_cpu")"
   fi
   if [[ -n $haproxy_url ]]; then
     row "$r" "SendMessage, HAProxy, c=$connections" "$h_rps" "$h_p50" "$h_p99" "$h_err" "1.000"
     row "$r" "SendMessage, front vs HAProxy, c=$connections" "$fh_rps" "$fh_p50" "$fh_p99" "$fh_err" "$(ratio "$fh_rps" "$h_rps")"
     row "$r" "SendMessage, HAProxy, c=1" "$h1_rps" "$h1_p50" "$h1_p99" "$h1_err" "1.000"
     row "$r" "SendMessage, front vs HAProxy, c=1" "$fh1_rps" "$fh1_p50" "$fh1_p99" "$fh1_err" "$(ratio "$fh1_rps" "$h1_rps")"
+    row "$r" "CPU µs a request, HAProxy, c=$connections" "$h_cpu" - - - "1.000"
+    row "$r" "CPU µs a request, front, c=$connections" "$fh_cpu" - - - "$(ratio "$fh_cpu" "$h_cpu")"
   fi
   row "$r" "/status, Go kit gateway, c=$connections" "$g_rps" "$g_p50" "$g_p99" "$g_err" "1.000"
   row "$r" "/status, front, c=$connections" "$s_rps" "$s_p50" "$s_p99" "$s_err" "$(ratio "$s_rps" "$g_rps")"
-  echo "$(ratio "$f_rps" "$d_rps") $(ratio "$fp_rps" "$dp_rps") $(python3 -c "print(f'{$f1_p50 - $d1_p50:.3f}')") $(ratio "$s_rps" "$g_rps") $(ratio "$gf_rps" "$gd_rps") $(ratio "$gfp_rps" "$gdp_rps") $(ratio "$fn_rps" "$n_rps") $(python3 -c "print(f'{$n1_p50 - $d1_p50:.3f}')") $(ratio "$fh_rps" "$h_rps") $(python3 -c "print(f'{$h1_p50 - $d1_p50:.3f}')") $(python3 -c "print(f'{$fn1_p50 - $n1_p50:.3f}')")" >>"$work/ratios"
+  echo "$(ratio "$f_rps" "$d_rps") $(ratio "$fp_rps" "$dp_rps") $(python3 -c "print(f'{$f1_p50 - $d1_p50:.3f}')") $(ratio "$s_rps" "$g_rps") $(ratio "$gf_rps" "$gd_rps") $(ratio "$gfp_rps" "$gdp_rps") $(ratio "$fn_rps" "$n_rps") $(python3 -c "print(f'{$n1_p50 - $d1_p50:.3f}')") $(ratio "$fh_rps" "$h_rps") $(python3 -c "print(f'{$h1_p50 - $d1_p50:.3f}')") $(python3 -c "print(f'{$fn1_p50 - $n1_p50:.3f}')") $(ratio "$fn_cpu" "$n_cpu") $(ratio "$fh_cpu" "$h_cpu")" >>"$work/ratios"
 done
 python3 - "$work/ratios" <<'PY'
 import statistics, sys
 rows = [list(map(float, line.split())) for line in open(sys.argv[1])]
 (through, pinned, added, status, grpc, grpc_pinned, vs_nginx, nginx_added, vs_haproxy,
- haproxy_added, over_nginx) = (statistics.median(col) for col in zip(*rows))
+ haproxy_added, over_nginx, cpu_nginx, cpu_haproxy) = (statistics.median(col) for col in zip(*rows))
 print(f"median: SendMessage through the front {through:.3f} of direct (sharing the CPUs), "
       f"{pinned:.3f} (the sidecar on a CPU of its own; 0 if not run); p50 added at c=1 "
       f"{added:+.3f} ms; /status through the front {status:.2f}x the Go kit gateway's; "
@@ -279,7 +313,8 @@ print(f"median: SendMessage through the front {through:.3f} of direct (sharing t
       f"the front's throughput {vs_nginx:.3f} of nginx's (0 without nginx), nginx's p50 added at "
       f"c=1 {nginx_added:+.3f} ms, the front's p50 at c=1 {over_nginx:+.3f} ms over nginx's "
       f"(side by side); the front's throughput {vs_haproxy:.3f} of HAProxy's (0 without it), "
-      f"HAProxy's p50 added at c=1 {haproxy_added:+.3f} ms")
+      f"HAProxy's p50 added at c=1 {haproxy_added:+.3f} ms; the front's CPU a request "
+      f"{cpu_nginx:.3f} of nginx's, {cpu_haproxy:.3f} of HAProxy's (same runs)")
 PY
 
 # The first event of a stream, and memory per idle connection: one client, in Python.

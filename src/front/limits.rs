@@ -2,7 +2,6 @@
 //! request body never reaches the agent past the front's limit, whatever its method,
 //! and an answer that stops arriving ends instead of holding its client.
 
-use std::future::Future as _;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -12,6 +11,9 @@ use std::time::Duration;
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use hyper::header::{self, HeaderMap};
+use tokio::time::Instant;
+
+use crate::http1::timer::KeptTimer;
 
 /// The error a bounded body ends with.
 #[derive(Debug, thiserror::Error)]
@@ -101,14 +103,17 @@ where
 /// An answer's body that fails when it stops arriving: a stalled agent ends the answer
 /// (the client sees it broken off) rather than holding it open. The timer is made only
 /// when the body is not ready, so a body that is already there (a small answer, in the
-/// packet with its head) costs none.
+/// packet with its head) costs none; a stream's events each put its deadline off, and
+/// the one timer follows (see [`KeptTimer`]: none made or moved per event).
 pub struct Timed<B> {
     inner: B,
     gap: Duration,
-    /// Whether a frame puts the timer off again (a gap between parts), or the first
+    /// Whether a frame puts the deadline off again (a gap between parts), or the first
     /// wait sets a deadline for the whole body.
     per_frame: bool,
-    timer: Option<Pin<Box<tokio::time::Sleep>>>,
+    /// Set by the first wait (after the last frame, per frame).
+    deadline: Option<Instant>,
+    timer: KeptTimer,
 }
 
 impl<B> Timed<B> {
@@ -118,7 +123,8 @@ impl<B> Timed<B> {
             inner,
             gap,
             per_frame: true,
-            timer: None,
+            deadline: None,
+            timer: KeptTimer::default(),
         }
     }
 
@@ -147,16 +153,14 @@ where
         match Pin::new(&mut this.inner).poll_frame(cx) {
             Poll::Ready(frame) => {
                 if this.per_frame {
-                    this.timer = None;
+                    this.deadline = None;
                 }
                 Poll::Ready(frame.map(|f| f.map_err(|e| Bound::Broken(e.to_string()))))
             }
             Poll::Pending => {
                 let gap = this.gap;
-                let timer = this
-                    .timer
-                    .get_or_insert_with(|| Box::pin(tokio::time::sleep(gap)));
-                match timer.as_mut().poll(cx) {
+                let deadline = *this.deadline.get_or_insert_with(|| Instant::now() + gap);
+                match this.timer.poll_passed(deadline, cx) {
                     Poll::Ready(()) => Poll::Ready(Some(Err(Bound::Stalled(gap)))),
                     Poll::Pending => Poll::Pending,
                 }

@@ -12,7 +12,7 @@ use std::task::{ready, Context, Poll};
 use tokio::time::{Instant, Sleep};
 
 /// One timer for a run of deadlines that come later and later (a connection's
-/// requests, one after another).
+/// requests one after another, a stream's events).
 #[derive(Debug, Default)]
 pub struct KeptTimer(Option<Pin<Box<Sleep>>>);
 
