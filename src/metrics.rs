@@ -12,6 +12,7 @@
 //! calls), so the registry's capacity bounds it. Nothing a user typed that is not
 //! registered becomes a label.
 
+use std::cell::RefCell;
 use std::sync::atomic::AtomicU64;
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -150,6 +151,33 @@ pub struct FrontMetrics {
     pub requests: Family<FrontLabels, Counter>,
     /// How long the agent took to start answering a passed request, in seconds.
     pub upstream_seconds: Histogram,
+}
+
+impl FrontMetrics {
+    /// Counts one front request under `labels`. Each thread keeps the counters it has
+    /// used (a handful: the label sets are few and fixed): the family's own lookup
+    /// hashes the labels and takes a lock, at every request.
+    pub fn count_request(&self, labels: FrontLabels) {
+        thread_local! {
+            static KEPT: RefCell<Vec<(usize, FrontLabels, Counter)>> = const { RefCell::new(Vec::new()) };
+        }
+        // Which family a kept counter is from (tests may make more than one).
+        let family = std::ptr::from_ref(&self.requests) as usize;
+        KEPT.with(|kept| {
+            let mut kept = kept.borrow_mut();
+            if let Some((_, _, counter)) = kept
+                .iter()
+                .find(|(from, kept, _)| *from == family && *kept == labels)
+            {
+                counter.inc();
+                return;
+            }
+            // A clone shares the family's count.
+            let counter = self.requests.get_or_create(&labels).clone();
+            counter.inc();
+            kept.push((family, labels, counter));
+        });
+    }
 }
 
 impl Default for FrontMetrics {

@@ -7,7 +7,6 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use axum::body::Body;
-use http_body_util::BodyExt as _;
 use hyper::header::{self};
 use hyper::{Request, Response};
 use serde_json::Value;
@@ -17,7 +16,7 @@ use crate::front::answer::upstream_failed;
 use crate::front::context::Context;
 use crate::front::grpc::GrpcCall;
 use crate::front::grpc_agent::forward_grpc;
-use crate::front::limits::{self, Bound, Capped, Timed};
+use crate::front::limits::{self, read_to_end, Bound, Capped, Timed};
 use crate::front::operations::Binding;
 use crate::front::upstream::UpstreamError;
 use crate::metrics::metrics;
@@ -40,12 +39,9 @@ pub(super) async fn forward(
         return too_large(ctx, binding.unwrap_or(Binding::HttpJson));
     }
     let (mut parts, body) = request.into_parts();
-    let path_and_query = parts
-        .uri
-        .path_and_query()
-        .map_or("/", |p| p.as_str())
-        .to_owned();
-    parts.uri = ctx.upstream.uri_for(&path_and_query, ctx.public.path());
+    parts.uri = ctx
+        .upstream
+        .map_uri(std::mem::take(&mut parts.uri), ctx.public.path());
     // A body read whole is within the limit already; any other is cut at it.
     let mut crossed = None;
     let body = if http_body::Body::size_hint(&body)
@@ -104,8 +100,8 @@ pub(super) async fn whole_if_small(
     }
     // Whole within the timeout (a timer only if it is not all there already).
     let timeout = ctx.options.timeout;
-    match Timed::whole(body, timeout).collect().await {
-        Ok(collected) => Response::from_parts(parts, Body::from(collected.to_bytes())),
+    match read_to_end(Timed::whole(body, timeout)).await {
+        Ok(bytes) => Response::from_parts(parts, Body::from(bytes)),
         Err(Bound::Stalled(_)) => upstream_failed(
             binding.unwrap_or(Binding::HttpJson),
             &Value::Null,

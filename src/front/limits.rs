@@ -8,8 +8,9 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use http_body::{Body, Frame, SizeHint};
+use http_body_util::BodyExt as _;
 use hyper::header::{self, HeaderMap};
 use tokio::time::Instant;
 
@@ -36,6 +37,38 @@ pub fn declared_over(headers: &HeaderMap, max: usize) -> bool {
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<u64>().ok())
         .is_some_and(|n| n > max as u64)
+}
+
+/// A body read to its end, as one `Bytes`. A body of one frame (a request, a small
+/// answer read with its head) is that frame: no list of frames kept, nothing copied.
+pub async fn read_to_end<B>(mut body: B) -> Result<Bytes, B::Error>
+where
+    B: Body<Data = Bytes> + Unpin,
+{
+    let mut first: Option<Bytes> = None;
+    let mut joined: Option<BytesMut> = None;
+    while !body.is_end_stream() {
+        let Some(frame) = body.frame().await else {
+            break;
+        };
+        let Ok(data) = frame?.into_data() else {
+            continue; // Trailers: not part of the bytes.
+        };
+        match (&mut joined, first.take()) {
+            (Some(joined), _) => joined.extend_from_slice(&data),
+            (None, Some(before)) => {
+                let mut both = BytesMut::with_capacity(before.len() + data.len());
+                both.extend_from_slice(&before);
+                both.extend_from_slice(&data);
+                joined = Some(both);
+            }
+            (None, None) => first = Some(data),
+        }
+    }
+    Ok(match (joined, first) {
+        (Some(joined), _) => joined.freeze(),
+        (None, first) => first.unwrap_or_default(),
+    })
 }
 
 /// A request body cut at `max` bytes: past it, the body fails (so the agent never gets
@@ -200,6 +233,30 @@ mod tests {
         );
         assert_eq!(body.collect().await.unwrap().to_bytes().len(), 10);
         assert!(!crossed.load(Ordering::Relaxed));
+    }
+
+    #[tokio::test]
+    async fn a_body_is_read_to_its_end_in_one_piece() {
+        let one = http_body_util::Full::new(Bytes::from_static(b"whole"));
+        assert_eq!(&read_to_end(one).await.unwrap()[..], b"whole");
+        let (tx, rx) = tokio::sync::mpsc::channel::<Result<Frame<Bytes>, String>>(8);
+        for part in ["a", "", "bc", "def"] {
+            tx.send(Ok(Frame::data(Bytes::from(part)))).await.unwrap();
+        }
+        let mut trailers = HeaderMap::new();
+        trailers.insert("x-t", "1".parse().unwrap());
+        tx.send(Ok(Frame::trailers(trailers))).await.unwrap();
+        drop(tx);
+        let parts =
+            http_body_util::StreamBody::new(tokio_stream::wrappers::ReceiverStream::new(rx));
+        assert_eq!(&read_to_end(parts).await.unwrap()[..], b"abcdef");
+        let empty = http_body_util::Empty::<Bytes>::new();
+        assert!(read_to_end(empty).await.unwrap().is_empty());
+        let failing = http_body_util::StreamBody::new(tokio_stream::iter([
+            Ok(Frame::data(Bytes::from_static(b"a"))),
+            Err("broken".to_owned()),
+        ]));
+        assert_eq!(read_to_end(failing).await.unwrap_err(), "broken");
     }
 
     #[tokio::test]

@@ -4,7 +4,7 @@
 
 use std::sync::LazyLock;
 
-use hyper::header::{self, HeaderMap, HeaderName, HeaderValue};
+use hyper::header::{self, HeaderMap, HeaderValue};
 use hyper::Method;
 use memchr::memmem::Finder;
 use serde_json::Value;
@@ -93,18 +93,12 @@ pub(super) fn asks_a2a_json(headers: &HeaderMap) -> bool {
 /// Whether the request activates this extension (`A2A-Extensions`, or 0.3's
 /// `X-A2A-Extensions`).
 pub(super) fn activates_us(headers: &HeaderMap) -> bool {
-    // Names made once: a name given as text is parsed at every lookup.
-    static NAMES: [HeaderName; 2] = [
-        HeaderName::from_static("a2a-extensions"),
-        HeaderName::from_static("x-a2a-extensions"),
-    ];
-    NAMES.iter().any(|name| {
-        headers
-            .get_all(name)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(','))
-            .any(|uri| uri.trim() == EXTENSION_URI)
+    // One pass over the request's few headers: a lookup of each name would hash it.
+    headers.iter().any(|(name, value)| {
+        matches!(name.as_str(), "a2a-extensions" | "x-a2a-extensions")
+            && value
+                .to_str()
+                .is_ok_and(|v| v.split(',').any(|uri| uri.trim() == EXTENSION_URI))
     })
 }
 

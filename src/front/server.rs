@@ -10,7 +10,6 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use bytes::Bytes;
-use http_body_util::BodyExt as _;
 use hyper::header::{self, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 
@@ -26,6 +25,7 @@ use crate::front::grpc::{self, GrpcCall};
 use crate::front::grpc_calls::{grpc_answer, grpc_call, GrpcRead};
 use crate::front::handled::Handled;
 use crate::front::join::{translate, Joiner};
+use crate::front::limits::read_to_end;
 use crate::front::operations::{
     activates_us, asks_a2a_json, echo_activation, http_json_method, is_http_json, jsonrpc_method,
     known_method, looked_at, Binding, RpcMethod, A2A_JSON,
@@ -119,15 +119,11 @@ pub(super) async fn handle(ctx: &Context, request: Request<Body>) -> Response<Bo
     } else {
         "passed"
     };
-    metrics()
-        .front
-        .requests
-        .get_or_create(&FrontLabels {
-            binding,
-            method: named,
-            result,
-        })
-        .inc();
+    metrics().front.count_request(FrontLabels {
+        binding,
+        method: named,
+        result,
+    });
     if let Some(span) = span {
         let status = answer.status();
         span.rename(named);
@@ -315,8 +311,8 @@ pub(super) async fn post(ctx: &Context, request: Request<Body>) -> Response<Body
         Binding::JsonRpc
     };
     let limited = http_body_util::Limited::new(body, ctx.options.max_body_bytes);
-    let bytes = match limited.collect().await {
-        Ok(collected) => collected.to_bytes(),
+    let bytes = match read_to_end(limited).await {
+        Ok(bytes) => bytes,
         Err(_) => return too_large(ctx, binding),
     };
     // The JSON-RPC method, read once: it says what is looked at, and labels metrics.

@@ -120,6 +120,22 @@ impl Upstream {
         Uri::try_from(path).unwrap_or_else(|_| Uri::from_static("/"))
     }
 
+    /// A request's `uri` mapped as [`Upstream::uri_for`] maps its path and query: the
+    /// same URI, with no string made or parsed again, when the mapping leaves it as it
+    /// is (the usual sidecar: no base path on either side, and the URI in origin form).
+    pub fn map_uri(&self, uri: Uri, front_base: &str) -> Uri {
+        let path_and_query = uri.path_and_query().map_or("/", |p| p.as_str());
+        let unchanged = self.base_path.is_empty()
+            && front_base.trim_end_matches('/').is_empty()
+            && uri.scheme().is_none()
+            && uri.authority().is_none()
+            && path_and_query.starts_with('/');
+        if unchanged {
+            return uri;
+        }
+        self.uri_for(path_and_query, front_base)
+    }
+
     /// Sends `request` (its URI already the upstream's) and waits for the answer's
     /// head; its body streams after that.
     pub async fn send(&self, request: Request<Body>) -> Result<Response<Body>, UpstreamError> {
@@ -365,6 +381,24 @@ mod tests {
             Duration::from_secs(1),
         );
         assert_eq!(at_root.uri_for("/", "/"), "/");
+        // A request's own URI, mapped the same way, whether or not it is kept as it is.
+        for (target, front_base) in [
+            ("/message:send?a=1", "/"),
+            ("//evil.example/x", ""),
+            ("/front/tasks/t-1", "/front"),
+            ("http://elsewhere.example/x?y", "/"),
+            ("*", "/"),
+        ] {
+            let uri: Uri = target.parse().unwrap();
+            let whole = uri.path_and_query().map_or("/", |p| p.as_str()).to_owned();
+            for up in [&upstream, &at_root] {
+                assert_eq!(
+                    up.map_uri(uri.clone(), front_base),
+                    up.uri_for(&whole, front_base),
+                    "{target}"
+                );
+            }
+        }
         assert_eq!(at_root.uri_for("?a=1", "/"), "/?a=1");
         let named = at_root.uri_for("//evil.example/x", "/");
         assert_eq!((named.host(), named.path()), (None, "//evil.example/x"));
