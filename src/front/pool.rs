@@ -29,8 +29,14 @@ pub struct Pool {
     /// What `TcpStream::connect` is given: the upstream's host and port.
     address: String,
     /// Slot 0 for threads that are no loop of the front's; then one a loop.
-    idle: Box<[Mutex<VecDeque<Idle>>]>,
+    idle: Box<[Slot]>,
 }
+
+/// One loop's idle connections, on a cache line of its own: loops side by side would
+/// otherwise take the same line from each other's core at every request.
+#[derive(Debug, Default)]
+#[repr(align(128))]
+struct Slot(Mutex<VecDeque<Idle>>);
 
 thread_local! {
     /// Which of the pool's slots this thread uses (see [`set_loop`]).
@@ -71,9 +77,7 @@ impl Pool {
     pub fn new(address: String) -> Self {
         Self {
             address,
-            idle: (0..=MAX_LOOPS)
-                .map(|_| Mutex::new(VecDeque::new()))
-                .collect(),
+            idle: (0..=MAX_LOOPS).map(|_| Slot::default()).collect(),
         }
     }
 
@@ -135,7 +139,7 @@ impl Pool {
 impl Pool {
     /// This thread's idle connections.
     fn slot(&self) -> &Mutex<VecDeque<Idle>> {
-        &self.idle[SLOT.with(std::cell::Cell::get)]
+        &self.idle[SLOT.with(std::cell::Cell::get)].0
     }
 }
 
