@@ -213,7 +213,6 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use http_body_util::BodyExt as _;
 
     #[tokio::test]
     async fn a_body_past_the_limit_fails_and_says_so() {

@@ -272,17 +272,17 @@ mod tests {
             std::future::pending::<()>().await;
         });
         let pool = Arc::new(Pool::new(address.clone()));
-        let timeout = Duration::from_secs(1);
+        // The first deadline falls while the second request waits: it is sent a second
+        // after the first, and waits three. (Not a wait for anything: the gap between
+        // the two deadlines. Were the first answer slower than a second, the second
+        // request would start later and still be held to its own deadline.)
+        let timeout = Duration::from_secs(3);
         let answer = pool
             .send(get(&address), tokio::time::Instant::now() + timeout)
             .await
             .unwrap();
         answer.into_body().collect().await.unwrap();
-        // Half a timeout later (not a wait for anything: the gap between the two
-        // deadlines), so sent as a rule before the first request's deadline: the timer
-        // the connection kept from it fires first, and must not end this one. (Sent
-        // after it, the same holds by the timer moved on at once.)
-        tokio::time::sleep(timeout / 2).await;
+        tokio::time::sleep(Duration::from_secs(1)).await;
         let second = tokio::time::Instant::now();
         let error = pool
             .send(get(&address), second + timeout)
