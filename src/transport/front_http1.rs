@@ -85,7 +85,9 @@ pub async fn serve(
             Next::Closed => return Ended::Closed,
             Next::HandOver(read) => return Ended::HandOver(Prefixed::new(read, conn.tcp)),
         };
-        let mut handling = Box::pin(front.handle(request));
+        // Written into its box where it lies: made on the stack and moved in, the
+        // future's whole size (kilobytes, for its largest state) was copied per request.
+        let mut handling = Box::into_pin(Box::write(Box::new_uninit(), front.handle(request)));
         let answer = poll_fn(|cx| {
             if let Poll::Ready(answer) = handling.as_mut().poll(cx) {
                 return Poll::Ready(Some(answer));
