@@ -272,18 +272,19 @@ mod tests {
             std::future::pending::<()>().await;
         });
         let pool = Arc::new(Pool::new(address.clone()));
-        // The first deadline falls while the second request waits: it is sent a second
-        // after the first, and waits three. (Not a wait for anything: the gap between
-        // the two deadlines. Were the first answer slower than a second, the second
-        // request would start later and still be held to its own deadline.)
-        let timeout = Duration::from_secs(3);
-        let answer = pool
-            .send(get(&address), tokio::time::Instant::now() + timeout)
+        // The first request's deadline falls while the second one waits: the second
+        // is given a longer timeout, so its deadline is the later one whenever it is
+        // sent.
+        let first = pool
+            .send(
+                get(&address),
+                tokio::time::Instant::now() + Duration::from_secs(3),
+            )
             .await
             .unwrap();
-        answer.into_body().collect().await.unwrap();
-        tokio::time::sleep(Duration::from_secs(1)).await;
+        first.into_body().collect().await.unwrap();
         let second = tokio::time::Instant::now();
+        let timeout = Duration::from_secs(4);
         let error = pool
             .send(get(&address), second + timeout)
             .await

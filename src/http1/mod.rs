@@ -2,12 +2,14 @@
 //! (`transport/front_http1`) and its client of the agent ([`client`]) share. Message
 //! framing ([`framing`]: lengths, chunks, the date line), socket reads that clear
 //! their readiness when they empty the socket ([`socket`]), the server's half of a
-//! message (a plain request head parsed, an answer framed: [`server`]), one client
-//! connection, and a timer kept across a connection's requests ([`timer`]).
+//! message (a plain request head parsed, an answer framed: [`server`]), the client's
+//! request head ([`request`]), one client connection, and a timer kept across a
+//! connection's requests ([`timer`]).
 //! Below the front and the transport; it knows nothing of A2A.
 
 pub mod client;
 pub mod framing;
+pub mod request;
 pub mod server;
 pub mod socket;
 pub mod timer;
