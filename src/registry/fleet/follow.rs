@@ -64,7 +64,7 @@ const RETRY: Duration = Duration::from_millis(500);
 /// What the follower does next.
 enum Next {
     /// Read the whole registry; `lost` says why, when the history followed is gone.
-    Read { lost: Option<String> },
+    Read { lost: Option<Lost> },
     /// Check the history applied is etcd's, then watch from after it.
     Resume,
 }
@@ -86,23 +86,27 @@ pub async fn run(
         // A path that does not say otherwise checks the history and watches again.
         let start = match std::mem::replace(&mut next, Next::Resume) {
             Next::Resume => {
-                let checked = applied.borrow().meta.clone();
-                if checked.mod_revision == 0 {
+                let checked = applied.borrow().clone();
+                if checked.meta.mod_revision == 0 {
                     // Nothing applied to check (or an empty registry): read it whole.
                     next = Next::Read { lost: None };
                     continue;
                 }
-                match check(&etcd, &keys, &checked).await {
+                match check(&etcd, &keys, &checked.meta).await {
                     // Nothing under the registry changed since: no event is missed.
                     Ok(Found::Current(at)) => at + 1,
                     // Every change after the one applied; the writer skips what it has.
-                    Ok(Found::Behind) => checked.mod_revision + 1,
+                    Ok(Found::Behind) => checked.meta.mod_revision + 1,
                     Ok(Found::Lost(cause)) => {
-                        next = Next::Read { lost: Some(cause) };
+                        let lost = Lost {
+                            cause,
+                            against: checked,
+                        };
+                        next = Next::Read { lost: Some(lost) };
                         continue;
                     }
                     Ok(Found::Unknown) => {
-                        tracing::info!(from = checked.mod_revision + 1, "the fleet's history was compacted past this sidecar's revision; reading the whole registry");
+                        tracing::info!(from = checked.meta.mod_revision + 1, "the fleet's history was compacted past this sidecar's revision; reading the whole registry");
                         next = Next::Read { lost: None };
                         continue;
                     }
@@ -113,28 +117,30 @@ pub async fn run(
                     }
                 }
             }
-            Next::Read { lost } => match read_checked(&etcd, &keys, &applied, lost.clone()).await {
-                Ok((followed, revision)) => {
-                    m.full_reads.inc();
-                    if std::mem::take(&mut failing) {
-                        tracing::info!(etcd_revision = revision, "read the fleet's registry");
+            Next::Read { lost } => {
+                match read_checked(&etcd, &keys, &applied, lost.as_ref()).await {
+                    Ok((followed, revision)) => {
+                        m.full_reads.inc();
+                        if std::mem::take(&mut failing) {
+                            tracing::info!(etcd_revision = revision, "read the fleet's registry");
+                        }
+                        if out.send(followed).await.is_err() {
+                            return;
+                        }
+                        // Watched from the revision after the read.
+                        revision + 1
                     }
-                    if out.send(followed).await.is_err() {
-                        return;
+                    Err(e) => {
+                        if !failing {
+                            tracing::warn!(error = %e, "cannot read the fleet's registry; trying again every 0.5 s");
+                            failing = true;
+                        }
+                        tokio::time::sleep(RETRY).await;
+                        next = Next::Read { lost };
+                        continue;
                     }
-                    // Watched from the revision after the read.
-                    revision + 1
                 }
-                Err(e) => {
-                    if !failing {
-                        tracing::warn!(error = %e, "cannot read the fleet's registry; trying again every 0.5 s");
-                        failing = true;
-                    }
-                    tokio::time::sleep(RETRY).await;
-                    next = Next::Read { lost };
-                    continue;
-                }
-            },
+            }
         };
         let prefix = keys.registry();
         let end = range_end(&prefix);
@@ -193,14 +199,23 @@ pub async fn run(
     }
 }
 
+/// Why the history followed is gone, and what the writer had applied when that was
+/// found: a finding about what the writer has since left behind (its own reset, taken
+/// meanwhile, wrote etcd's new history) is not about the registry it serves.
+#[derive(Clone, Debug)]
+struct Lost {
+    cause: String,
+    against: AppliedMeta,
+}
+
 /// Reads the whole registry, and checks that the write of `meta` the writer applied is
-/// in etcd's history (unless `lost` already says why it is not); returns what to hand
-/// on and the etcd revision read at.
+/// in etcd's history (unless `lost` already says why it is not, about what is still
+/// applied); returns what to hand on and the etcd revision read at.
 async fn read_checked(
     etcd: &Etcd,
     keys: &Keys,
     applied: &watch::Receiver<AppliedMeta>,
-    lost: Option<String>,
+    lost: Option<&Lost>,
 ) -> Result<(Followed, i64), crate::error::Error> {
     let (whole, revision, checked) = loop {
         let resets = applied.borrow().resets;
@@ -213,7 +228,7 @@ async fn read_checked(
             break (whole, revision, checked);
         }
     };
-    let lost = match lost {
+    let lost = match still_lost(lost, &checked) {
         Some(cause) => Some(cause),
         None if checked.meta.mod_revision == 0 || checked.meta == whole.meta => None,
         None => match check(etcd, keys, &checked.meta).await {
@@ -277,6 +292,13 @@ pub async fn check(etcd: &Etcd, keys: &Keys, applied: &MetaAt) -> Result<Found, 
     }
 }
 
+/// The cause of `lost` if it was found about `checked`, what the writer applies now;
+/// none if the writer applied anything since (that is checked instead).
+fn still_lost(lost: Option<&Lost>, checked: &AppliedMeta) -> Option<String> {
+    lost.filter(|lost| lost.against == *checked)
+        .map(|lost| lost.cause.clone())
+}
+
 /// Splits events into runs of one revision each, in order.
 fn by_revision(events: Vec<Event>) -> Vec<(i64, Vec<Event>)> {
     let mut out: Vec<(i64, Vec<Event>)> = Vec::new();
@@ -294,6 +316,33 @@ fn by_revision(events: Vec<Event>) -> Vec<(i64, Vec<Event>)> {
 mod tests {
     use super::*;
     use crate::pb::etcd::KeyValue;
+
+    #[test]
+    fn a_loss_found_before_the_writer_moved_on_is_checked_again() {
+        let at = |mod_revision, value: &[u8], resets| AppliedMeta {
+            revision: 5,
+            meta: MetaAt {
+                mod_revision,
+                value: value.to_vec(),
+            },
+            resets,
+        };
+        let before = at(6, b"four", 0);
+        let lost = Lost {
+            cause: "etcd's registry at etcd revision 6 is not the one applied".into(),
+            against: before.clone(),
+        };
+        // Still what the writer applies: the finding stands.
+        assert_eq!(
+            still_lost(Some(&lost), &before).as_deref(),
+            Some(lost.cause.as_str())
+        );
+        // The writer reset meanwhile (its own new history at the same etcd revision), or
+        // applied a later change: the finding was about what it left.
+        assert_eq!(still_lost(Some(&lost), &at(6, b"renamed", 1)), None);
+        assert_eq!(still_lost(Some(&lost), &at(7, b"after", 0)), None);
+        assert_eq!(still_lost(None, &before), None);
+    }
 
     #[test]
     fn events_are_handed_on_one_revision_at_a_time() {
