@@ -115,10 +115,6 @@ pub(super) fn echo_activation(headers: &mut HeaderMap) {
     }
 }
 
-/// A JSON-RPC request's method, as the metrics name it.
-#[derive(Clone, Copy)]
-pub(super) struct RpcMethod(pub(super) &'static str);
-
 /// One A2A operation, as each binding names it.
 pub(super) struct Operation {
     /// Its 1.0 name: the JSON-RPC method, the gRPC method, the metrics' label.

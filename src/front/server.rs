@@ -28,12 +28,13 @@ use crate::front::join::{translate, Joiner};
 use crate::front::limits::read_to_end;
 use crate::front::operations::{
     activates_us, asks_a2a_json, echo_activation, http_json_method, is_http_json, jsonrpc_method,
-    known_method, looked_at, Binding, RpcMethod, A2A_JSON,
+    known_method, looked_at, Binding, A2A_JSON,
 };
 use crate::front::options::FrontOptions;
 use crate::front::records::{Records, Scope};
 use crate::front::tasks::{list_answer, rest_task_call};
 use crate::front::upstream::identity_only;
+use crate::http1::framing;
 use crate::metrics::{metrics, FrontLabels};
 use crate::run::Runner;
 use crate::telemetry::{CallSpan, KeyValue, SpanKind, Tracer, W3c};
@@ -84,14 +85,20 @@ impl Front {
 /// One request, counted by binding, method and result (the listener that calls it
 /// is the transport's, with the API listener's connection limits).
 pub(super) async fn handle(ctx: &Context, request: Request<Body>) -> Response<Body> {
-    let path = request.uri().path().to_owned();
+    // The URI shares the head's bytes: kept for after the request is handed on, not
+    // copied.
+    let uri = request.uri().clone();
+    let path = uri.path();
     let method = request.method().clone();
     let activated = activates_us(request.headers());
+    let http_json = is_http_json(&method, path);
     // Only HTTP+JSON answers take A2A's media type (the JSON-RPC hot path looks at no
     // header for it).
-    let a2a_json = is_http_json(&method, &path) && asks_a2a_json(request.headers());
+    let a2a_json = http_json && asks_a2a_json(request.headers());
     let span = server_span(ctx, &request);
-    let routed = route(ctx, request, &path, &method);
+    // The JSON-RPC method, when the body named one: written by `post`.
+    let mut rpc = None;
+    let routed = route(ctx, request, path, &method, &mut rpc);
     let mut answer = match &span {
         Some(span) => span.around(routed).await,
         None => routed.await,
@@ -102,16 +109,16 @@ pub(super) async fn handle(ctx: &Context, request: Request<Body>) -> Response<Bo
         .map(|called| known_method(called.as_bytes()));
     let binding = if grpc_method.is_some() {
         "grpc"
-    } else if is_http_json(&method, &path) {
+    } else if http_json {
         "http_json"
-    } else if answer.extensions().get::<RpcMethod>().is_some() {
+    } else if rpc.is_some() {
         "jsonrpc"
     } else {
         "other"
     };
     let named = grpc_method
-        .or_else(|| answer.extensions().get::<RpcMethod>().map(|m| m.0))
-        .unwrap_or_else(|| http_json_method(&method, &path));
+        .or(rpc)
+        .unwrap_or_else(|| http_json_method(&method, path));
     let result = if outcome(&answer) == Some(Outcome::UpstreamFailed) {
         "upstream_error"
     } else if outcome(&answer) == Some(Outcome::Answered) {
@@ -171,12 +178,13 @@ pub(super) fn server_span(ctx: &Context, request: &Request<Body>) -> Option<Call
 
 /// Where a request goes. Every path but the plain forward is boxed: the plain one
 /// is the hot one, and its future stays small (it is moved, and boxed by axum, at
-/// every request).
+/// every request). `rpc` gets the JSON-RPC method a POST's body named.
 pub(super) async fn route(
     ctx: &Context,
     request: Request<Body>,
     path: &str,
     method: &Method,
+    rpc: &mut Option<&'static str>,
 ) -> Response<Body> {
     if method == Method::CONNECT {
         // The front is the agent's reverse proxy, never a tunnel to anywhere.
@@ -219,12 +227,13 @@ pub(super) async fn route(
                 http_method,
                 method,
             } => {
-                let answer = Box::pin(dispatch(ctx, request, &path, &http_method, false)).await;
+                let answer =
+                    Box::pin(dispatch(ctx, request, &path, &http_method, false, rpc)).await;
                 grpc_answer(method, answer).await
             }
         };
     }
-    dispatch(ctx, request, path, method, is_card).await
+    dispatch(ctx, request, path, method, is_card, rpc).await
 }
 
 /// Where an HTTP request goes (a gRPC call the front reads comes here too, as the
@@ -235,6 +244,7 @@ pub(super) async fn dispatch(
     path: &str,
     method: &Method,
     is_card: bool,
+    rpc: &mut Option<&'static str>,
 ) -> Response<Body> {
     let answer = if is_card {
         Box::pin(card_answer(ctx, request.headers())).await
@@ -252,7 +262,7 @@ pub(super) async fn dispatch(
     {
         Box::pin(rest_task_call(ctx, request)).await
     } else if method == Method::POST {
-        post(ctx, request).await
+        post(ctx, request, rpc).await
     } else {
         Box::pin(forward(ctx, request, None)).await
     };
@@ -299,8 +309,13 @@ async fn forward_and_read(
 }
 
 /// A POST: read (within the limit), looked at only if it may be a command or a
-/// call about a task the front made, and otherwise forwarded as it came.
-pub(super) async fn post(ctx: &Context, request: Request<Body>) -> Response<Body> {
+/// call about a task the front made, and otherwise forwarded as it came. `rpc` gets
+/// the JSON-RPC method its body names (for the metrics).
+pub(super) async fn post(
+    ctx: &Context,
+    request: Request<Body>,
+    rpc: &mut Option<&'static str>,
+) -> Response<Body> {
     let (parts, body) = request.into_parts();
     let path = parts.uri.path();
     let binding = if parts.extensions.get::<GrpcCall>().is_some() {
@@ -317,6 +332,7 @@ pub(super) async fn post(ctx: &Context, request: Request<Body>) -> Response<Body
     };
     // The JSON-RPC method, read once: it says what is looked at, and labels metrics.
     let rpc_method = (binding == Binding::JsonRpc).then(|| jsonrpc_method(&bytes));
+    *rpc = rpc_method;
     // Looked at (small bodies only): what may be a command, what names a task the
     // front made (their ids share a prefix) or a message on any task (whose data
     // the front may keep), and the calls whose answers the front writes into.
@@ -342,12 +358,19 @@ pub(super) async fn post(ctx: &Context, request: Request<Body>) -> Response<Body
     } else {
         (Handled::Forward(bytes), Scope::Shared)
     };
-    // The body was read whole (and may be rewritten): it goes with its length.
+    // The body was read whole (and may be rewritten): it goes with its length, which
+    // it mostly came with already.
     let with_length = |mut parts: hyper::http::request::Parts, body: Bytes| {
-        parts.headers.remove(header::TRANSFER_ENCODING);
-        parts
+        let declared = parts
             .headers
-            .insert(header::CONTENT_LENGTH, HeaderValue::from(body.len()));
+            .get(header::CONTENT_LENGTH)
+            .and_then(|n| framing::parse_length(n.as_bytes()));
+        if declared != Some(body.len()) || parts.headers.contains_key(header::TRANSFER_ENCODING) {
+            parts.headers.remove(header::TRANSFER_ENCODING);
+            parts
+                .headers
+                .insert(header::CONTENT_LENGTH, HeaderValue::from(body.len()));
+        }
         Request::from_parts(parts, Body::from(body))
     };
     let mut answer = match handled {
@@ -370,9 +393,6 @@ pub(super) async fn post(ctx: &Context, request: Request<Body>) -> Response<Body
     };
     if rpc_method.is_some() && outcome(&answer) == Some(Outcome::UpstreamFailed) {
         answer = Box::pin(with_request_id(answer, &sent)).await;
-    }
-    if let Some(method) = rpc_method {
-        answer.extensions_mut().insert(RpcMethod(method));
     }
     answer
 }

@@ -15,7 +15,7 @@ use std::task::{Context, Poll};
 use axum::body::Body;
 use bytes::{Bytes, BytesMut};
 use hyper::body::{Body as _, Frame, SizeHint};
-use hyper::header::{self, HeaderName, HeaderValue};
+use hyper::header::{self, HeaderName};
 use hyper::{HeaderMap, Method, Request, Response, StatusCode, Version};
 use tokio::io::AsyncWriteExt as _;
 use tokio::net::TcpStream;
@@ -292,9 +292,7 @@ fn parse_answer(buf: &mut BytesMut, head_only: bool) -> io::Result<Option<Parsed
         if both && name == header::CONTENT_LENGTH {
             continue;
         }
-        let value = HeaderValue::from_maybe_shared(head.slice(at..at + n))
-            .map_err(|_| broken("invalid header value"))?;
-        map.append(name, value);
+        map.append(name, framing::parsed_value(head.slice(at..at + n)));
     }
     let reading =
         if head_only || matches!(status, StatusCode::NO_CONTENT | StatusCode::NOT_MODIFIED) {

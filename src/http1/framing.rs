@@ -4,6 +4,7 @@
 use std::time::SystemTime;
 
 use bytes::{Buf, Bytes, BytesMut};
+use hyper::header::HeaderValue;
 
 /// The longest chunk-size line (with extensions) read before it is refused.
 const MAX_CHUNK_LINE: usize = 4096;
@@ -20,6 +21,14 @@ pub fn parse_length(value: &[u8]) -> Option<usize> {
         return None;
     }
     std::str::from_utf8(value).ok()?.parse().ok()
+}
+
+/// A header value of a head httparse accepted, its bytes not checked a second time.
+pub fn parsed_value(bytes: Bytes) -> HeaderValue {
+    // SAFETY: httparse accepts in a header value only HTAB, SP to `~` and 0x80 to 0xFF,
+    // the very bytes `HeaderValue` allows (hyper takes its values the same way); pinned
+    // by `what_httparse_accepts_in_a_value_is_a_header_value` below.
+    unsafe { HeaderValue::from_maybe_shared_unchecked(bytes) }
 }
 
 /// Appends a chunk's size line: its length in hex, then CRLF.
@@ -210,6 +219,36 @@ fn chunk_size(line: &[u8]) -> Result<u64, ChunkError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn what_httparse_accepts_in_a_value_is_a_header_value() {
+        for byte in 0..=255u8 {
+            let mut head = b"GET / HTTP/1.1\r\nx: a".to_vec();
+            head.extend_from_slice(&[byte, b'b']);
+            head.extend_from_slice(b"\r\n\r\n");
+            let mut headers = [httparse::EMPTY_HEADER; 4];
+            let mut request = httparse::Request::new(&mut headers);
+            if let Ok(httparse::Status::Complete(_)) = request.parse(&head) {
+                let value = request.headers[0].value;
+                assert!(
+                    HeaderValue::from_bytes(value).is_ok(),
+                    "byte {byte:#04x} is taken by httparse, refused by HeaderValue"
+                );
+            }
+            // The same in an answer's head.
+            let mut head = b"HTTP/1.1 200 OK\r\nx: a".to_vec();
+            head.extend_from_slice(&[byte, b'b']);
+            head.extend_from_slice(b"\r\n\r\n");
+            let mut headers = [httparse::EMPTY_HEADER; 4];
+            let mut answer = httparse::Response::new(&mut headers);
+            if let Ok(httparse::Status::Complete(_)) = answer.parse(&head) {
+                assert!(
+                    HeaderValue::from_bytes(answer.headers[0].value).is_ok(),
+                    "{byte:#04x}"
+                );
+            }
+        }
+    }
 
     fn read_all(wire: &[u8], pieces: usize) -> Result<Vec<u8>, ChunkError> {
         let mut state = Chunked::Size;

@@ -8,7 +8,7 @@ use std::mem::MaybeUninit;
 use axum::body::Body;
 use bytes::{Bytes, BytesMut};
 use hyper::body::Body as _;
-use hyper::header::{self, HeaderName, HeaderValue};
+use hyper::header::{self, HeaderName};
 use hyper::{HeaderMap, Method, Request, StatusCode, Uri, Version};
 
 use crate::http1::framing;
@@ -83,13 +83,10 @@ pub fn parse_head(buf: &mut BytesMut, max_body: usize) -> Head {
         {
             return put_back(buf, all, Head::Unusual);
         }
-        let (Ok(name), Ok(value)) = (
-            HeaderName::from_bytes(name),
-            HeaderValue::from_maybe_shared(all.slice_ref(h.value)),
-        ) else {
+        let Ok(name) = HeaderName::from_bytes(name) else {
             return put_back(buf, all, Head::Unusual);
         };
-        map.append(name, value);
+        map.append(name, framing::parsed_value(all.slice_ref(h.value)));
     }
     let mut request = Request::new(());
     *request.method_mut() = method;
