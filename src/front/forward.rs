@@ -19,6 +19,7 @@ use crate::front::grpc_agent::forward_grpc;
 use crate::front::limits::{self, read_to_end, Bound, Capped, Timed};
 use crate::front::operations::Binding;
 use crate::front::upstream::UpstreamError;
+use crate::http1::framing;
 use crate::metrics::metrics;
 
 /// The largest answer of the agent's read whole before it is passed on (see
@@ -81,8 +82,7 @@ pub(super) async fn whole_if_small(
     let length = answer
         .headers()
         .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<usize>().ok());
+        .and_then(|v| framing::parse_length(v.as_bytes()));
     let streaming = answer
         .headers()
         .get(header::CONTENT_TYPE)

@@ -17,10 +17,13 @@ pub const LAST_CHUNK: &[u8] = b"0\r\n\r\n";
 
 /// A `Content-Length` value: digits only, as hyper takes it (a list is refused).
 pub fn parse_length(value: &[u8]) -> Option<usize> {
-    if value.is_empty() || value.len() > 19 || !value.iter().all(u8::is_ascii_digit) {
+    if value.is_empty() || value.len() > 19 {
         return None;
     }
-    std::str::from_utf8(value).ok()?.parse().ok()
+    value.iter().try_fold(0usize, |n, &b| {
+        let digit = b.checked_sub(b'0').filter(|d| *d <= 9)?;
+        n.checked_mul(10)?.checked_add(usize::from(digit))
+    })
 }
 
 /// A header value of a head httparse accepted, its bytes not checked a second time.
@@ -298,7 +301,23 @@ mod tests {
             assert_eq!(out, text.as_bytes());
         }
         assert_eq!(parse_length(b"42"), Some(42));
-        for bad in [&b""[..], b"+1", b"1,1", b" 1", b"99999999999999999999"] {
+        assert_eq!(parse_length(b"0"), Some(0));
+        assert_eq!(parse_length(b"007"), Some(7));
+        assert_eq!(
+            parse_length(b"9999999999999999999"),
+            Some(9_999_999_999_999_999_999)
+        );
+        for bad in [
+            &b""[..],
+            b"+1",
+            b"-1",
+            b"1,1",
+            b" 1",
+            b"1a",
+            b"/",
+            b":",
+            b"99999999999999999999",
+        ] {
             assert_eq!(parse_length(bad), None, "{bad:?}");
         }
         assert!(ends_chunked(b"gzip, chunked"));

@@ -83,7 +83,7 @@ pub fn parse_head(buf: &mut BytesMut, max_body: usize) -> Head {
         {
             return put_back(buf, all, Head::Unusual);
         }
-        let Ok(name) = HeaderName::from_bytes(name) else {
+        let Some(name) = header_name(name) else {
             return put_back(buf, all, Head::Unusual);
         };
         map.append(name, framing::parsed_value(all.slice_ref(h.value)));
@@ -94,6 +94,22 @@ pub fn parse_head(buf: &mut BytesMut, max_body: usize) -> Head {
     *request.version_mut() = Version::HTTP_11;
     *request.headers_mut() = map;
     Head::Plain(request, length.unwrap_or(0), all.slice(len..))
+}
+
+/// A2A's own request headers, named without a copy: `HeaderName::from_bytes` copies
+/// every name that is not one of HTTP's standard ones.
+const A2A_NAMES: [HeaderName; 2] = [
+    HeaderName::from_static("a2a-version"),
+    HeaderName::from_static("a2a-extensions"),
+];
+
+/// A request header's name, `None` if it is not a valid one.
+fn header_name(name: &[u8]) -> Option<HeaderName> {
+    A2A_NAMES
+        .iter()
+        .find(|known| known.as_str().as_bytes().eq_ignore_ascii_case(name))
+        .cloned()
+        .or_else(|| HeaderName::from_bytes(name).ok())
 }
 
 /// Puts the bytes a head was parsed from back, for more to be read or for hyper.
@@ -231,6 +247,19 @@ mod tests {
         assert_eq!(request.uri().query(), Some("b=c"));
         assert_eq!(request.headers().get_all("x-a").iter().count(), 2);
         assert_eq!(request.headers()["host"], "x");
+    }
+
+    #[test]
+    fn a2a_s_headers_are_named_in_any_case() {
+        let Head::Plain(request, ..) = parsed(
+            "POST / HTTP/1.1\r\nA2A-Version: 1.0\r\nA2A-Extensions: u\r\nA2A-Versions: 2\r\n\r\n",
+        ) else {
+            panic!("not plain");
+        };
+        let names: Vec<_> = request.headers().keys().map(HeaderName::as_str).collect();
+        assert_eq!(names, ["a2a-version", "a2a-extensions", "a2a-versions"]);
+        assert_eq!(request.headers()["a2a-version"], "1.0");
+        assert_eq!(request.headers()["a2a-extensions"], "u");
     }
 
     #[test]
