@@ -97,19 +97,18 @@ pub fn parse_head(buf: &mut BytesMut, max_body: usize) -> Head {
 }
 
 /// A2A's own request headers, named without a copy: `HeaderName::from_bytes` copies
-/// every name that is not one of HTTP's standard ones.
-const A2A_NAMES: [HeaderName; 2] = [
-    HeaderName::from_static("a2a-version"),
-    HeaderName::from_static("a2a-extensions"),
-];
+/// every name that is not one of HTTP's standard ones. Statics: a `const` would be made,
+/// and dropped, at each use.
+static A2A_VERSION: HeaderName = HeaderName::from_static("a2a-version");
+static A2A_EXTENSIONS: HeaderName = HeaderName::from_static("a2a-extensions");
 
 /// A request header's name, `None` if it is not a valid one.
 fn header_name(name: &[u8]) -> Option<HeaderName> {
-    A2A_NAMES
-        .iter()
-        .find(|known| known.as_str().as_bytes().eq_ignore_ascii_case(name))
-        .cloned()
-        .or_else(|| HeaderName::from_bytes(name).ok())
+    match name.len() {
+        11 if name.eq_ignore_ascii_case(b"a2a-version") => Some(A2A_VERSION.clone()),
+        14 if name.eq_ignore_ascii_case(b"a2a-extensions") => Some(A2A_EXTENSIONS.clone()),
+        _ => HeaderName::from_bytes(name).ok(),
+    }
 }
 
 /// Puts the bytes a head was parsed from back, for more to be read or for hyper.
