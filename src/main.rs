@@ -20,17 +20,21 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// for it).
 const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 
-/// Memory freed goes back to the system at once. mimalloc keeps it a second by default,
-/// and only purges when the thread that freed it allocates again: a burst of large
-/// requests (each up to 9 MiB of the request budget, freed on one thread and made on
-/// another) then held 15-25 MiB past SECURITY.md's worst case, over the manifests'
-/// memory limit. Small values, what every request allocates, are reused from pages
-/// kept by their thread, so this costs the hot path nothing (no `madvise` under the
-/// front's load). `MIMALLOC_PURGE_DELAY` in the environment still wins.
+/// Memory freed goes back to the system at once. mimalloc's default keeps it a second
+/// and purges it on its later work: a burst of large requests (each up to 9 MiB of the
+/// request budget, often freed on another thread than the one that made it) then peaked
+/// 10-25 MiB higher than with memory given back at once, and once over the manifests'
+/// memory limit. Small values, what every request allocates, are reused from pages kept
+/// by their thread, so this costs the hot path nothing (no `madvise` under the front's
+/// load). `MIMALLOC_PURGE_DELAY` (or its old name `MIMALLOC_RESET_DELAY`) in the
+/// environment still wins.
 fn return_freed_memory_promptly() {
-    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
-        // SAFETY: sets one of mimalloc's options, which it reads at each purge; any
-        // thread may call it at any time.
+    let set_outside = ["MIMALLOC_PURGE_DELAY", "MIMALLOC_RESET_DELAY"]
+        .iter()
+        .any(|name| std::env::var_os(name).is_some());
+    if !set_outside {
+        // SAFETY: sets one of mimalloc's options (a plain store, read at each purge);
+        // called first in `main`, before any other thread exists to read it.
         unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) };
     }
 }

@@ -361,10 +361,13 @@ pub(super) async fn post(
     // The body was read whole (and may be rewritten): it goes with its length, which
     // it mostly came with already.
     let with_length = |mut parts: hyper::http::request::Parts, body: Bytes| {
-        let declared = parts
-            .headers
-            .get(header::CONTENT_LENGTH)
-            .and_then(|n| framing::parse_length(n.as_bytes()));
+        // One line only: HTTP/2 (h2) lets through repeated lines that agree, which
+        // some agents refuse.
+        let mut lines = parts.headers.get_all(header::CONTENT_LENGTH).iter();
+        let declared = match (lines.next(), lines.next()) {
+            (Some(n), None) => framing::parse_length(n.as_bytes()),
+            _ => None,
+        };
         if declared != Some(body.len()) || parts.headers.contains_key(header::TRANSFER_ENCODING) {
             parts.headers.remove(header::TRANSFER_ENCODING);
             parts

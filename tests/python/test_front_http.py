@@ -195,7 +195,7 @@ def wait_for_port(port: int) -> None:
 
 class RawAgent:
     """A minimal A2A agent on a raw socket that records every request (method, path,
-    headers, body bytes received) and answers as `mode` says: "echo" (a JSON-RPC
+    headers, each header line's name, body bytes received) and answers as `mode` says: "echo" (a JSON-RPC
     message), "garbage" (GetTask answered with text that is not JSON), "stall" (a head
     promising 100 bytes, 10 of them, then nothing), "sse-stall" (an event stream with
     one event, then nothing)."""
@@ -235,10 +235,13 @@ class RawAgent:
                     return
                 method, path, _ = line.decode().split(" ", 2)
                 headers = {}
+                names = []
                 while (line := reader.readline()) not in (b"\r\n", b"\n", b""):
                     name, _, value = line.decode().partition(":")
                     headers[name.strip().lower()] = value.strip()
-                seen = {"method": method, "path": path, "headers": headers, "received": 0}
+                    names.append(name.strip().lower())
+                seen = {"method": method, "path": path, "headers": headers, "names": names,
+                        "received": 0}
                 self.seen.append(seen)
                 body = b""
                 if "content-length" in headers:

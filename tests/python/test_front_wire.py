@@ -189,6 +189,15 @@ def test_unusual_requests_get_hyper_s_answers(front, agent):
         sock.sendall(body)
         status, _, body = read_answer(reader)
         assert status == "HTTP/1.1 200 OK" and b"echo: continue" in body, (status, body)
+    # Content-Length twice, agreeing: taken; the agent gets it once (some agents refuse
+    # a request that repeats it). The same over HTTP/2 below.
+    with connect(front) as sock:
+        plain = send_message_bytes("twice")
+        head, body = plain.split(b"\r\n\r\n", 1)
+        sock.sendall(head + f"\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body)
+        status, _, answer = read_answer(sock.makefile("rb"))
+        assert status == "HTTP/1.1 200 OK" and b"echo: twice" in answer, (status, answer)
+    assert agent.seen[-1]["names"].count("content-length") == 1, agent.seen[-1]
     # HEAD: a head and no body.
     with connect(front) as sock:
         sock.sendall(b"HEAD /.well-known/agent-card.json HTTP/1.1\r\nHost: front\r\n\r\n")
@@ -253,3 +262,39 @@ def test_the_drain_closes_an_idle_connection_and_the_server_exits(tmp_path, agen
         proc.send_signal(signal.SIGTERM)
         assert reader.read() == b"", "the idle connection was closed by the drain"
     assert proc.wait(timeout=30) == 0
+
+
+def test_a_content_length_repeated_over_http2_reaches_the_agent_once(front, agent):
+    # h2 takes repeated `content-length` fields that agree and keeps them all; the front
+    # forwards one.
+    import h2.config
+    import h2.connection
+    import h2.events
+
+    body = send_message_bytes("h2 twice").split(b"\r\n\r\n", 1)[1]
+    with connect(front) as sock:
+        conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+        conn.initiate_connection()
+        authority = front.removeprefix("http://")
+        conn.send_headers(1, [
+            (":method", "POST"), (":scheme", "http"), (":path", "/"), (":authority", authority),
+            ("content-type", "application/json"), ("a2a-version", "1.0"),
+            ("content-length", str(len(body))), ("content-length", str(len(body))),
+        ])
+        conn.send_data(1, body, end_stream=True)
+        sock.sendall(conn.data_to_send())
+        status, answer, ended = None, b"", False
+        while not ended:
+            data = sock.recv(65536)
+            assert data, "the connection closed before the answer ended"
+            for event in conn.receive_data(data):
+                if isinstance(event, h2.events.ResponseReceived):
+                    status = dict(event.headers)[b":status"]
+                elif isinstance(event, h2.events.DataReceived):
+                    answer += event.data
+                    conn.acknowledge_received_data(event.flow_controlled_length, 1)
+                elif isinstance(event, h2.events.StreamEnded):
+                    ended = True
+            sock.sendall(conn.data_to_send())
+    assert status == b"200" and b"echo: h2 twice" in answer, (status, answer)
+    assert agent.seen[-1]["names"].count("content-length") == 1, agent.seen[-1]
