@@ -43,6 +43,15 @@ command -v wrk >/dev/null || { echo "front-bench: wrk is missing (apt-get instal
 command -v go >/dev/null || { echo "front-bench: go is missing (Go 1.25 or newer)" >&2; exit 1; }
 [[ -x $bin ]] || { echo "front-bench: $bin is missing (cargo build --release --bin a2a-commands)" >&2; exit 1; }
 
+# One benchmark at a time: two at once (or a build beside one) measure each other. The
+# lock is held until the script exits; a busy machine is said, not refused.
+exec 9>"${TMPDIR:-/tmp}/a2a-commands-bench.lock"
+flock -n 9 || { echo "front-bench: another benchmark is running (${TMPDIR:-/tmp}/a2a-commands-bench.lock)" >&2; exit 1; }
+read -r load _ </proc/loadavg
+if awk -v l="$load" 'BEGIN { exit !(l > 0.5) }'; then
+  echo "front-bench: the machine is busy (load average $load over the last minute); the ratios below move with it" >&2
+fi
+
 work=$(mktemp -d)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"; }
