@@ -83,7 +83,7 @@ pub fn parse_head(buf: &mut BytesMut, max_body: usize) -> Head {
         {
             return put_back(buf, all, Head::Unusual);
         }
-        let Some(name) = header_name(name) else {
+        let Ok(name) = HeaderName::from_bytes(name) else {
             return put_back(buf, all, Head::Unusual);
         };
         map.append(name, framing::parsed_value(all.slice_ref(h.value)));
@@ -94,21 +94,6 @@ pub fn parse_head(buf: &mut BytesMut, max_body: usize) -> Head {
     *request.version_mut() = Version::HTTP_11;
     *request.headers_mut() = map;
     Head::Plain(request, length.unwrap_or(0), all.slice(len..))
-}
-
-/// A2A's own request headers, named without a copy: `HeaderName::from_bytes` copies
-/// every name that is not one of HTTP's standard ones. Statics: a `const` would be made,
-/// and dropped, at each use.
-static A2A_VERSION: HeaderName = HeaderName::from_static("a2a-version");
-static A2A_EXTENSIONS: HeaderName = HeaderName::from_static("a2a-extensions");
-
-/// A request header's name, `None` if it is not a valid one.
-fn header_name(name: &[u8]) -> Option<HeaderName> {
-    match name.len() {
-        11 if name.eq_ignore_ascii_case(b"a2a-version") => Some(A2A_VERSION.clone()),
-        14 if name.eq_ignore_ascii_case(b"a2a-extensions") => Some(A2A_EXTENSIONS.clone()),
-        _ => HeaderName::from_bytes(name).ok(),
-    }
 }
 
 /// Puts the bytes a head was parsed from back, for more to be read or for hyper.
@@ -249,16 +234,16 @@ mod tests {
     }
 
     #[test]
-    fn a2a_s_headers_are_named_in_any_case() {
-        let Head::Plain(request, ..) = parsed(
-            "POST / HTTP/1.1\r\nA2A-Version: 1.0\r\nA2A-Extensions: u\r\nA2A-Versions: 2\r\n\r\n",
-        ) else {
+    fn header_names_are_taken_in_any_case() {
+        let Head::Plain(request, ..) =
+            parsed("POST / HTTP/1.1\r\nX-Version: 1.0\r\nX-Extensions: u\r\nX-Versions: 2\r\n\r\n")
+        else {
             panic!("not plain");
         };
         let names: Vec<_> = request.headers().keys().map(HeaderName::as_str).collect();
-        assert_eq!(names, ["a2a-version", "a2a-extensions", "a2a-versions"]);
-        assert_eq!(request.headers()["a2a-version"], "1.0");
-        assert_eq!(request.headers()["a2a-extensions"], "u");
+        assert_eq!(names, ["x-version", "x-extensions", "x-versions"]);
+        assert_eq!(request.headers()["x-version"], "1.0");
+        assert_eq!(request.headers()["x-extensions"], "u");
     }
 
     #[test]
