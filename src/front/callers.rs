@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwap;
 use hyper::header::AUTHORIZATION;
-use hyper::HeaderMap;
+use crate::http1::head::Headers;
 use jsonwebtoken::{Algorithm, Validation};
 use serde_json::Value;
 
@@ -170,7 +170,7 @@ impl Verifier {
 
     /// Who `headers`' bearer token says is asking: `None` without a token (when none is
     /// required), an error when it does not verify.
-    pub async fn verify(&self, headers: &HeaderMap) -> Result<Option<Verified>, Refused> {
+    pub async fn verify(&self, headers: &Headers) -> Result<Option<Verified>, Refused> {
         let Some(token) = bearer(headers) else {
             return if self.options.required {
                 Err(Refused::Missing)
@@ -364,7 +364,7 @@ impl Verifier {
 const NO_KEY: &str = "no key of the configured set fits it";
 
 /// The token of an `Authorization: Bearer` header.
-fn bearer(headers: &HeaderMap) -> Option<&str> {
+fn bearer(headers: &Headers) -> Option<&str> {
     let value = headers.get(AUTHORIZATION)?.to_str().ok()?;
     let (scheme, token) = value.split_once(' ')?;
     scheme
@@ -424,8 +424,8 @@ mod tests {
         claims
     }
 
-    fn bearer_headers(token: &str) -> HeaderMap {
-        let mut headers = HeaderMap::new();
+    fn bearer_headers(token: &str) -> Headers {
+        let mut headers = Headers::new();
         headers.insert(AUTHORIZATION, format!("Bearer {token}").parse().unwrap());
         headers
     }
@@ -519,10 +519,10 @@ mod tests {
             refused("it is not a JWT")
         );
         // No token: the default (not required), or refused (required).
-        assert_eq!(verifier.verify(&HeaderMap::new()).await, Ok(None));
+        assert_eq!(verifier.verify(&Headers::new()).await, Ok(None));
         let strict = self::verifier(dir.path(), &[&jwk], true).await;
         assert_eq!(
-            strict.verify(&HeaderMap::new()).await,
+            strict.verify(&Headers::new()).await,
             Err(Refused::Missing)
         );
     }

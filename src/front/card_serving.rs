@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use axum::body::Body;
 use bytes::Bytes;
-use hyper::header::{self, HeaderMap, HeaderValue};
+use hyper::header::{self, HeaderMap, HeaderName, HeaderValue};
 use hyper::{Method, Response, StatusCode};
 use serde_json::{json, Value};
 
@@ -19,6 +19,7 @@ use crate::front::json_text;
 use crate::front::operations::Binding;
 use crate::front::reading::read_json;
 use crate::front::upstream::identity_only;
+use crate::http1::head::Headers;
 use crate::registry::Snapshot;
 
 /// Whether the front has a card to serve (for readiness): fetches the agent's card
@@ -26,13 +27,13 @@ use crate::registry::Snapshot;
 pub(super) async fn has_card(ctx: &Context) -> bool {
     let mut cache = ctx.card.lock().await;
     if cache.fresh().is_none() {
-        refresh_card(ctx, &mut cache, &HeaderMap::new()).await;
+        refresh_card(ctx, &mut cache, &Headers::new()).await;
     }
     cache.last().is_some()
 }
 
 /// The merged card, or 503 naming the upstream when there has never been one.
-pub(super) async fn card_answer(ctx: &Context, headers: &HeaderMap) -> Response<Body> {
+pub(super) async fn card_answer(ctx: &Context, headers: &Headers) -> Response<Body> {
     let mut cache = ctx.card.lock().await;
     if cache.fresh().is_none() {
         refresh_card(ctx, &mut cache, headers).await;
@@ -79,7 +80,7 @@ pub(super) async fn agent_speaks(ctx: &Context) -> card::Versions {
     }
     let mut cache = ctx.card.lock().await;
     if cache.last().is_none() {
-        refresh_card(ctx, &mut cache, &HeaderMap::new()).await;
+        refresh_card(ctx, &mut cache, &Headers::new()).await;
     }
     cache.last().map(|_| cache.versions).unwrap_or_default()
 }
@@ -90,12 +91,11 @@ pub(super) async fn agent_speaks(ctx: &Context) -> card::Versions {
 /// `If-None-Match` gets 304.
 fn merged_card(
     (etag, body, changed): (HeaderValue, Bytes, HeaderValue),
-    asked: &HeaderMap,
+    asked: &Headers,
 ) -> Response<Body> {
     let tag = etag.to_str().unwrap_or_default();
     let matched = asked
         .get_all(header::IF_NONE_MATCH)
-        .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(','))
         .map(|v| v.trim().trim_start_matches("W/"))
@@ -198,12 +198,12 @@ pub(super) async fn extended_card(
 /// Fetches the upstream's card into `cache` (conditionally, with its ETag); keeps
 /// the last good one when the upstream fails or answers something that is not a
 /// card.
-pub(super) async fn refresh_card(ctx: &Context, cache: &mut CardCache, headers: &HeaderMap) {
-    let mut asked = HeaderMap::new();
+pub(super) async fn refresh_card(ctx: &Context, cache: &mut CardCache, headers: &Headers) {
+    let mut asked = Headers::new();
     asked.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
     identity_only(&mut asked);
     if let Some(version) = headers.get("a2a-version") {
-        asked.insert("a2a-version", version.clone());
+        asked.insert(HeaderName::from_static("a2a-version"), version.clone());
     }
     if let (Some(etag), Some(_)) = (&cache.etag, cache.last()) {
         if let Ok(value) = HeaderValue::from_str(etag) {

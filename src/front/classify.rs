@@ -5,7 +5,7 @@
 use std::sync::LazyLock;
 
 use bytes::Bytes;
-use hyper::header::HeaderMap;
+use crate::http1::head::Headers;
 use memchr::memmem::Finder;
 use serde_json::{json, Value};
 
@@ -42,7 +42,7 @@ pub(super) async fn inspect(
     ctx: &Context,
     binding: Binding,
     uri: &hyper::Uri,
-    headers: &HeaderMap,
+    headers: &Headers,
     verified: Option<&Verified>,
     scope: &Scope,
     bytes: &Bytes,

@@ -4,7 +4,7 @@
 
 use axum::body::Body;
 use bytes::Bytes;
-use hyper::header::HeaderMap;
+use crate::http1::head::Headers;
 use hyper::{Response, StatusCode};
 use serde_json::{json, Value};
 
@@ -40,7 +40,7 @@ pub(super) struct CommandCall<'a> {
     pub(super) path: &'a str,
     pub(super) id: &'a Value,
     pub(super) stream: bool,
-    pub(super) headers: &'a HeaderMap,
+    pub(super) headers: &'a Headers,
     pub(super) verified: Option<&'a Verified>,
     pub(super) scope: &'a Scope,
 }
@@ -317,7 +317,7 @@ pub(super) async fn complete(
     ctx: &Context,
     path: &str,
     id: &Value,
-    headers: &HeaderMap,
+    headers: &Headers,
     verified: Option<&Verified>,
     scope: &Scope,
     params: &Value,

@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-use hyper::header::HeaderMap;
+use crate::http1::head::Headers;
 
 use crate::front::callers::{parse_role, Verified, Verifier};
 use crate::front::card::{CardCache, Served};
@@ -83,7 +83,7 @@ impl Context {
     /// configured header's, else the default role.
     pub(super) fn sender(
         &self,
-        headers: &HeaderMap,
+        headers: &Headers,
         verified: Option<&Verified>,
     ) -> (pb::Sender, ParticipantRole) {
         if let Some(verified) = verified {
@@ -115,7 +115,7 @@ impl Context {
 
     /// Whose records a request may touch: with a caller identity configured (a JWT key
     /// set, or a sender header), only the caller's own; otherwise every caller's.
-    pub(super) fn scope(&self, headers: &HeaderMap, verified: Option<&Verified>) -> Scope {
+    pub(super) fn scope(&self, headers: &Headers, verified: Option<&Verified>) -> Scope {
         if self.callers.is_none() && self.options.sender_header.is_none() {
             return Scope::Shared;
         }

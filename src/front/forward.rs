@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use axum::body::Body;
 use hyper::header::{self};
-use hyper::{Request, Response};
+use hyper::Response;
 use serde_json::Value;
 
 use crate::front::answer::too_large;
@@ -20,6 +20,7 @@ use crate::front::limits::{self, read_to_end, Bound, Capped, Timed};
 use crate::front::operations::Binding;
 use crate::front::upstream::UpstreamError;
 use crate::http1::framing;
+use crate::http1::head::Request;
 use crate::metrics::metrics;
 
 /// The largest answer of the agent's read whole before it is passed on (see
@@ -29,7 +30,7 @@ pub(super) const WHOLE_ANSWER_MAX_BYTES: usize = 16 << 10;
 /// Hands `request` to the agent and streams its answer back.
 pub(super) async fn forward(
     ctx: &Context,
-    request: Request<Body>,
+    request: Request,
     binding: Option<Binding>,
 ) -> Response<Body> {
     if request.extensions().get::<GrpcCall>().is_some() {

@@ -15,6 +15,7 @@ use tonic::Code;
 
 use crate::front::a2a;
 use crate::front::callers::Refused;
+use crate::http1::head::Headers;
 use crate::pb::a2a_v1 as pb;
 
 /// The gRPC path every A2A method has, before the method's name.
@@ -34,10 +35,9 @@ pub struct GrpcCall {
     pub agent: String,
 }
 
-/// Whether a request is a gRPC call.
-pub fn is_grpc(headers: &HeaderMap) -> bool {
-    headers
-        .get(header::CONTENT_TYPE)
+/// Whether a message of this `Content-Type` is gRPC's.
+pub fn is_grpc(content_type: Option<&HeaderValue>) -> bool {
+    content_type
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("application/grpc"))
 }
@@ -329,16 +329,13 @@ pub fn refused(refused: &Refused) -> Response<Body> {
 }
 
 /// The gRPC metadata an agent is sent: the client's, without what the framing owns.
-pub(super) fn metadata(from: &HeaderMap) -> HeaderMap {
-    let mut headers = HeaderMap::new();
-    for (name, value) in from {
-        if !matches!(
-            name.as_str(),
-            "content-type" | "content-length" | "accept" | "host" | "te"
-        ) {
-            headers.append(name.clone(), value.clone());
-        }
-    }
+pub(super) fn metadata(from: &Headers) -> Headers {
+    let mut headers = from.clone();
+    headers.retain(|name, _| {
+        !["content-type", "content-length", "accept", "host", "te"]
+            .iter()
+            .any(|framing| name.eq_ignore_ascii_case(framing.as_bytes()))
+    });
     headers.insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/grpc"),

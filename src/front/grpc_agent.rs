@@ -7,7 +7,7 @@ use bytes::{Bytes, BytesMut};
 use http_body::Frame;
 use http_body_util::BodyExt as _;
 use hyper::header::{self, HeaderMap, HeaderValue};
-use hyper::{Request, Response, StatusCode};
+use hyper::{Response, StatusCode};
 use serde_json::{json, Value};
 use tonic::Code;
 
@@ -25,6 +25,7 @@ use crate::front::json_text;
 use crate::front::limits::{Capped, Timed};
 use crate::front::operations::Binding;
 use crate::front::upstream::own_call_headers;
+use crate::http1::head::{Headers, Request};
 
 /// The status an agent's gRPC answer ended with (its `grpc-status`, `grpc-message`
 /// and `grpc-status-details-bin`), kept on the JSON answer made of it so that the
@@ -86,7 +87,7 @@ pub(super) async fn json_of_grpc(
     if status_in(&parts.headers).is_some_and(|code| code != 0) {
         return agent_error(&parts.headers);
     }
-    if !parts.status.is_success() || !is_grpc(&parts.headers) {
+    if !parts.status.is_success() || !is_grpc(parts.headers.get(header::CONTENT_TYPE)) {
         return rest_error(
             StatusCode::BAD_GATEWAY,
             &format!("the agent's gRPC interface answered HTTP {}", parts.status),
@@ -177,7 +178,7 @@ pub(super) async fn grpc_upstream(ctx: &Context) -> Option<String> {
     }
     let mut cache = ctx.card.lock().await;
     if cache.last().is_none() {
-        refresh_card(ctx, &mut cache, &HeaderMap::new()).await;
+        refresh_card(ctx, &mut cache, &Headers::new()).await;
     }
     cache
         .last()
@@ -189,7 +190,7 @@ pub(super) async fn grpc_upstream(ctx: &Context) -> Option<String> {
 /// its answer streamed back message by message with its trailers.
 pub(super) async fn grpc_pass(
     ctx: &Context,
-    request: Request<Body>,
+    request: Request,
     agent: &str,
 ) -> Response<Body> {
     let (mut parts, body) = request.into_parts();
@@ -223,7 +224,7 @@ pub(super) async fn grpc_pass(
 
 /// A forward of a gRPC call the front read (its JSON, perhaps rewritten): to the
 /// agent's gRPC interface, and its answer as the JSON logic reads answers.
-pub(super) async fn forward_grpc(ctx: &Context, request: Request<Body>) -> Response<Body> {
+pub(super) async fn forward_grpc(ctx: &Context, request: Request) -> Response<Body> {
     let (parts, body) = request.into_parts();
     let call = parts
         .extensions
@@ -257,16 +258,13 @@ pub(super) async fn forward_grpc(ctx: &Context, request: Request<Body>) -> Respo
         Ok(message) => message,
         Err(why) => return rest_error(StatusCode::BAD_REQUEST, &why),
     };
-    let mut upstream = Request::builder()
-        .method(hyper::Method::POST)
-        .uri(format!(
-            "{}{SERVICE_PATH}{}",
-            call.agent,
-            call.method.name()
-        ))
-        .body(Body::from(frame(&message)))
-        .expect("a valid request");
-    *upstream.headers_mut() = metadata(&parts.headers);
+    let uri = format!("{}{SERVICE_PATH}{}", call.agent, call.method.name());
+    let upstream = Request::new(
+        hyper::Method::POST,
+        uri.parse().expect("a valid URI"),
+        metadata(&parts.headers),
+        Body::from(frame(&message)),
+    );
     match ctx.upstream.send_grpc(upstream).await {
         Ok(answer) => json_of_grpc(call.method, answer, ctx.options.max_body_bytes).await,
         Err(error) => upstream_failed(Binding::Grpc, &Value::Null, &error),
@@ -277,7 +275,7 @@ pub(super) async fn forward_grpc(ctx: &Context, request: Request<Body>) -> Respo
 /// as `tasks::upstream_task`'s (the agent's own error, for the client).
 pub(super) async fn grpc_task(
     ctx: &Context,
-    headers: &HeaderMap,
+    headers: &Headers,
     task_id: &str,
 ) -> Result<Value, Option<Response<Body>>> {
     let Some(agent) = grpc_upstream(ctx).await else {
@@ -286,12 +284,14 @@ pub(super) async fn grpc_task(
     let message = Method::GetTask
         .request_bytes(&json!({"id": task_id}))
         .map_err(|_| None)?;
-    let mut asked = Request::builder()
-        .method(hyper::Method::POST)
-        .uri(format!("{agent}{SERVICE_PATH}GetTask"))
-        .body(Body::from(frame(&message)))
-        .expect("a valid request");
-    *asked.headers_mut() = own_call_headers(headers, "application/grpc");
+    let asked = Request::new(
+        hyper::Method::POST,
+        format!("{agent}{SERVICE_PATH}GetTask")
+            .parse()
+            .expect("a valid URI"),
+        own_call_headers(headers, "application/grpc"),
+        Body::from(frame(&message)),
+    );
     let answer = ctx
         .upstream
         .send_grpc(asked)

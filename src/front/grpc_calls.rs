@@ -8,7 +8,7 @@ use bytes::Bytes;
 use http_body::Frame;
 use http_body_util::BodyExt as _;
 use hyper::header::{self, HeaderMap, HeaderValue};
-use hyper::{Request, Response};
+use hyper::Response;
 use serde_json::Value;
 use tonic::Code;
 
@@ -22,6 +22,7 @@ use crate::front::grpc::{
 use crate::front::grpc_agent::{grpc_pass, grpc_upstream, status_answer, AgentStatus};
 use crate::front::join::{event_end, frames_body};
 use crate::front::json_text;
+use crate::http1::head::{Headers, Request};
 
 /// A gRPC call as the front read it.
 pub(super) enum GrpcRead {
@@ -30,7 +31,7 @@ pub(super) enum GrpcRead {
     /// The HTTP+JSON request the call amounts to, for the server to dispatch; its
     /// answer goes back through [`grpc_answer`] with `method`.
     Dispatch {
-        request: Request<Body>,
+        request: Request,
         path: String,
         http_method: hyper::Method,
         method: Method,
@@ -170,7 +171,7 @@ pub(super) async fn grpc_answer(method: Method, answer: Response<Body>) -> Respo
 /// A gRPC call to the front: one it reads goes through the front's JSON logic as
 /// the HTTP+JSON request it amounts to, and its answer is written back in gRPC;
 /// any other passes to the agent as it came.
-pub(super) async fn grpc_call(ctx: &Context, request: Request<Body>) -> GrpcRead {
+pub(super) async fn grpc_call(ctx: &Context, request: Request) -> GrpcRead {
     let Some(agent) = grpc_upstream(ctx).await else {
         return GrpcRead::Answered(status_answer(
             Code::Unimplemented,
@@ -224,21 +225,18 @@ pub(super) async fn grpc_call(ctx: &Context, request: Request<Body>) -> GrpcRead
     } else {
         Body::from(json_text::write(&body))
     };
-    let mut internal = Request::builder()
-        .method(http_method.clone())
-        .uri(&path)
-        .body(body)
-        .expect("a valid request");
-    let headers = internal.headers_mut();
-    for (name, value) in &parts.headers {
-        if !matches!(name.as_str(), "content-type" | "content-length" | "te") {
-            headers.append(name.clone(), value.clone());
-        }
-    }
+    let mut headers: Headers = parts.headers.clone();
+    headers.retain(|name, _| {
+        !["content-type", "content-length", "te"]
+            .iter()
+            .any(|framing| name.eq_ignore_ascii_case(framing.as_bytes()))
+    });
     headers.insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),
     );
+    let uri = path.parse().expect("a valid path");
+    let mut internal = Request::new(http_method.clone(), uri, headers, body);
     if let Some(verified) = parts.extensions.get::<Verified>() {
         internal.extensions_mut().insert(verified.clone());
     }

@@ -11,9 +11,10 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use http_body::{Body, Frame, SizeHint};
 use http_body_util::BodyExt as _;
-use hyper::header::{self, HeaderMap};
+use hyper::header;
 use tokio::time::Instant;
 
+use crate::http1::head::Headers;
 use crate::http1::timer::KeptTimer;
 
 /// The error a bounded body ends with.
@@ -31,7 +32,7 @@ pub enum Bound {
 }
 
 /// Whether a request's declared length (`Content-Length`) is over `max` already.
-pub fn declared_over(headers: &HeaderMap, max: usize) -> bool {
+pub fn declared_over(headers: &Headers, max: usize) -> bool {
     headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
@@ -242,7 +243,7 @@ mod tests {
         for part in ["a", "", "bc", "def"] {
             tx.send(Ok(Frame::data(Bytes::from(part)))).await.unwrap();
         }
-        let mut trailers = HeaderMap::new();
+        let mut trailers = hyper::HeaderMap::new();
         trailers.insert("x-t", "1".parse().unwrap());
         tx.send(Ok(Frame::trailers(trailers))).await.unwrap();
         drop(tx);

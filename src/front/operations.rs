@@ -5,6 +5,8 @@
 use std::sync::LazyLock;
 
 use hyper::header::{self, HeaderMap, HeaderValue};
+
+use crate::http1::head::Headers;
 use hyper::Method;
 use memchr::memmem::Finder;
 use serde_json::Value;
@@ -63,7 +65,7 @@ pub(super) enum TaskCall {
 
 /// Whether a request asks for A2A 1.0: its `A2A-Version` header (or query parameter)
 /// is `1.0` or `1`; none at all means 0.3.
-pub(super) fn speaks_1_0(headers: &HeaderMap, query: Option<&str>) -> bool {
+pub(super) fn speaks_1_0(headers: &Headers, query: Option<&str>) -> bool {
     let from_query = query.and_then(|q| {
         url::form_urlencoded::parse(q.as_bytes())
             .find(|(k, _)| k.eq_ignore_ascii_case("a2a-version"))
@@ -81,7 +83,7 @@ pub(super) fn speaks_1_0(headers: &HeaderMap, query: Option<&str>) -> bool {
 pub(super) const A2A_JSON: &str = "application/a2a+json";
 
 /// Whether an HTTP+JSON request is in (or asks for) [`A2A_JSON`].
-pub(super) fn asks_a2a_json(headers: &HeaderMap) -> bool {
+pub(super) fn asks_a2a_json(headers: &Headers) -> bool {
     [header::ACCEPT, header::CONTENT_TYPE].iter().any(|name| {
         headers
             .get(name)
@@ -92,10 +94,10 @@ pub(super) fn asks_a2a_json(headers: &HeaderMap) -> bool {
 
 /// Whether the request activates this extension (`A2A-Extensions`, or 0.3's
 /// `X-A2A-Extensions`).
-pub(super) fn activates_us(headers: &HeaderMap) -> bool {
-    // One pass over the request's few headers: a lookup of each name would hash it.
+pub(super) fn activates_us(headers: &Headers) -> bool {
     headers.iter().any(|(name, value)| {
-        matches!(name.as_str(), "a2a-extensions" | "x-a2a-extensions")
+        (name.eq_ignore_ascii_case(b"a2a-extensions")
+            || name.eq_ignore_ascii_case(b"x-a2a-extensions"))
             && value
                 .to_str()
                 .is_ok_and(|v| v.split(',').any(|uri| uri.trim() == EXTENSION_URI))
@@ -269,12 +271,13 @@ mod tests {
 
     #[test]
     fn only_a_request_in_1_0_is_answered_by_the_front() {
-        let mut headers = HeaderMap::new();
+        let mut headers = Headers::new();
         assert!(!speaks_1_0(&headers, None), "no version means 0.3");
         assert!(speaks_1_0(&headers, Some("A2A-Version=1.0")));
-        headers.insert("a2a-version", HeaderValue::from_static("0.3"));
+        let version = hyper::header::HeaderName::from_static("a2a-version");
+        headers.insert(version.clone(), HeaderValue::from_static("0.3"));
         assert!(!speaks_1_0(&headers, None));
-        headers.insert("a2a-version", HeaderValue::from_static("1.0"));
+        headers.insert(version, HeaderValue::from_static("1.0"));
         assert!(speaks_1_0(&headers, None));
     }
 }

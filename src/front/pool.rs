@@ -9,9 +9,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::body::Body;
-use hyper::{Request, Response};
+use hyper::Response;
 
 use crate::http1::client::{Connection, Keep};
+use crate::http1::head::Request;
 
 /// Idle connections kept at most; one more is closed as it comes back.
 const MAX_IDLE: usize = 256;
@@ -87,7 +88,7 @@ impl Pool {
     /// ends.
     pub async fn send(
         self: &Arc<Self>,
-        request: Request<Body>,
+        request: Request,
         deadline: tokio::time::Instant,
     ) -> Result<Response<Body>, PoolError> {
         let conn = match self.checkout() {
@@ -206,12 +207,13 @@ mod tests {
         (address, accepted, closes)
     }
 
-    fn get(address: &str) -> Request<Body> {
-        Request::builder()
+    fn get(address: &str) -> Request {
+        let request = hyper::Request::builder()
             .uri("/x")
             .header(hyper::header::HOST, address)
             .body(Body::empty())
-            .unwrap()
+            .unwrap();
+        Request::from(request)
     }
 
     /// A deadline no test here reaches.

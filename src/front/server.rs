@@ -11,7 +11,7 @@ use std::sync::Arc;
 use axum::body::Body;
 use bytes::Bytes;
 use hyper::header::{self, HeaderValue};
-use hyper::{Method, Request, Response, StatusCode};
+use hyper::{Method, Response, StatusCode};
 
 use crate::front::a2a;
 use crate::front::answer::too_large;
@@ -35,6 +35,7 @@ use crate::front::records::{Records, Scope};
 use crate::front::tasks::{list_answer, rest_task_call};
 use crate::front::upstream::identity_only;
 use crate::http1::framing;
+use crate::http1::head::{Parts, Request};
 use crate::metrics::{metrics, FrontLabels};
 use crate::run::Runner;
 use crate::telemetry::{CallSpan, KeyValue, SpanKind, Tracer, W3c};
@@ -77,14 +78,14 @@ impl Front {
 
     /// One request, counted by binding, method and result (the listener that calls it
     /// is the transport's, with the API listener's connection limits).
-    pub async fn handle(&self, request: Request<Body>) -> Response<Body> {
+    pub async fn handle(&self, request: Request) -> Response<Body> {
         handle(&self.ctx, request).await
     }
 }
 
 /// One request, counted by binding, method and result (the listener that calls it
 /// is the transport's, with the API listener's connection limits).
-pub(super) async fn handle(ctx: &Context, request: Request<Body>) -> Response<Body> {
+pub(super) async fn handle(ctx: &Context, request: Request) -> Response<Body> {
     // The URI shares the head's bytes: kept for after the request is handed on, not
     // copied.
     let uri = request.uri().clone();
@@ -162,7 +163,7 @@ pub(super) async fn handle(ctx: &Context, request: Request<Body>) -> Response<Bo
 /// With traces on, the server span of one request: a child of the caller's
 /// `traceparent` (a new trace without one), named for the A2A method once known,
 /// ended when the answer starts.
-pub(super) fn server_span(ctx: &Context, request: &Request<Body>) -> Option<CallSpan> {
+pub(super) fn server_span(ctx: &Context, request: &Request) -> Option<CallSpan> {
     let tracer = ctx.tracer.as_ref()?;
     let header = |name: &str| request.headers().get(name).and_then(|v| v.to_str().ok());
     let parent = W3c {
@@ -181,7 +182,7 @@ pub(super) fn server_span(ctx: &Context, request: &Request<Body>) -> Option<Call
 /// every request). `rpc` gets the JSON-RPC method a POST's body named.
 pub(super) async fn route(
     ctx: &Context,
-    request: Request<Body>,
+    request: Request,
     path: &str,
     method: &Method,
     rpc: &mut Option<&'static str>,
@@ -200,7 +201,7 @@ pub(super) async fn route(
     let is_card = method == Method::GET
         && (path.ends_with("/.well-known/agent-card.json")
             || path.ends_with("/.well-known/agent.json"));
-    let grpc = grpc::is_grpc(request.headers());
+    let grpc = grpc::is_grpc(request.headers().get(header::CONTENT_TYPE));
     let mut request = request;
     if let (Some(callers), false) = (&ctx.callers, is_card) {
         // The card is public; every other request is the caller's, and a token that
@@ -240,7 +241,7 @@ pub(super) async fn route(
 /// HTTP+JSON request it amounts to).
 pub(super) async fn dispatch(
     ctx: &Context,
-    request: Request<Body>,
+    request: Request,
     path: &str,
     method: &Method,
     is_card: bool,
@@ -284,7 +285,7 @@ pub(super) enum Read<'a> {
 /// states.
 fn read_whole<'a>(
     ctx: &'a Context,
-    request: Request<Body>,
+    request: Request,
     binding: Binding,
     read: Read<'a>,
 ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Response<Body>> + Send + 'a>> {
@@ -295,7 +296,7 @@ fn read_whole<'a>(
 /// answer unencoded).
 async fn forward_and_read(
     ctx: &Context,
-    mut request: Request<Body>,
+    mut request: Request,
     binding: Binding,
     read: Read<'_>,
 ) -> Response<Body> {
@@ -313,7 +314,7 @@ async fn forward_and_read(
 /// the JSON-RPC method its body names (for the metrics).
 pub(super) async fn post(
     ctx: &Context,
-    request: Request<Body>,
+    request: Request,
     rpc: &mut Option<&'static str>,
 ) -> Response<Body> {
     let (parts, body) = request.into_parts();
@@ -360,13 +361,15 @@ pub(super) async fn post(
     };
     // The body was read whole (and may be rewritten): it goes with its length, which
     // it mostly came with already.
-    let with_length = |mut parts: hyper::http::request::Parts, body: Bytes| {
+    let with_length = |mut parts: Parts, body: Bytes| {
         // One line only: HTTP/2 (h2) lets through repeated lines that agree, which
         // some agents refuse.
-        let mut lines = parts.headers.get_all(header::CONTENT_LENGTH).iter();
-        let declared = match (lines.next(), lines.next()) {
-            (Some(n), None) => framing::parse_length(n.as_bytes()),
-            _ => None,
+        let declared = {
+            let mut lines = parts.headers.get_all(header::CONTENT_LENGTH);
+            match (lines.next(), lines.next()) {
+                (Some(n), None) => framing::parse_length(n.as_bytes()),
+                _ => None,
+            }
         };
         if declared != Some(body.len()) || parts.headers.contains_key(header::TRANSFER_ENCODING) {
             parts.headers.remove(header::TRANSFER_ENCODING);

@@ -5,8 +5,8 @@
 
 use axum::body::Body;
 use bytes::Bytes;
-use hyper::header::{self, HeaderMap, HeaderValue};
-use hyper::{Method, Request, Response, StatusCode};
+use hyper::header::{self, HeaderValue};
+use hyper::{Method, Response, StatusCode};
 use serde_json::{json, Value};
 
 use crate::front::a2a;
@@ -26,6 +26,7 @@ use crate::front::reading::read_json;
 use crate::front::records::{Kept, Own, Scope};
 use crate::front::upstream::{identity_only, own_call_headers};
 use crate::front::v03;
+use crate::http1::head::{Headers, Request};
 use crate::run::now;
 
 /// A message that is not a command: as it came, unless it is on a task the front
@@ -90,7 +91,7 @@ pub(super) async fn plain(
 /// .../tasks/{id}:subscribe`: about a task the front made, answered here, or, once
 /// the agent holds it, asked of the agent under its id and answered under the
 /// front's; about any other, passed to the agent as it came.
-pub(super) async fn rest_task_call(ctx: &Context, request: Request<Body>) -> Response<Body> {
+pub(super) async fn rest_task_call(ctx: &Context, request: Request) -> Response<Body> {
     let path = request.uri().path().to_owned();
     let Some((base, last)) = path.rsplit_once("/tasks/") else {
         return forward(ctx, request, None).await;
@@ -212,7 +213,7 @@ pub(super) async fn task_as_seen(
     binding: Binding,
     path: &str,
     id: &Value,
-    headers: &HeaderMap,
+    headers: &Headers,
     task_id: &str,
     own: Option<Own>,
     kept_data: Option<Value>,
@@ -249,7 +250,7 @@ pub(super) async fn upstream_task(
     binding: Binding,
     path: &str,
     id: &Value,
-    headers: &HeaderMap,
+    headers: &Headers,
     task_id: &str,
 ) -> Result<Value, Option<Response<Body>>> {
     if binding == Binding::Grpc {

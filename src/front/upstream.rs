@@ -9,28 +9,34 @@ use axum::body::Body;
 use bytes::Bytes;
 use http_body_util::BodyExt as _;
 use hyper::header::{self, HeaderMap, HeaderName, HeaderValue};
-use hyper::{Method, Request, Response, StatusCode, Uri};
+use hyper::{Method, Response, StatusCode, Uri};
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 
 use crate::front::pool::{Pool, PoolError};
+use crate::http1::head::{Headers, Request};
 use crate::telemetry::{CallSpan, KeyValue, SpanKind, Tracer};
 
-/// Headers that belong to one connection, never forwarded (RFC 9110, section 7.6.1).
-/// `Proxy-Connection` is no standard's, but clients still send it and no agent
-/// should see it.
-static HOP_BY_HOP: [HeaderName; 9] = [
-    header::CONNECTION,
-    HeaderName::from_static("keep-alive"),
-    HeaderName::from_static("proxy-connection"),
-    header::PROXY_AUTHENTICATE,
-    header::PROXY_AUTHORIZATION,
-    header::TE,
-    header::TRAILER,
-    header::TRANSFER_ENCODING,
-    header::UPGRADE,
-];
+/// Whether a header (named in any case) belongs to one connection, never forwarded
+/// (RFC 9110, section 7.6.1). `Proxy-Connection` is no standard's, but clients still
+/// send it and no agent should see it.
+fn is_hop_by_hop(name: &[u8]) -> bool {
+    // By length first: most names are none of these, and are told so at once.
+    let candidates: &[&str] = match name.len() {
+        2 => &["te"],
+        7 => &["trailer", "upgrade"],
+        10 => &["connection", "keep-alive"],
+        16 => &["proxy-connection"],
+        17 => &["transfer-encoding"],
+        18 => &["proxy-authenticate"],
+        19 => &["proxy-authorization"],
+        _ => &[],
+    };
+    candidates
+        .iter()
+        .any(|c| name.eq_ignore_ascii_case(c.as_bytes()))
+}
 
 /// Why an upstream call gave no answer.
 #[derive(Debug, thiserror::Error)]
@@ -138,22 +144,22 @@ impl Upstream {
 
     /// Sends `request` (its URI already the upstream's) and waits for the answer's
     /// head; its body streams after that.
-    pub async fn send(&self, request: Request<Body>) -> Result<Response<Body>, UpstreamError> {
+    pub async fn send(&self, request: Request) -> Result<Response<Body>, UpstreamError> {
         self.send_with(request, false).await
     }
 
     /// As [`Upstream::send`], to the agent's gRPC interface (its URI already that
     /// interface's): HTTP/2, the answer's trailers (its gRPC status) kept.
-    pub async fn send_grpc(&self, request: Request<Body>) -> Result<Response<Body>, UpstreamError> {
+    pub async fn send_grpc(&self, request: Request) -> Result<Response<Body>, UpstreamError> {
         self.send_with(request, true).await
     }
 
     async fn send_with(
         &self,
-        mut request: Request<Body>,
+        mut request: Request,
         grpc: bool,
     ) -> Result<Response<Body>, UpstreamError> {
-        strip_hop_by_hop(request.headers_mut());
+        strip_hop_by_hop_lines(request.headers_mut());
         let host = if grpc {
             // The one `TE` gRPC has (and some servers require): it will read trailers.
             request
@@ -176,6 +182,7 @@ impl Upstream {
             UpstreamError::Unreachable(self.base.to_string(), error_chain(e))
         };
         let answer = if grpc {
+            let request = request.into_http();
             match tokio::time::timeout_at(deadline, self.grpc.request(request)).await {
                 Ok(Ok(answer)) => Ok(answer.map(Body::new)),
                 Ok(Err(error)) => Err(unreachable(&error)),
@@ -212,7 +219,7 @@ impl Upstream {
 
     /// With traces on, the client span of one call (until its answer starts), and the
     /// request's trace context replaced by one naming it.
-    fn span(&self, request: &mut Request<Body>) -> Option<CallSpan> {
+    fn span(&self, request: &mut Request) -> Option<CallSpan> {
         let tracer = self.tracer.as_ref()?;
         let mut attributes = vec![
             KeyValue::new("http.request.method", request.method().to_string()),
@@ -230,10 +237,10 @@ impl Upstream {
         let headers = request.headers_mut();
         headers.remove("tracestate");
         if let Ok(value) = HeaderValue::from_str(&traceparent) {
-            headers.insert("traceparent", value);
+            headers.insert(HeaderName::from_static("traceparent"), value);
         }
         if let Some(value) = tracestate.and_then(|s| HeaderValue::from_str(&s).ok()) {
-            headers.insert("tracestate", value);
+            headers.insert(HeaderName::from_static("tracestate"), value);
         }
         Some(span)
     }
@@ -245,16 +252,11 @@ impl Upstream {
         &self,
         method: Method,
         uri: Uri,
-        headers: HeaderMap,
+        headers: Headers,
         body: Bytes,
         max: usize,
     ) -> Result<(StatusCode, HeaderMap, Bytes), UpstreamError> {
-        let mut request = Request::builder()
-            .method(method)
-            .uri(uri)
-            .body(Body::from(body))
-            .expect("a valid request");
-        *request.headers_mut() = headers;
+        let mut request = Request::new(method, uri, headers, Body::from(body));
         // The front reads this answer: it asks for it uncompressed (without the header,
         // any coding would be acceptable, RFC 9110 section 12.5.3).
         request.headers_mut().insert(
@@ -282,16 +284,16 @@ impl Upstream {
 
 /// The headers of a call the front makes itself about the caller's task: the caller's
 /// credentials, version, extensions and trace context, and `content_type`.
-pub fn own_call_headers(headers: &HeaderMap, content_type: &'static str) -> HeaderMap {
-    let mut sent = HeaderMap::new();
+pub fn own_call_headers(headers: &Headers, content_type: &'static str) -> Headers {
+    let mut sent = Headers::with_capacity(6);
     for name in [
-        "authorization",
-        "a2a-version",
-        "a2a-extensions",
-        "traceparent",
-        "tracestate",
+        header::AUTHORIZATION,
+        HeaderName::from_static("a2a-version"),
+        HeaderName::from_static("a2a-extensions"),
+        HeaderName::from_static("traceparent"),
+        HeaderName::from_static("tracestate"),
     ] {
-        if let Some(value) = headers.get(name) {
+        if let Some(value) = headers.get(&name) {
             sent.insert(name, value.clone());
         }
     }
@@ -300,7 +302,7 @@ pub fn own_call_headers(headers: &HeaderMap, content_type: &'static str) -> Head
 }
 
 /// Asks for an uncompressed answer, which the front reads (it decodes none).
-pub fn identity_only(headers: &mut HeaderMap) {
+pub fn identity_only(headers: &mut Headers) {
     headers.insert(
         header::ACCEPT_ENCODING,
         HeaderValue::from_static("identity"),
@@ -315,13 +317,13 @@ pub fn encoding(headers: &HeaderMap) -> Option<&str> {
         .filter(|e| !e.trim().eq_ignore_ascii_case("identity"))
 }
 
-/// Removes hop-by-hop headers, and those the `Connection` header names.
+/// Removes an answer's hop-by-hop headers, and those its `Connection` header names.
 pub fn strip_hop_by_hop(headers: &mut HeaderMap) {
-    // One pass over the few headers a request has, rather than a lookup (a hash) for
-    // each hop-by-hop name: most requests carry none of them.
+    // One pass over the few headers an answer has, rather than a lookup (a hash) for
+    // each hop-by-hop name: most answers carry none of them.
     let mut found: Vec<HeaderName> = Vec::new();
     for name in headers.keys() {
-        if HOP_BY_HOP.contains(name) {
+        if is_hop_by_hop(name.as_str().as_bytes()) {
             found.push(name.clone());
         }
     }
@@ -338,6 +340,22 @@ pub fn strip_hop_by_hop(headers: &mut HeaderMap) {
     for name in named.into_iter().chain(found) {
         headers.remove(name);
     }
+}
+
+/// Removes a request's hop-by-hop headers, and those its `Connection` header names.
+pub fn strip_hop_by_hop_lines(headers: &mut Headers) {
+    if !headers.iter().any(|(name, _)| is_hop_by_hop(name)) {
+        return;
+    }
+    let named: Vec<Vec<u8>> = headers
+        .get_all("connection")
+        .flat_map(|v| v.as_bytes().split(|&b| b == b','))
+        .map(|name| name.trim_ascii().to_vec())
+        .filter(|name| !name.is_empty())
+        .collect();
+    headers.retain(|name, _| {
+        !is_hop_by_hop(name) && !named.iter().any(|n| n.eq_ignore_ascii_case(name))
+    });
 }
 
 /// An error and its causes, in one line.
@@ -402,6 +420,34 @@ mod tests {
         assert_eq!(at_root.uri_for("?a=1", "/"), "/?a=1");
         let named = at_root.uri_for("//evil.example/x", "/");
         assert_eq!((named.host(), named.path()), (None, "//evil.example/x"));
+    }
+
+    #[test]
+    fn a_requests_hop_by_hop_lines_and_those_connection_names_are_dropped() {
+        let mut headers = Headers::new();
+        for (name, value) in [
+            ("Connection", "close, X-Private"),
+            ("x-private", "1"),
+            ("Transfer-Encoding", "chunked"),
+            ("Authorization", "Bearer t"),
+            ("Proxy-Connection", "keep-alive"),
+            ("TE", "trailers"),
+            ("Keep-Alive", "5"),
+        ] {
+            headers.push_read(
+                Bytes::copy_from_slice(name.as_bytes()),
+                HeaderValue::from_static(value),
+            );
+        }
+        strip_hop_by_hop_lines(&mut headers);
+        let names: Vec<_> = headers.iter().map(|(n, _)| n).collect();
+        assert_eq!(names, [&b"Authorization"[..]]);
+        for name in ["upgrade", "Trailer", "PROXY-AUTHENTICATE", "proxy-authorization"] {
+            assert!(is_hop_by_hop(name.as_bytes()), "{name}");
+        }
+        for name in ["host", "tee", "connections", "content-length"] {
+            assert!(!is_hop_by_hop(name.as_bytes()), "{name}");
+        }
     }
 
     #[test]

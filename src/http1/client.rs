@@ -16,12 +16,13 @@ use axum::body::Body;
 use bytes::{Bytes, BytesMut};
 use hyper::body::{Body as _, Frame, SizeHint};
 use hyper::header::{self, HeaderName};
-use hyper::{HeaderMap, Method, Request, Response, StatusCode, Version};
+use hyper::{HeaderMap, Method, Response, StatusCode, Version};
 use tokio::io::AsyncWriteExt as _;
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
 use crate::http1::framing::{self, Chunked, Step};
+use crate::http1::head::Request;
 use crate::http1::request::{request_framing, write_request_head, Framing};
 use crate::http1::socket;
 use crate::http1::timer::KeptTimer;
@@ -84,7 +85,7 @@ impl Connection {
     /// may be used again.
     pub async fn send(
         mut self,
-        request: Request<Body>,
+        request: Request,
         keep: Arc<dyn Keep>,
         deadline: Instant,
     ) -> io::Result<Response<Body>> {
@@ -121,7 +122,7 @@ impl Connection {
     /// it, how the body is read, and whether the connection may be used again.
     async fn exchange(
         &mut self,
-        request: Request<Body>,
+        request: Request,
     ) -> io::Result<(Response<()>, BytesMut, Reading, bool)> {
         let head_only = request.method() == Method::HEAD;
         let (parts, mut body) = request.into_parts();

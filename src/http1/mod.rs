@@ -3,12 +3,14 @@
 //! framing ([`framing`]: lengths, chunks, the date line), socket reads that clear
 //! their readiness when they empty the socket ([`socket`]), the server's half of a
 //! message (a plain request head parsed, an answer framed: [`server`]), the client's
-//! request head ([`request`]), one client connection, and a timer kept across a
-//! connection's requests ([`timer`]).
+//! request head ([`request`]), one client connection, a timer kept across a
+//! connection's requests ([`timer`]), and the request the front carries from one to the
+//! other, its header lines as they came ([`head`]).
 //! Below the front and the transport; it knows nothing of A2A.
 
 pub mod client;
 pub mod framing;
+pub mod head;
 pub mod request;
 pub mod server;
 pub mod socket;

@@ -4,7 +4,9 @@
 
 use axum::body::Body;
 use hyper::body::Body as _;
-use hyper::header::{self, HeaderMap};
+use hyper::header;
+
+use crate::http1::head::{Headers, Parts};
 
 /// How a request's body goes on the wire.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -18,7 +20,7 @@ pub enum Framing {
 }
 
 /// The request's framing, as hyper's client chooses it.
-pub fn request_framing(headers: &HeaderMap, body: &Body) -> Framing {
+pub fn request_framing(headers: &Headers, body: &Body) -> Framing {
     if body.is_end_stream() {
         Framing::Empty
     } else if headers.contains_key(header::CONTENT_LENGTH) {
@@ -33,7 +35,7 @@ pub fn request_framing(headers: &HeaderMap, body: &Body) -> Framing {
 /// The request line and headers, with the framing header the body needs.
 pub fn write_request_head(
     out: &mut Vec<u8>,
-    parts: &hyper::http::request::Parts,
+    parts: &Parts,
     framing: Framing,
 ) {
     out.extend_from_slice(parts.method.as_str().as_bytes());
@@ -41,11 +43,11 @@ pub fn write_request_head(
     let target = parts.uri.path_and_query().map_or("/", |p| p.as_str());
     out.extend_from_slice(target.as_bytes());
     out.extend_from_slice(b" HTTP/1.1\r\n");
-    for (name, value) in &parts.headers {
-        if *name == header::TRANSFER_ENCODING {
+    for (name, value) in parts.headers.iter() {
+        if name.eq_ignore_ascii_case(b"transfer-encoding") {
             continue;
         }
-        out.extend_from_slice(name.as_str().as_bytes());
+        out.extend_from_slice(name);
         out.extend_from_slice(b": ");
         out.extend_from_slice(value.as_bytes());
         out.extend_from_slice(b"\r\n");

@@ -8,10 +8,11 @@ use std::mem::MaybeUninit;
 use axum::body::Body;
 use bytes::{Bytes, BytesMut};
 use hyper::body::Body as _;
-use hyper::header::{self, HeaderName};
-use hyper::{HeaderMap, Method, Request, StatusCode, Uri, Version};
+use hyper::header;
+use hyper::{Method, StatusCode, Uri, Version};
 
 use crate::http1::framing;
+use crate::http1::head::{Headers, Parts};
 
 /// The most header lines a head may have (hyper's default).
 const MAX_HEADERS: usize = 100;
@@ -20,8 +21,8 @@ const MAX_HEADERS: usize = 100;
 // Made once a request and taken apart at once: boxing the request would allocate.
 #[allow(clippy::large_enum_variant)]
 pub enum Head {
-    /// The request, its body's length, and the bytes read after its head.
-    Plain(Request<()>, usize, Bytes),
+    /// The request's head, its body's length, and the bytes read after its head.
+    Plain(Parts, usize, Bytes),
     /// Not all there yet.
     Partial,
     /// Not the plain shape: the connection is hyper's from here.
@@ -66,7 +67,7 @@ pub fn parse_head(buf: &mut BytesMut, max_body: usize) -> Head {
         return put_back(buf, all, Head::Unusual);
     };
     let mut length = None;
-    let mut map = HeaderMap::with_capacity(parsed.headers.len());
+    let mut headers = Headers::with_capacity(parsed.headers.len());
     for h in parsed.headers.iter() {
         let name = h.name.as_bytes();
         if name.eq_ignore_ascii_case(b"content-length") {
@@ -83,17 +84,20 @@ pub fn parse_head(buf: &mut BytesMut, max_body: usize) -> Head {
         {
             return put_back(buf, all, Head::Unusual);
         }
-        let Ok(name) = HeaderName::from_bytes(name) else {
-            return put_back(buf, all, Head::Unusual);
-        };
-        map.append(name, framing::parsed_value(all.slice_ref(h.value)));
+        // The name as it came (httparse took it only if it is a token): no type made.
+        headers.push_read(
+            all.slice_ref(name),
+            framing::parsed_value(all.slice_ref(h.value)),
+        );
     }
-    let mut request = Request::new(());
-    *request.method_mut() = method;
-    *request.uri_mut() = uri;
-    *request.version_mut() = Version::HTTP_11;
-    *request.headers_mut() = map;
-    Head::Plain(request, length.unwrap_or(0), all.slice(len..))
+    let parts = Parts {
+        method,
+        uri,
+        version: Version::HTTP_11,
+        headers,
+        extensions: Default::default(),
+    };
+    Head::Plain(parts, length.unwrap_or(0), all.slice(len..))
 }
 
 /// Puts the bytes a head was parsed from back, for more to be read or for hyper.
@@ -226,11 +230,11 @@ mod tests {
         };
         assert_eq!(length, 5);
         assert_eq!(&rest[..], b"hello");
-        assert_eq!(request.method(), Method::POST);
-        assert_eq!(request.uri().path(), "/a");
-        assert_eq!(request.uri().query(), Some("b=c"));
-        assert_eq!(request.headers().get_all("x-a").iter().count(), 2);
-        assert_eq!(request.headers()["host"], "x");
+        assert_eq!(request.method, Method::POST);
+        assert_eq!(request.uri.path(), "/a");
+        assert_eq!(request.uri.query(), Some("b=c"));
+        assert_eq!(request.headers.get_all("x-a").count(), 2);
+        assert_eq!(request.headers.get("host").unwrap(), "x");
     }
 
     #[test]
@@ -240,10 +244,10 @@ mod tests {
         else {
             panic!("not plain");
         };
-        let names: Vec<_> = request.headers().keys().map(HeaderName::as_str).collect();
-        assert_eq!(names, ["x-version", "x-extensions", "x-versions"]);
-        assert_eq!(request.headers()["x-version"], "1.0");
-        assert_eq!(request.headers()["x-extensions"], "u");
+        let names: Vec<_> = request.headers.iter().map(|(n, _)| n).collect();
+        assert_eq!(names, [&b"X-Version"[..], b"X-Extensions", b"X-Versions"]);
+        assert_eq!(request.headers.get("x-version").unwrap(), "1.0");
+        assert_eq!(request.headers.get("X-EXTENSIONS").unwrap(), "u");
     }
 
     #[test]

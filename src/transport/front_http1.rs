@@ -20,13 +20,14 @@ use std::time::Duration;
 use axum::body::Body;
 use bytes::{Buf, Bytes, BytesMut};
 use hyper::body::Body as _;
-use hyper::{Request, Response};
+use hyper::Response;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio::time::{Instant, Sleep};
 use tokio_util::sync::WaitForCancellationFutureOwned;
 
 use crate::front::Front;
+use crate::http1::head::Request;
 use crate::http1::socket::{self, Prefixed};
 use crate::http1::timer::KeptTimer;
 use crate::http1::{framing, server};
@@ -126,7 +127,7 @@ struct Connection {
 // Made once a request and taken apart at once: boxing the request would allocate.
 #[allow(clippy::large_enum_variant)]
 enum Next {
-    Request(Request<Body>),
+    Request(Request),
     Closed,
     HandOver(Bytes),
 }
@@ -205,7 +206,7 @@ impl Connection {
         } else {
             Body::from(body)
         };
-        Next::Request(head.map(|()| body))
+        Next::Request(Request::from_parts(head, body))
     }
 
     /// Reads what the socket has, up to `wanted` more bytes of room: `Ok(false)` at

@@ -27,6 +27,7 @@ use tonic_health::ServingStatus;
 use crate::config::Limits;
 use crate::front::records::Records;
 use crate::front::{Front, FrontOptions};
+use crate::http1::head::Request;
 use crate::registry::Registry;
 use crate::run::Runner;
 use crate::telemetry::Tracer;
@@ -358,7 +359,7 @@ async fn serve_with_hyper(
         // service future while the connection lives, and the front's future is
         // kilobytes that an idle connection would otherwise hold.
         Box::pin(async move {
-            let answer = front.handle(request.map(Body::new)).await;
+            let answer = front.handle(Request::from(request.map(Body::new))).await;
             Ok::<_, Infallible>(answer.map(|body| Counted { body, _end: end }))
         }) as Pin<Box<dyn Future<Output = Result<_, Infallible>> + Send>>
     });

@@ -1,0 +1,346 @@
+//! A request as the front carries it through its stages: its header lines kept as they
+//! came, in order, names and values slices of the bytes read, found by name in any
+//! case. No map is built, no name is hashed or parsed into a type: a request has a
+//! handful of lines, and a pass over them costs less than one lookup in `http`'s
+//! `HeaderMap` (whose building and dropping was the largest cost of a proxied request
+//! that nginx does not pay). hyper's requests (HTTP/2, and the HTTP/1.1 ones handed to
+//! it) become one at the door ([`Request::from`]); one for hyper's client goes back
+//! ([`Request::into_http`]).
+
+use axum::body::Body;
+use bytes::Bytes;
+use hyper::header::{HeaderMap, HeaderName, HeaderValue};
+use hyper::http::Extensions;
+use hyper::{Method, Uri, Version};
+
+/// A header line's name: as it came on the wire, or one the front set.
+#[derive(Clone, Debug)]
+enum Name {
+    /// As read (any case); httparse checked it is a token.
+    Read(Bytes),
+    /// Set by the front, or taken from hyper.
+    Typed(HeaderName),
+}
+
+impl Name {
+    fn as_bytes(&self) -> &[u8] {
+        match self {
+            Name::Read(bytes) => bytes,
+            Name::Typed(name) => name.as_str().as_bytes(),
+        }
+    }
+
+    fn is(&self, name: &str) -> bool {
+        self.as_bytes().eq_ignore_ascii_case(name.as_bytes())
+    }
+}
+
+/// A request's header lines, in the order they came.
+#[derive(Clone, Debug, Default)]
+pub struct Headers {
+    lines: Vec<(Name, HeaderValue)>,
+}
+
+impl Headers {
+    /// No lines.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Room for `n` lines.
+    pub fn with_capacity(n: usize) -> Self {
+        Self {
+            lines: Vec::with_capacity(n),
+        }
+    }
+
+    /// Adds a line as it was read: `name` a token httparse accepted, in any case.
+    pub fn push_read(&mut self, name: Bytes, value: HeaderValue) {
+        self.lines.push((Name::Read(name), value));
+    }
+
+    /// How many lines there are.
+    pub fn len(&self) -> usize {
+        self.lines.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.lines.is_empty()
+    }
+
+    /// The first value of `name` (any case).
+    pub fn get(&self, name: impl AsRef<str>) -> Option<&HeaderValue> {
+        let name = name.as_ref();
+        self.lines.iter().find(|(n, _)| n.is(name)).map(|(_, v)| v)
+    }
+
+    /// Every value of `name` (any case), in order.
+    pub fn get_all<N: AsRef<str>>(&self, name: N) -> impl Iterator<Item = &HeaderValue> {
+        self.lines
+            .iter()
+            .filter(move |(n, _)| n.is(name.as_ref()))
+            .map(|(_, v)| v)
+    }
+
+    /// Whether there is a line named `name` (any case).
+    pub fn contains_key(&self, name: impl AsRef<str>) -> bool {
+        let name = name.as_ref();
+        self.lines.iter().any(|(n, _)| n.is(name))
+    }
+
+    /// Sets `name` to `value` alone: its first line takes the value (keeping its
+    /// place), any later ones go.
+    pub fn insert(&mut self, name: HeaderName, value: HeaderValue) {
+        let Some(at) = self.lines.iter().position(|(n, _)| n.is(name.as_str())) else {
+            self.lines.push((Name::Typed(name), value));
+            return;
+        };
+        if self.lines[at + 1..].iter().any(|(n, _)| n.is(name.as_str())) {
+            let mut index = 0;
+            self.lines.retain(|(n, _)| {
+                let keep = index <= at || !n.is(name.as_str());
+                index += 1;
+                keep
+            });
+        }
+        self.lines[at] = (Name::Typed(name), value);
+    }
+
+    /// Adds a line after the others.
+    pub fn append(&mut self, name: HeaderName, value: HeaderValue) {
+        self.lines.push((Name::Typed(name), value));
+    }
+
+    /// Removes every line named `name` (any case).
+    pub fn remove(&mut self, name: impl AsRef<str>) {
+        let name = name.as_ref();
+        self.lines.retain(|(n, _)| !n.is(name));
+    }
+
+    /// Keeps the lines `keep` says yes to (given the name, lowercase or not, and the
+    /// value).
+    pub fn retain(&mut self, mut keep: impl FnMut(&[u8], &HeaderValue) -> bool) {
+        self.lines.retain(|(n, v)| keep(n.as_bytes(), v));
+    }
+
+    /// The lines in order: each name as it came (any case), and its value.
+    pub fn iter(&self) -> impl Iterator<Item = (&[u8], &HeaderValue)> {
+        self.lines.iter().map(|(n, v)| (n.as_bytes(), v))
+    }
+
+    /// The same lines in `http`'s map, for hyper and for the front's rarer paths.
+    pub fn to_map(&self) -> HeaderMap {
+        let mut map = HeaderMap::with_capacity(self.lines.len());
+        for (name, value) in &self.lines {
+            let name = match name {
+                Name::Typed(name) => name.clone(),
+                // A token is a valid name: the `Err` arm is never taken.
+                Name::Read(bytes) => match HeaderName::from_bytes(bytes) {
+                    Ok(name) => name,
+                    Err(_) => continue,
+                },
+            };
+            map.append(name, value.clone());
+        }
+        map
+    }
+}
+
+impl From<HeaderMap> for Headers {
+    fn from(map: HeaderMap) -> Self {
+        let mut lines = Vec::with_capacity(map.len());
+        let mut last: Option<HeaderName> = None;
+        for (name, value) in map {
+            // `None`: another value of the name before.
+            if let Some(name) = name {
+                last = Some(name);
+            }
+            if let Some(name) = &last {
+                lines.push((Name::Typed(name.clone()), value));
+            }
+        }
+        Self { lines }
+    }
+}
+
+/// A request's head: what `http`'s request parts hold, with [`Headers`] for its map.
+#[derive(Debug, Default)]
+pub struct Parts {
+    /// The method.
+    pub method: Method,
+    /// The target: a path and query, as the request line gave it.
+    pub uri: Uri,
+    /// The protocol version.
+    pub version: Version,
+    /// The header lines.
+    pub headers: Headers,
+    /// What the front's stages attach to it (the verified caller, a gRPC call).
+    pub extensions: Extensions,
+}
+
+/// A request through the front: its head and its body.
+#[derive(Debug)]
+pub struct Request {
+    parts: Parts,
+    body: Body,
+}
+
+impl Request {
+    /// A `method` request for `uri` with `headers` and `body`.
+    pub fn new(method: Method, uri: Uri, headers: Headers, body: Body) -> Self {
+        let parts = Parts {
+            method,
+            uri,
+            headers,
+            ..Parts::default()
+        };
+        Self { parts, body }
+    }
+
+    /// A request of `parts` with `body`.
+    pub fn from_parts(parts: Parts, body: Body) -> Self {
+        Self { parts, body }
+    }
+
+    /// Its head and body, apart.
+    pub fn into_parts(self) -> (Parts, Body) {
+        (self.parts, self.body)
+    }
+
+    /// The method.
+    pub fn method(&self) -> &Method {
+        &self.parts.method
+    }
+
+    /// The target.
+    pub fn uri(&self) -> &Uri {
+        &self.parts.uri
+    }
+
+    /// The protocol version.
+    pub fn version(&self) -> Version {
+        self.parts.version
+    }
+
+    /// The header lines.
+    pub fn headers(&self) -> &Headers {
+        &self.parts.headers
+    }
+
+    /// The header lines, to change.
+    pub fn headers_mut(&mut self) -> &mut Headers {
+        &mut self.parts.headers
+    }
+
+    /// What the stages attached.
+    pub fn extensions(&self) -> &Extensions {
+        &self.parts.extensions
+    }
+
+    /// What the stages attached, to change.
+    pub fn extensions_mut(&mut self) -> &mut Extensions {
+        &mut self.parts.extensions
+    }
+
+    /// The body.
+    pub fn body(&self) -> &Body {
+        &self.body
+    }
+
+    /// The same request as `http`'s, for hyper's client.
+    pub fn into_http(self) -> hyper::Request<Body> {
+        let (parts, body) = self.into_parts();
+        let mut request = hyper::Request::new(body);
+        *request.method_mut() = parts.method;
+        *request.uri_mut() = parts.uri;
+        *request.version_mut() = parts.version;
+        *request.headers_mut() = parts.headers.to_map();
+        *request.extensions_mut() = parts.extensions;
+        request
+    }
+}
+
+impl From<hyper::Request<Body>> for Request {
+    fn from(request: hyper::Request<Body>) -> Self {
+        let (parts, body) = request.into_parts();
+        Self {
+            parts: Parts {
+                method: parts.method,
+                uri: parts.uri,
+                version: parts.version,
+                headers: Headers::from(parts.headers),
+                extensions: parts.extensions,
+            },
+            body,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(lines: &[(&str, &str)]) -> Headers {
+        let mut headers = Headers::new();
+        for (name, value) in lines {
+            headers.push_read(
+                Bytes::copy_from_slice(name.as_bytes()),
+                HeaderValue::from_str(value).unwrap(),
+            );
+        }
+        headers
+    }
+
+    #[test]
+    fn names_are_found_in_any_case_and_values_kept_in_order() {
+        let headers = read(&[("Content-Type", "a"), ("X-A", "1"), ("x-a", "2")]);
+        assert_eq!(headers.get("content-type").unwrap(), "a");
+        assert_eq!(headers.get(hyper::header::CONTENT_TYPE).unwrap(), "a");
+        assert!(headers.contains_key("CONTENT-TYPE"));
+        assert!(!headers.contains_key("content-length"));
+        let all: Vec<_> = headers.get_all("x-a").collect();
+        assert_eq!(all, ["1", "2"]);
+        let names: Vec<_> = headers.iter().map(|(n, _)| n).collect();
+        assert_eq!(names, [&b"Content-Type"[..], b"X-A", b"x-a"]);
+    }
+
+    #[test]
+    fn insert_replaces_every_line_of_a_name_in_the_first_ones_place() {
+        let mut headers = read(&[("Host", "a"), ("X-A", "1"), ("host", "b"), ("X-B", "2")]);
+        headers.insert(hyper::header::HOST, HeaderValue::from_static("c"));
+        let lines: Vec<_> = headers.iter().map(|(n, v)| (n.to_vec(), v.clone())).collect();
+        assert_eq!(
+            lines,
+            [
+                (b"host".to_vec(), HeaderValue::from_static("c")),
+                (b"X-A".to_vec(), HeaderValue::from_static("1")),
+                (b"X-B".to_vec(), HeaderValue::from_static("2")),
+            ]
+        );
+        headers.insert(hyper::header::TE, HeaderValue::from_static("trailers"));
+        assert_eq!(headers.len(), 4);
+        headers.remove("x-a");
+        headers.remove("X-NONE");
+        assert_eq!(headers.len(), 3);
+        assert_eq!(headers.get("te").unwrap(), "trailers");
+    }
+
+    #[test]
+    fn a_map_and_lines_carry_the_same_headers_both_ways() {
+        let headers = read(&[("Accept", "a"), ("X-A", "1"), ("x-a", "2")]);
+        let map = headers.to_map();
+        assert_eq!(map.len(), 3);
+        assert_eq!(map.get_all("x-a").iter().count(), 2);
+        let back = Headers::from(map);
+        let lines: Vec<_> = back.iter().map(|(n, v)| (n.to_vec(), v.clone())).collect();
+        assert_eq!(
+            lines,
+            [
+                (b"accept".to_vec(), HeaderValue::from_static("a")),
+                (b"x-a".to_vec(), HeaderValue::from_static("1")),
+                (b"x-a".to_vec(), HeaderValue::from_static("2")),
+            ]
+        );
+    }
+}
