@@ -37,19 +37,20 @@ pub(super) async fn forward(
         return Box::pin(forward_grpc(ctx, request)).await;
     }
     let max = ctx.options.max_body_bytes;
-    if limits::declared_over(request.headers(), max) {
+    // A body read whole is within the limit already; any other is refused when its
+    // declared length is over it, and cut at it otherwise.
+    let within = http_body::Body::size_hint(request.body())
+        .exact()
+        .is_some_and(|n| n <= max as u64);
+    if !within && limits::declared_over(request.headers(), max) {
         return too_large(ctx, binding.unwrap_or(Binding::HttpJson));
     }
     let (mut parts, body) = request.into_parts();
     parts.uri = ctx
         .upstream
         .map_uri(std::mem::take(&mut parts.uri), ctx.public.path());
-    // A body read whole is within the limit already; any other is cut at it.
     let mut crossed = None;
-    let body = if http_body::Body::size_hint(&body)
-        .exact()
-        .is_some_and(|n| n <= max as u64)
-    {
+    let body = if within {
         body
     } else {
         let flag = Arc::new(AtomicBool::new(false));

@@ -364,14 +364,17 @@ pub(super) async fn post(
     let with_length = |mut parts: Parts, body: Bytes| {
         // One line only: HTTP/2 (h2) lets through repeated lines that agree, which
         // some agents refuse.
-        let declared = {
-            let mut lines = parts.headers.get_all(header::CONTENT_LENGTH);
-            match (lines.next(), lines.next()) {
-                (Some(n), None) => framing::parse_length(n.as_bytes()),
-                _ => None,
+        // One pass: the length lines and any coding.
+        let (mut lengths, mut declared, mut coded) = (0, None, false);
+        for (name, value) in parts.headers.iter() {
+            if name.eq_ignore_ascii_case(b"content-length") {
+                lengths += 1;
+                declared = framing::parse_length(value.as_bytes());
+            } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
+                coded = true;
             }
-        };
-        if declared != Some(body.len()) || parts.headers.contains_key(header::TRANSFER_ENCODING) {
+        }
+        if lengths != 1 || declared != Some(body.len()) || coded {
             parts.headers.remove(header::TRANSFER_ENCODING);
             parts
                 .headers

@@ -247,7 +247,7 @@ mod tests {
         let names: Vec<_> = request.headers.iter().map(|(n, _)| n).collect();
         assert_eq!(names, [&b"X-Version"[..], b"X-Extensions", b"X-Versions"]);
         assert_eq!(request.headers.get("x-version").unwrap(), "1.0");
-        assert_eq!(request.headers.get("X-EXTENSIONS").unwrap(), "u");
+        assert_eq!(request.headers.get("x-extensions").unwrap(), "u");
     }
 
     #[test]
