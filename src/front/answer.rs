@@ -5,7 +5,7 @@
 use axum::body::Body;
 use http_body_util::BodyExt as _;
 use hyper::header::{self, HeaderValue};
-use hyper::{Method, Response, StatusCode};
+use hyper::{Method, StatusCode};
 use serde_json::{json, Value};
 
 use crate::error::Error;
@@ -16,9 +16,10 @@ use crate::front::json_text;
 use crate::front::operations::{is_http_json, Binding};
 use crate::front::upstream::UpstreamError;
 use crate::front::v03;
+use crate::http1::head::Answer;
 
 /// The answer when the front's records cannot be read or written: nothing was done.
-pub(super) fn records_failed(binding: Binding, id: &Value, error: &Error) -> Response<Body> {
+pub(super) fn records_failed(binding: Binding, id: &Value, error: &Error) -> Answer {
     error_answer(
         binding,
         id,
@@ -30,7 +31,7 @@ pub(super) fn records_failed(binding: Binding, id: &Value, error: &Error) -> Res
 
 /// A JSON-RPC error answer of the front's, with the id of the request it answers
 /// (`request`, read only now that it failed).
-pub(super) async fn with_request_id(answer: Response<Body>, request: &[u8]) -> Response<Body> {
+pub(super) async fn with_request_id(answer: Answer, request: &[u8]) -> Answer {
     let Some(id) = serde_json::from_slice::<Value>(request)
         .ok()
         .and_then(|body| body.get("id").cloned())
@@ -39,16 +40,16 @@ pub(super) async fn with_request_id(answer: Response<Body>, request: &[u8]) -> R
     };
     let (mut parts, body) = answer.into_parts();
     let Ok(collected) = body.collect().await else {
-        return Response::from_parts(parts, Body::empty());
+        return Answer::from_parts(parts, Body::empty());
     };
     let bytes = collected.to_bytes();
     match serde_json::from_slice::<Value>(&bytes) {
         Ok(mut value) if value.get("error").is_some() => {
             value["id"] = id;
             parts.headers.remove(header::CONTENT_LENGTH);
-            Response::from_parts(parts, Body::from(json_text::write(&value)))
+            Answer::from_parts(parts, Body::from(json_text::write(&value)))
         }
-        _ => Response::from_parts(parts, Body::from(bytes)),
+        _ => Answer::from_parts(parts, Body::from(bytes)),
     }
 }
 
@@ -63,33 +64,29 @@ pub(super) enum Outcome {
 }
 
 /// Marks `answer` as `outcome`'s.
-pub(super) fn mark(answer: &mut Response<Body>, outcome: Outcome) {
+pub(super) fn mark(answer: &mut Answer, outcome: Outcome) {
     answer.extensions_mut().insert(outcome);
 }
 
 /// What `answer` was marked, if anything.
-pub(super) fn outcome(answer: &Response<Body>) -> Option<Outcome> {
+pub(super) fn outcome(answer: &Answer) -> Option<Outcome> {
     answer.extensions().get::<Outcome>().copied()
 }
 
 /// A JSON answer the front made.
-pub(super) fn json_answer(status: StatusCode, body: &Value) -> Response<Body> {
+pub(super) fn json_answer(status: StatusCode, body: &Value) -> Answer {
     json_text_answer(status, json_text::write(body))
 }
 
 /// An answer of the front's own whose JSON is already written.
-pub(super) fn json_text_answer(status: StatusCode, json: Vec<u8>) -> Response<Body> {
-    let mut answer = Response::builder()
-        .status(status)
-        .header(header::CONTENT_TYPE, "application/json")
-        .body(Body::from(json))
-        .expect("a valid answer");
+pub(super) fn json_text_answer(status: StatusCode, json: Vec<u8>) -> Answer {
+    let mut answer = typed(status, "application/json", Body::from(json));
     mark(&mut answer, Outcome::Answered);
     answer
 }
 
 /// A stream of `events` as server-sent events, each JSON-RPC-wrapped on that binding.
-pub(super) fn stream_answer(binding: Binding, id: &Value, events: &[Value]) -> Response<Body> {
+pub(super) fn stream_answer(binding: Binding, id: &Value, events: &[Value]) -> Answer {
     let mut text = String::new();
     for event in events {
         let data = match binding {
@@ -99,12 +96,10 @@ pub(super) fn stream_answer(binding: Binding, id: &Value, events: &[Value]) -> R
         };
         text.push_str(&a2a::sse_event(&data));
     }
-    let mut answer = Response::builder()
-        .status(StatusCode::OK)
-        .header(header::CONTENT_TYPE, "text/event-stream")
-        .header(header::CACHE_CONTROL, "no-cache")
-        .body(Body::from(text))
-        .expect("a valid answer");
+    let mut answer = typed(StatusCode::OK, "text/event-stream", Body::from(text));
+    answer
+        .headers_mut()
+        .append(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     mark(&mut answer, Outcome::Answered);
     answer
 }
@@ -117,7 +112,7 @@ pub(super) fn error_answer(
     status: StatusCode,
     code: i64,
     message: &str,
-) -> Response<Body> {
+) -> Answer {
     match binding {
         Binding::JsonRpc | Binding::JsonRpc03 => {
             json_answer(StatusCode::OK, &a2a::rpc_error(id, code, message))
@@ -133,19 +128,29 @@ pub(super) fn error_answer(
 /// HTTP+JSON's error answer: `status` with an AIP-193 body saying `message` (also what
 /// the front's gRPC conversion makes of an agent's gRPC error); the one place its body
 /// is written.
-pub(super) fn rest_error(status: StatusCode, message: &str) -> Response<Body> {
+pub(super) fn rest_error(status: StatusCode, message: &str) -> Answer {
     let body = json!({"error": {"code": status.as_u16(), "status": status.canonical_reason(),
                                 "message": message}});
-    Response::builder()
-        .status(status)
-        .header(header::CONTENT_TYPE, "application/json")
-        .body(Body::from(json_text::write(&body)))
-        .expect("a valid answer")
+    typed(
+        status,
+        "application/json",
+        Body::from(json_text::write(&body)),
+    )
+}
+
+/// An answer of `status` whose body is of `content_type`.
+pub(super) fn typed(status: StatusCode, content_type: &'static str, body: Body) -> Answer {
+    let mut answer = Answer::new(body);
+    *answer.status_mut() = status;
+    answer
+        .headers_mut()
+        .append(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    answer
 }
 
 /// The answer to a request whose caller is not authenticated: 401 on either binding,
 /// with RFC 6750's challenge; nothing was forwarded.
-pub(super) fn unauthenticated(method: &Method, path: &str, refused: &Refused) -> Response<Body> {
+pub(super) fn unauthenticated(method: &Method, path: &str, refused: &Refused) -> Answer {
     let binding = if is_http_json(method, path) {
         Binding::HttpJson
     } else {
@@ -179,11 +184,7 @@ pub(super) fn unauthenticated(method: &Method, path: &str, refused: &Refused) ->
 
 /// The answer when the agent could not be reached in time: 504 for a timeout, 502
 /// otherwise (JSON-RPC: an error naming the agent).
-pub(super) fn upstream_failed(
-    binding: Binding,
-    id: &Value,
-    error: &UpstreamError,
-) -> Response<Body> {
+pub(super) fn upstream_failed(binding: Binding, id: &Value, error: &UpstreamError) -> Answer {
     let status = match error {
         UpstreamError::Timeout(..) => StatusCode::GATEWAY_TIMEOUT,
         UpstreamError::Unreachable(..) | UpstreamError::Unreadable(..) => StatusCode::BAD_GATEWAY,
@@ -196,7 +197,7 @@ pub(super) fn upstream_failed(
 }
 
 /// The answer to a body over the limit: nothing was forwarded.
-pub(super) fn too_large(ctx: &Context, binding: Binding) -> Response<Body> {
+pub(super) fn too_large(ctx: &Context, binding: Binding) -> Answer {
     let limit = ctx.options.max_body_bytes;
     let message = format!(
         "the request body is over the front's limit of {limit} bytes; nothing was forwarded"
@@ -211,12 +212,7 @@ pub(super) fn too_large(ctx: &Context, binding: Binding) -> Response<Body> {
 }
 
 /// The answer when the command could not be run at all (no registry yet).
-pub(super) fn run_failed(
-    _ctx: &Context,
-    binding: Binding,
-    id: &Value,
-    error: &Error,
-) -> Response<Body> {
+pub(super) fn run_failed(_ctx: &Context, binding: Binding, id: &Value, error: &Error) -> Answer {
     error_answer(
         binding,
         id,

@@ -10,9 +10,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::http1::head::Headers;
 use arc_swap::ArcSwap;
 use hyper::header::AUTHORIZATION;
-use crate::http1::head::Headers;
 use jsonwebtoken::{Algorithm, Validation};
 use serde_json::Value;
 
@@ -521,10 +521,7 @@ mod tests {
         // No token: the default (not required), or refused (required).
         assert_eq!(verifier.verify(&Headers::new()).await, Ok(None));
         let strict = self::verifier(dir.path(), &[&jwk], true).await;
-        assert_eq!(
-            strict.verify(&Headers::new()).await,
-            Err(Refused::Missing)
-        );
+        assert_eq!(strict.verify(&Headers::new()).await, Err(Refused::Missing));
     }
 
     #[tokio::test]

@@ -8,8 +8,8 @@ use std::time::Instant;
 
 use axum::body::Body;
 use bytes::Bytes;
-use hyper::header::{self, HeaderMap, HeaderName, HeaderValue};
-use hyper::{Method, Response, StatusCode};
+use hyper::header::{self, HeaderName, HeaderValue};
+use hyper::{Method, StatusCode};
 use serde_json::{json, Value};
 
 use crate::front::answer::{json_answer, mark, Outcome};
@@ -19,7 +19,7 @@ use crate::front::json_text;
 use crate::front::operations::Binding;
 use crate::front::reading::read_json;
 use crate::front::upstream::identity_only;
-use crate::http1::head::Headers;
+use crate::http1::head::{Answer, Headers};
 use crate::registry::Snapshot;
 
 /// Whether the front has a card to serve (for readiness): fetches the agent's card
@@ -33,7 +33,7 @@ pub(super) async fn has_card(ctx: &Context) -> bool {
 }
 
 /// The merged card, or 503 naming the upstream when there has never been one.
-pub(super) async fn card_answer(ctx: &Context, headers: &Headers) -> Response<Body> {
+pub(super) async fn card_answer(ctx: &Context, headers: &Headers) -> Answer {
     let mut cache = ctx.card.lock().await;
     if cache.fresh().is_none() {
         refresh_card(ctx, &mut cache, headers).await;
@@ -92,7 +92,7 @@ pub(super) async fn agent_speaks(ctx: &Context) -> card::Versions {
 fn merged_card(
     (etag, body, changed): (HeaderValue, Bytes, HeaderValue),
     asked: &Headers,
-) -> Response<Body> {
+) -> Answer {
     let tag = etag.to_str().unwrap_or_default();
     let matched = asked
         .get_all(header::IF_NONE_MATCH)
@@ -101,11 +101,11 @@ fn merged_card(
         .map(|v| v.trim().trim_start_matches("W/"))
         .any(|v| v == "*" || v == tag.trim_start_matches("W/"));
     let mut answer = if matched {
-        let mut answer = Response::new(Body::empty());
+        let mut answer = Answer::new(Body::empty());
         *answer.status_mut() = StatusCode::NOT_MODIFIED;
         answer
     } else {
-        let mut answer = Response::new(Body::from(body));
+        let mut answer = Answer::new(Body::from(body));
         answer.headers_mut().insert(
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
@@ -174,11 +174,7 @@ fn merge_with(ctx: &Context, card: &mut Value, registry: &Snapshot) -> (String, 
 /// .../extendedAgentCard`), with the card in it merged as the public one is. It is
 /// the caller's (the agent may answer each caller differently), so never cached;
 /// an error, or an answer that holds no card, passes as it came.
-pub(super) async fn extended_card(
-    ctx: &Context,
-    answer: Response<Body>,
-    binding: Binding,
-) -> Response<Body> {
+pub(super) async fn extended_card(ctx: &Context, answer: Answer, binding: Binding) -> Answer {
     let (mut parts, bytes, mut value) = match read_json(ctx, answer, binding).await {
         Ok(read) => read,
         Err(answer) => return answer,
@@ -189,10 +185,10 @@ pub(super) async fn extended_card(
         _ => false,
     };
     if !merged {
-        return Response::from_parts(parts, Body::from(bytes));
+        return Answer::from_parts(parts, Body::from(bytes));
     }
     parts.headers.remove(header::CONTENT_LENGTH);
-    Response::from_parts(parts, Body::from(json_text::write(&value)))
+    Answer::from_parts(parts, Body::from(json_text::write(&value)))
 }
 
 /// Fetches the upstream's card into `cache` (conditionally, with its ETag); keeps
@@ -258,7 +254,7 @@ pub(super) async fn refresh_card(ctx: &Context, cache: &mut CardCache, headers: 
 }
 
 /// The `Cache-Control` of an answer, if it has one that is text.
-pub(super) fn cache_control(headers: &HeaderMap) -> Option<&str> {
+pub(super) fn cache_control(headers: &Headers) -> Option<&str> {
     headers
         .get(header::CACHE_CONTROL)
         .and_then(|v| v.to_str().ok())

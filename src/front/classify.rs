@@ -4,8 +4,8 @@
 
 use std::sync::LazyLock;
 
-use bytes::Bytes;
 use crate::http1::head::Headers;
+use bytes::Bytes;
 use memchr::memmem::Finder;
 use serde_json::{json, Value};
 

@@ -2,10 +2,9 @@
 //! run with `run::Runner` (Execute's rules) and answered in the binding's shape, with
 //! the task the front makes or the data it keeps; and `commands/complete`.
 
-use axum::body::Body;
+use crate::http1::head::{Answer, Headers};
 use bytes::Bytes;
-use crate::http1::head::Headers;
-use hyper::{Response, StatusCode};
+use hyper::StatusCode;
 use serde_json::{json, Value};
 
 use crate::bodies::Trace;
@@ -321,7 +320,7 @@ pub(super) async fn complete(
     verified: Option<&Verified>,
     scope: &Scope,
     params: &Value,
-) -> Response<Body> {
+) -> Answer {
     let binding = Binding::JsonRpc;
     let invalid = |what: &str| {
         error_answer(

@@ -8,7 +8,6 @@ use std::time::Instant;
 
 use axum::body::Body;
 use hyper::header::{self};
-use hyper::Response;
 use serde_json::Value;
 
 use crate::front::answer::too_large;
@@ -20,7 +19,7 @@ use crate::front::limits::{self, read_to_end, Bound, Capped, Timed};
 use crate::front::operations::Binding;
 use crate::front::upstream::UpstreamError;
 use crate::http1::framing;
-use crate::http1::head::Request;
+use crate::http1::head::{Answer, Request};
 use crate::metrics::metrics;
 
 /// The largest answer of the agent's read whole before it is passed on (see
@@ -28,11 +27,7 @@ use crate::metrics::metrics;
 pub(super) const WHOLE_ANSWER_MAX_BYTES: usize = 16 << 10;
 
 /// Hands `request` to the agent and streams its answer back.
-pub(super) async fn forward(
-    ctx: &Context,
-    request: Request,
-    binding: Option<Binding>,
-) -> Response<Body> {
+pub(super) async fn forward(ctx: &Context, request: Request, binding: Option<Binding>) -> Answer {
     if request.extensions().get::<GrpcCall>().is_some() {
         return Box::pin(forward_grpc(ctx, request)).await;
     }
@@ -78,9 +73,9 @@ pub(super) async fn forward(
 /// a body sent as they come would be two. Anything else passes as it arrives.
 pub(super) async fn whole_if_small(
     ctx: &Context,
-    answer: Response<Body>,
+    answer: Answer,
     binding: Option<Binding>,
-) -> Response<Body> {
+) -> Answer {
     let length = answer
         .headers()
         .get(header::CONTENT_LENGTH)
@@ -98,12 +93,12 @@ pub(super) async fn whole_if_small(
         } else {
             ctx.options.timeout
         };
-        return Response::from_parts(parts, Body::new(Timed::new(body, gap)));
+        return Answer::from_parts(parts, Body::new(Timed::new(body, gap)));
     }
     // Whole within the timeout (a timer only if it is not all there already).
     let timeout = ctx.options.timeout;
     match read_to_end(Timed::whole(body, timeout)).await {
-        Ok(bytes) => Response::from_parts(parts, Body::from(bytes)),
+        Ok(bytes) => Answer::from_parts(parts, Body::from(bytes)),
         Err(Bound::Stalled(_)) => upstream_failed(
             binding.unwrap_or(Binding::HttpJson),
             &Value::Null,

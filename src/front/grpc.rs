@@ -9,13 +9,13 @@
 use axum::body::Body;
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use hyper::header::{self, HeaderMap, HeaderValue};
-use hyper::{Response, StatusCode};
+use hyper::StatusCode;
 use serde_json::Value;
 use tonic::Code;
 
 use crate::front::a2a;
 use crate::front::callers::Refused;
-use crate::http1::head::Headers;
+use crate::http1::head::{Answer, Headers};
 use crate::pb::a2a_v1 as pb;
 
 /// The gRPC path every A2A method has, before the method's name.
@@ -308,8 +308,8 @@ pub fn code_for(status: hyper::StatusCode) -> tonic::Code {
 }
 
 /// A gRPC answer that is its status alone (trailers-only).
-pub fn status_answer(code: Code, message: &str) -> Response<Body> {
-    let mut answer = Response::new(Body::empty());
+pub fn status_answer(code: Code, message: &str) -> Answer {
+    let mut answer = Answer::new(Body::empty());
     answer.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/grpc"),
@@ -320,7 +320,7 @@ pub fn status_answer(code: Code, message: &str) -> Response<Body> {
 
 /// A caller refused before anything was forwarded: UNAUTHENTICATED (UNAVAILABLE when
 /// no key set could be read yet).
-pub fn refused(refused: &Refused) -> Response<Body> {
+pub fn refused(refused: &Refused) -> Answer {
     let code = match refused {
         Refused::NoKeys(_) => Code::Unavailable,
         _ => Code::Unauthenticated,
@@ -361,14 +361,8 @@ pub(super) fn http_for(code: Code) -> StatusCode {
 }
 
 /// The `grpc-status` in `headers`, if any (0 is OK).
-pub(super) fn status_in(headers: &HeaderMap) -> Option<i32> {
-    headers
-        .get("grpc-status")?
-        .to_str()
-        .ok()?
-        .trim()
-        .parse()
-        .ok()
+pub(super) fn status_in(grpc_status: Option<&HeaderValue>) -> Option<i32> {
+    grpc_status?.to_str().ok()?.trim().parse().ok()
 }
 
 /// Whether a `SendMessageRequest` holds a message that is not a command candidate (one

@@ -6,8 +6,8 @@ use axum::body::Body;
 use bytes::{Bytes, BytesMut};
 use http_body::Frame;
 use http_body_util::BodyExt as _;
-use hyper::header::{self, HeaderMap, HeaderValue};
-use hyper::{Response, StatusCode};
+use hyper::header::{self, HeaderName, HeaderValue};
+use hyper::StatusCode;
 use serde_json::{json, Value};
 use tonic::Code;
 
@@ -25,16 +25,16 @@ use crate::front::json_text;
 use crate::front::limits::{Capped, Timed};
 use crate::front::operations::Binding;
 use crate::front::upstream::own_call_headers;
-use crate::http1::head::{Headers, Request};
+use crate::http1::head::{Answer, Headers, Request};
 
 /// The status an agent's gRPC answer ended with (its `grpc-status`, `grpc-message`
 /// and `grpc-status-details-bin`), kept on the JSON answer made of it so that the
 /// client gets it unchanged.
 #[derive(Clone, Debug)]
-pub(super) struct AgentStatus(pub(super) HeaderMap);
+pub(super) struct AgentStatus(pub(super) Headers);
 
 /// A gRPC status answer of the front's own.
-pub(super) fn status_answer(code: Code, message: &str) -> Response<Body> {
+pub(super) fn status_answer(code: Code, message: &str) -> Answer {
     let mut answer = crate::front::grpc::status_answer(code, message);
     mark(&mut answer, Outcome::Answered);
     answer
@@ -42,17 +42,17 @@ pub(super) fn status_answer(code: Code, message: &str) -> Response<Body> {
 
 /// An agent's gRPC error as the JSON logic sees one (an HTTP error with an AIP-193
 /// body), its status kept for the client.
-pub(super) fn agent_error(status: &HeaderMap) -> Response<Body> {
-    let code = Code::from(status_in(status).unwrap_or(Code::Unknown as i32));
+pub(super) fn agent_error(status: &Headers) -> Answer {
+    let code = Code::from(status_in(status.get("grpc-status")).unwrap_or(Code::Unknown as i32));
     let message = status
         .get("grpc-message")
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default()
         .to_owned();
-    let mut kept = HeaderMap::new();
+    let mut kept = Headers::new();
     for name in ["grpc-status", "grpc-message", "grpc-status-details-bin"] {
         if let Some(value) = status.get(name) {
-            kept.insert(name, value.clone());
+            kept.insert(HeaderName::from_static(name), value.clone());
         }
     }
     let mut answer = rest_error(http_for(code), &message);
@@ -61,10 +61,7 @@ pub(super) fn agent_error(status: &HeaderMap) -> Response<Body> {
 }
 
 /// The agent could not be reached: UNAVAILABLE (DEADLINE_EXCEEDED past the timeout).
-pub(super) fn grpc_failed(
-    message: &str,
-    error: &crate::front::upstream::UpstreamError,
-) -> Response<Body> {
+pub(super) fn grpc_failed(message: &str, error: &crate::front::upstream::UpstreamError) -> Answer {
     let code = match error {
         crate::front::upstream::UpstreamError::Timeout(..) => Code::DeadlineExceeded,
         crate::front::upstream::UpstreamError::Unreachable(..)
@@ -78,13 +75,9 @@ pub(super) fn grpc_failed(
 /// An agent's gRPC answer as the front's JSON logic reads answers: a unary one as its
 /// JSON (200), a stream as server-sent events of JSON with the agent's trailers at the
 /// end, an error as an HTTP error whose gRPC status is kept for the client.
-pub(super) async fn json_of_grpc(
-    method: Method,
-    answer: Response<Body>,
-    max: usize,
-) -> Response<Body> {
+pub(super) async fn json_of_grpc(method: Method, answer: Answer, max: usize) -> Answer {
     let (parts, body) = answer.into_parts();
-    if status_in(&parts.headers).is_some_and(|code| code != 0) {
+    if status_in(parts.headers.get("grpc-status")).is_some_and(|code| code != 0) {
         return agent_error(&parts.headers);
     }
     if !parts.status.is_success() || !is_grpc(parts.headers.get(header::CONTENT_TYPE)) {
@@ -101,14 +94,14 @@ pub(super) async fn json_of_grpc(
             );
         };
         let trailers = collected.trailers().cloned().unwrap_or_default();
-        if status_in(&trailers).is_some_and(|code| code != 0) {
-            return agent_error(&trailers);
+        if status_in(trailers.get("grpc-status")).is_some_and(|code| code != 0) {
+            return agent_error(&Headers::from(trailers));
         }
         let bytes = collected.to_bytes();
         let json = only_message(&bytes).map(|message| method.answer_json(message));
         return match json {
             Some(Ok(json)) => {
-                let mut answer = Response::new(Body::from(json_text::write(&json)));
+                let mut answer = Answer::new(Body::from(json_text::write(&json)));
                 answer.headers_mut().insert(
                     header::CONTENT_TYPE,
                     HeaderValue::from_static("application/json"),
@@ -161,7 +154,7 @@ pub(super) async fn json_of_grpc(
             }
         }
     });
-    let mut answer = Response::new(frames_body(rx));
+    let mut answer = Answer::new(frames_body(rx));
     answer.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("text/event-stream"),
@@ -188,11 +181,7 @@ pub(super) async fn grpc_upstream(ctx: &Context) -> Option<String> {
 
 /// A gRPC call the front does not read: to the agent's gRPC interface as it came,
 /// its answer streamed back message by message with its trailers.
-pub(super) async fn grpc_pass(
-    ctx: &Context,
-    request: Request,
-    agent: &str,
-) -> Response<Body> {
+pub(super) async fn grpc_pass(ctx: &Context, request: Request, agent: &str) -> Answer {
     let (mut parts, body) = request.into_parts();
     let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
     parts.uri = match format!("{agent}{path}").parse() {
@@ -212,7 +201,7 @@ pub(super) async fn grpc_pass(
         Ok(answer) => {
             let (parts, body) = answer.into_parts();
             let body = Body::new(Timed::new(body, ctx.options.stream_idle));
-            Response::from_parts(parts, body)
+            Answer::from_parts(parts, body)
         }
         Err(_) if crossed.load(std::sync::atomic::Ordering::Relaxed) => status_answer(
             Code::ResourceExhausted,
@@ -224,7 +213,7 @@ pub(super) async fn grpc_pass(
 
 /// A forward of a gRPC call the front read (its JSON, perhaps rewritten): to the
 /// agent's gRPC interface, and its answer as the JSON logic reads answers.
-pub(super) async fn forward_grpc(ctx: &Context, request: Request) -> Response<Body> {
+pub(super) async fn forward_grpc(ctx: &Context, request: Request) -> Answer {
     let (parts, body) = request.into_parts();
     let call = parts
         .extensions
@@ -277,7 +266,7 @@ pub(super) async fn grpc_task(
     ctx: &Context,
     headers: &Headers,
     task_id: &str,
-) -> Result<Value, Option<Response<Body>>> {
+) -> Result<Value, Option<Answer>> {
     let Some(agent) = grpc_upstream(ctx).await else {
         return Err(None);
     };

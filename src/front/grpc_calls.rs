@@ -7,8 +7,7 @@ use axum::body::Body;
 use bytes::Bytes;
 use http_body::Frame;
 use http_body_util::BodyExt as _;
-use hyper::header::{self, HeaderMap, HeaderValue};
-use hyper::Response;
+use hyper::header::{self, HeaderName, HeaderValue};
 use serde_json::Value;
 use tonic::Code;
 
@@ -22,12 +21,12 @@ use crate::front::grpc::{
 use crate::front::grpc_agent::{grpc_pass, grpc_upstream, status_answer, AgentStatus};
 use crate::front::join::{event_end, frames_body};
 use crate::front::json_text;
-use crate::http1::head::{Headers, Request};
+use crate::http1::head::{Answer, Headers, Request};
 
 /// A gRPC call as the front read it.
 pub(super) enum GrpcRead {
     /// Answered at the edge (refused, malformed, or passed to the agent as it came).
-    Answered(Response<Body>),
+    Answered(Answer),
     /// The HTTP+JSON request the call amounts to, for the server to dispatch; its
     /// answer goes back through [`grpc_answer`] with `method`.
     Dispatch {
@@ -42,17 +41,19 @@ pub(super) enum GrpcRead {
 /// unchanged when it ended in one; the front's own errors as their gRPC codes; a JSON
 /// answer as one message; server-sent events as one message each; OK (or the agent's
 /// trailers) at the end.
-pub(super) async fn grpc_answer(method: Method, answer: Response<Body>) -> Response<Body> {
+pub(super) async fn grpc_answer(method: Method, answer: Answer) -> Answer {
     let (parts, body) = answer.into_parts();
-    let with_parts = |body: Body, extra: HeaderMap| {
-        let mut answer = Response::new(body);
+    let with_parts = |body: Body, extra: Headers| {
+        let mut answer = Answer::new(body);
         answer.headers_mut().insert(
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/grpc"),
         );
         answer.headers_mut().extend(extra);
         if let Some(echo) = parts.headers.get("a2a-extensions") {
-            answer.headers_mut().insert("a2a-extensions", echo.clone());
+            answer
+                .headers_mut()
+                .insert(HeaderName::from_static("a2a-extensions"), echo.clone());
         }
         *answer.extensions_mut() = parts.extensions.clone();
         answer
@@ -60,12 +61,15 @@ pub(super) async fn grpc_answer(method: Method, answer: Response<Body>) -> Respo
     if let Some(AgentStatus(status)) = parts.extensions.get::<AgentStatus>() {
         return with_parts(Body::empty(), status.clone());
     }
-    if let Some(status) = status_in(&parts.headers) {
+    if let Some(status) = status_in(parts.headers.get("grpc-status")) {
         // Already gRPC (the agent could not be reached): as it is.
-        let mut trailers = HeaderMap::new();
-        trailers.insert("grpc-status", HeaderValue::from(status));
+        let mut trailers = Headers::new();
+        trailers.insert(
+            HeaderName::from_static("grpc-status"),
+            HeaderValue::from(status),
+        );
         if let Some(message) = parts.headers.get("grpc-message") {
-            trailers.insert("grpc-message", message.clone());
+            trailers.insert(HeaderName::from_static("grpc-message"), message.clone());
         }
         return with_parts(Body::empty(), trailers);
     }
@@ -87,14 +91,14 @@ pub(super) async fn grpc_answer(method: Method, answer: Response<Body>) -> Respo
             .unwrap_or_else(|| parts.status.canonical_reason().unwrap_or_default());
         return with_parts(
             Body::empty(),
-            status_trailers(code_for(parts.status), message),
+            status_trailers(code_for(parts.status), message).into(),
         );
     }
     if !streaming {
         let Ok(collected) = body.collect().await else {
             return with_parts(
                 Body::empty(),
-                status_trailers(Code::Unavailable, "the answer broke off"),
+                status_trailers(Code::Unavailable, "the answer broke off").into(),
             );
         };
         let bytes = collected.to_bytes();
@@ -109,7 +113,7 @@ pub(super) async fn grpc_answer(method: Method, answer: Response<Body>) -> Respo
                 ];
                 with_parts(
                     Body::new(http_body_util::StreamBody::new(tokio_stream::iter(frames))),
-                    HeaderMap::new(),
+                    Headers::new(),
                 )
             }
             Err(why) => with_parts(
@@ -117,7 +121,8 @@ pub(super) async fn grpc_answer(method: Method, answer: Response<Body>) -> Respo
                 status_trailers(
                     Code::Internal,
                     &format!("the front could not write its answer: {why}"),
-                ),
+                )
+                .into(),
             ),
         };
     }
@@ -165,7 +170,7 @@ pub(super) async fn grpc_answer(method: Method, answer: Response<Body>) -> Respo
         };
         let _ = events.send(Ok(Frame::trailers(ended))).await;
     });
-    with_parts(frames_body(rx), HeaderMap::new())
+    with_parts(frames_body(rx), Headers::new())
 }
 
 /// A gRPC call to the front: one it reads goes through the front's JSON logic as

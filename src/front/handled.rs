@@ -1,17 +1,16 @@
 //! What the front does with a request it looked into: answers it, or hands it on
 //! (as it came, rewritten, or with its answer to be rewritten).
 
-use axum::body::Body;
 use bytes::Bytes;
-use hyper::Response;
 
 use crate::front::a2a;
 use crate::front::join::Joiner;
+use crate::http1::head::Answer;
 
 /// A request the front answers itself, or hands on.
 pub(super) enum Handled {
     /// The answer.
-    Answer(Response<Body>),
+    Answer(Answer),
     /// Forward the request with this body (the same bytes, or a prompt command's
     /// expansion).
     Forward(Bytes),

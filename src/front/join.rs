@@ -18,10 +18,10 @@ use crate::front::reading::read_whole;
 use crate::front::records::Kept;
 use crate::front::records::{Own, Records, Scope, Upstream as Joined};
 use crate::front::upstream::{self as agent};
+use crate::http1::head::Answer;
 use crate::rules::card::EXTENSION_URI;
 use http_body_util::BodyExt as _;
 use hyper::header;
-use hyper::Response;
 use std::sync::Arc;
 
 /// A body of the frames sent on `rx` (data, then perhaps trailers), as they come.
@@ -352,10 +352,10 @@ pub(super) async fn join(records: &Records, front: &str, upstream: &Joined, scop
 /// event, each passed on as it arrives.
 pub(super) async fn translate(
     ctx: &Context,
-    answer: Response<Body>,
+    answer: Answer,
     mut joiner: Joiner,
     scope: &Scope,
-) -> Response<Body> {
+) -> Answer {
     let (mut parts, body) = answer.into_parts();
     let streaming = parts
         .headers
@@ -378,7 +378,7 @@ pub(super) async fn translate(
         // Asked for identity, the agent encoded its answer all the same: it passes
         // as it came, unread (its ids the agent's).
         tracing::warn!(coding, task = %joiner.front, "the agent encoded an answer the front asked for unencoded; it passes unread");
-        return Response::from_parts(parts, body);
+        return Answer::from_parts(parts, body);
     }
     let records = Arc::clone(&ctx.records);
     let scope = scope.clone();
@@ -396,7 +396,7 @@ pub(super) async fn translate(
             }
             Err(_) => bytes,
         };
-        return Response::from_parts(parts, Body::from(body));
+        return Answer::from_parts(parts, Body::from(body));
     }
     let body = Timed::new(body, ctx.options.stream_idle);
     let (events, rx) = tokio::sync::mpsc::channel::<Result<Frame<Bytes>, std::io::Error>>(16);
@@ -436,5 +436,5 @@ pub(super) async fn translate(
             let _ = events.send(Ok(Frame::data(Bytes::from(pending)))).await;
         }
     });
-    Response::from_parts(parts, frames_body(rx))
+    Answer::from_parts(parts, frames_body(rx))
 }

@@ -4,7 +4,7 @@
 
 use std::sync::LazyLock;
 
-use hyper::header::{self, HeaderMap, HeaderValue};
+use hyper::header::{self, HeaderName, HeaderValue};
 
 use crate::http1::head::Headers;
 use hyper::Method;
@@ -105,15 +105,17 @@ pub(super) fn activates_us(headers: &Headers) -> bool {
 }
 
 /// Adds this extension to the answer's `A2A-Extensions` (beside any the agent named).
-pub(super) fn echo_activation(headers: &mut HeaderMap) {
+pub(super) fn echo_activation(headers: &mut Headers) {
     let listed = headers
         .get_all("a2a-extensions")
-        .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(','))
         .any(|uri| uri.trim() == EXTENSION_URI);
     if !listed {
-        headers.append("a2a-extensions", HeaderValue::from_static(EXTENSION_URI));
+        headers.append(
+            HeaderName::from_static("a2a-extensions"),
+            HeaderValue::from_static(EXTENSION_URI),
+        );
     }
 }
 

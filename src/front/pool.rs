@@ -8,11 +8,8 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use axum::body::Body;
-use hyper::Response;
-
 use crate::http1::client::{Connection, Keep};
-use crate::http1::head::Request;
+use crate::http1::head::{Answer, Request};
 
 /// Idle connections kept at most; one more is closed as it comes back.
 const MAX_IDLE: usize = 256;
@@ -90,7 +87,7 @@ impl Pool {
         self: &Arc<Self>,
         request: Request,
         deadline: tokio::time::Instant,
-    ) -> Result<Response<Body>, PoolError> {
+    ) -> Result<Answer, PoolError> {
         let conn = match self.checkout() {
             Some(conn) => conn,
             // A timer of its own: connections are made seldom.
@@ -211,7 +208,7 @@ mod tests {
         let request = hyper::Request::builder()
             .uri("/x")
             .header(hyper::header::HOST, address)
-            .body(Body::empty())
+            .body(axum::body::Body::empty())
             .unwrap();
         Request::from(request)
     }

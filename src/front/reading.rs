@@ -4,7 +4,7 @@
 use axum::body::Body;
 use bytes::Bytes;
 use http_body_util::BodyExt as _;
-use hyper::{Response, StatusCode};
+use hyper::StatusCode;
 use serde_json::Value;
 
 use crate::front::answer::upstream_failed;
@@ -12,21 +12,22 @@ use crate::front::context::Context;
 use crate::front::limits::Timed;
 use crate::front::operations::Binding;
 use crate::front::upstream::{self as agent, UpstreamError};
+use crate::http1::head::{Answer, AnswerParts};
 
 /// A whole 200 answer of the agent's, read (within the body limit) and parsed; any
 /// other answer, or one that is not JSON, comes back as it was, to pass on.
 pub(super) async fn read_json(
     ctx: &Context,
-    answer: Response<Body>,
+    answer: Answer,
     binding: Binding,
-) -> Result<(hyper::http::response::Parts, Bytes, Value), Response<Body>> {
+) -> Result<(AnswerParts, Bytes, Value), Answer> {
     if answer.status() != StatusCode::OK {
         return Err(answer);
     }
     let (parts, body) = answer.into_parts();
     if agent::encoding(&parts.headers).is_some() {
         // Asked for identity, encoded all the same: passed on unread.
-        return Err(Response::from_parts(parts, body));
+        return Err(Answer::from_parts(parts, body));
     }
     let bytes = match read_whole(ctx, body).await {
         Ok(bytes) => bytes,
@@ -34,7 +35,7 @@ pub(super) async fn read_json(
     };
     match serde_json::from_slice::<Value>(&bytes) {
         Ok(value) => Ok((parts, bytes, value)),
-        _ => Err(Response::from_parts(parts, Body::from(bytes))),
+        _ => Err(Answer::from_parts(parts, Body::from(bytes))),
     }
 }
 

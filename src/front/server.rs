@@ -11,7 +11,7 @@ use std::sync::Arc;
 use axum::body::Body;
 use bytes::Bytes;
 use hyper::header::{self, HeaderValue};
-use hyper::{Method, Response, StatusCode};
+use hyper::{Method, StatusCode};
 
 use crate::front::a2a;
 use crate::front::answer::too_large;
@@ -35,7 +35,7 @@ use crate::front::records::{Records, Scope};
 use crate::front::tasks::{list_answer, rest_task_call};
 use crate::front::upstream::identity_only;
 use crate::http1::framing;
-use crate::http1::head::{Parts, Request};
+use crate::http1::head::{Answer, Parts, Request};
 use crate::metrics::{metrics, FrontLabels};
 use crate::run::Runner;
 use crate::telemetry::{CallSpan, KeyValue, SpanKind, Tracer, W3c};
@@ -78,14 +78,14 @@ impl Front {
 
     /// One request, counted by binding, method and result (the listener that calls it
     /// is the transport's, with the API listener's connection limits).
-    pub async fn handle(&self, request: Request) -> Response<Body> {
+    pub async fn handle(&self, request: Request) -> Answer {
         handle(&self.ctx, request).await
     }
 }
 
 /// One request, counted by binding, method and result (the listener that calls it
 /// is the transport's, with the API listener's connection limits).
-pub(super) async fn handle(ctx: &Context, request: Request) -> Response<Body> {
+pub(super) async fn handle(ctx: &Context, request: Request) -> Answer {
     // The URI shares the head's bytes: kept for after the request is handed on, not
     // copied.
     let uri = request.uri().clone();
@@ -186,10 +186,10 @@ pub(super) async fn route(
     path: &str,
     method: &Method,
     rpc: &mut Option<&'static str>,
-) -> Response<Body> {
+) -> Answer {
     if method == Method::CONNECT {
         // The front is the agent's reverse proxy, never a tunnel to anywhere.
-        let mut answer = Response::new(Body::from("the front does not tunnel (CONNECT)"));
+        let mut answer = Answer::new(Body::from("the front does not tunnel (CONNECT)"));
         *answer.status_mut() = StatusCode::METHOD_NOT_ALLOWED;
         answer.headers_mut().insert(
             header::ALLOW,
@@ -246,7 +246,7 @@ pub(super) async fn dispatch(
     method: &Method,
     is_card: bool,
     rpc: &mut Option<&'static str>,
-) -> Response<Body> {
+) -> Answer {
     let answer = if is_card {
         Box::pin(card_answer(ctx, request.headers())).await
     } else if method == Method::GET && path.ends_with("/extendedAgentCard") {
@@ -288,7 +288,7 @@ fn read_whole<'a>(
     request: Request,
     binding: Binding,
     read: Read<'a>,
-) -> std::pin::Pin<Box<dyn std::future::Future<Output = Response<Body>> + Send + 'a>> {
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = Answer> + Send + 'a>> {
     Box::pin(forward_and_read(ctx, request, binding, read))
 }
 
@@ -299,7 +299,7 @@ async fn forward_and_read(
     mut request: Request,
     binding: Binding,
     read: Read<'_>,
-) -> Response<Body> {
+) -> Answer {
     identity_only(request.headers_mut());
     let answer = forward(ctx, request, Some(binding)).await;
     match read {
@@ -316,7 +316,7 @@ pub(super) async fn post(
     ctx: &Context,
     request: Request,
     rpc: &mut Option<&'static str>,
-) -> Response<Body> {
+) -> Answer {
     let (parts, body) = request.into_parts();
     let path = parts.uri.path();
     let binding = if parts.extensions.get::<GrpcCall>().is_some() {

@@ -6,7 +6,7 @@
 use axum::body::Body;
 use bytes::Bytes;
 use hyper::header::{self, HeaderValue};
-use hyper::{Method, Response, StatusCode};
+use hyper::{Method, StatusCode};
 use serde_json::{json, Value};
 
 use crate::front::a2a;
@@ -26,7 +26,7 @@ use crate::front::reading::read_json;
 use crate::front::records::{Kept, Own, Scope};
 use crate::front::upstream::{identity_only, own_call_headers};
 use crate::front::v03;
-use crate::http1::head::{Headers, Request};
+use crate::http1::head::{Answer, Headers, Request};
 use crate::run::now;
 
 /// A message that is not a command: as it came, unless it is on a task the front
@@ -91,7 +91,7 @@ pub(super) async fn plain(
 /// .../tasks/{id}:subscribe`: about a task the front made, answered here, or, once
 /// the agent holds it, asked of the agent under its id and answered under the
 /// front's; about any other, passed to the agent as it came.
-pub(super) async fn rest_task_call(ctx: &Context, request: Request) -> Response<Body> {
+pub(super) async fn rest_task_call(ctx: &Context, request: Request) -> Answer {
     let path = request.uri().path().to_owned();
     let Some((base, last)) = path.rsplit_once("/tasks/") else {
         return forward(ctx, request, None).await;
@@ -161,7 +161,7 @@ pub(super) async fn own_task_call(
     call: TaskCall,
     task: Value,
     scope: &Scope,
-) -> Response<Body> {
+) -> Answer {
     let mut task = task;
     let answer = |task: Value| match binding {
         Binding::JsonRpc => json_answer(StatusCode::OK, &a2a::rpc_result(id, task)),
@@ -217,7 +217,7 @@ pub(super) async fn task_as_seen(
     task_id: &str,
     own: Option<Own>,
     kept_data: Option<Value>,
-) -> Result<Value, Option<Response<Body>>> {
+) -> Result<Value, Option<Answer>> {
     if let Some(own) = own {
         let Some(upstream) = &own.upstream else {
             return Ok(own.task);
@@ -252,7 +252,7 @@ pub(super) async fn upstream_task(
     id: &Value,
     headers: &Headers,
     task_id: &str,
-) -> Result<Value, Option<Response<Body>>> {
+) -> Result<Value, Option<Answer>> {
     if binding == Binding::Grpc {
         return grpc_task(ctx, headers, task_id).await;
     }
@@ -326,11 +326,11 @@ pub(super) async fn upstream_task(
 /// `pageSize`, and no page token of the agent's is changed.
 pub(super) async fn list_answer(
     ctx: &Context,
-    answer: Response<Body>,
+    answer: Answer,
     binding: Binding,
     asked: &a2a::ListAsked,
     scope: &Scope,
-) -> Response<Body> {
+) -> Answer {
     let (mut parts, bytes, mut value) = match read_json(ctx, answer, binding).await {
         Ok(read) => read,
         Err(answer) => return answer,
@@ -339,7 +339,7 @@ pub(super) async fn list_answer(
     let listed = binding.is_rpc() || parts.status.is_success();
     let listing = binding.payload(&mut value).filter(|_| listed);
     let Some(listing) = listing.and_then(Value::as_object_mut) else {
-        return Response::from_parts(parts, Body::from(bytes));
+        return Answer::from_parts(parts, Body::from(bytes));
     };
     // proto3's JSON leaves an empty list out.
     let Some(tasks) = listing
@@ -347,7 +347,7 @@ pub(super) async fn list_answer(
         .or_insert_with(|| json!([]))
         .as_array_mut()
     else {
-        return Response::from_parts(parts, Body::from(bytes));
+        return Answer::from_parts(parts, Body::from(bytes));
     };
     for task in tasks.iter_mut() {
         let Some(id) = task.get("id").and_then(Value::as_str).map(str::to_owned) else {
@@ -409,5 +409,5 @@ pub(super) async fn list_answer(
         }
     }
     parts.headers.remove(header::CONTENT_LENGTH);
-    Response::from_parts(parts, Body::from(json_text::write(&value)))
+    Answer::from_parts(parts, Body::from(json_text::write(&value)))
 }

@@ -15,14 +15,13 @@ use std::task::{Context, Poll};
 use axum::body::Body;
 use bytes::{Bytes, BytesMut};
 use hyper::body::{Body as _, Frame, SizeHint};
-use hyper::header::{self, HeaderName};
-use hyper::{HeaderMap, Method, Response, StatusCode, Version};
+use hyper::{Method, StatusCode, Version};
 use tokio::io::AsyncWriteExt as _;
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
 use crate::http1::framing::{self, Chunked, Step};
-use crate::http1::head::Request;
+use crate::http1::head::{Answer, AnswerParts, Headers, Request};
 use crate::http1::request::{request_framing, write_request_head, Framing};
 use crate::http1::socket;
 use crate::http1::timer::KeptTimer;
@@ -88,7 +87,7 @@ impl Connection {
         request: Request,
         keep: Arc<dyn Keep>,
         deadline: Instant,
-    ) -> io::Result<Response<Body>> {
+    ) -> io::Result<Answer> {
         let mut timer = std::mem::take(&mut self.timer);
         let sent = {
             let exchange = self.exchange(request);
@@ -108,14 +107,14 @@ impl Connection {
         };
         self.timer = timer;
         let (head, buf, reading, reusable) = sent?;
-        let answer = Answer {
+        let body = AnswerBody {
             conn: Some(self),
             buf,
             reading,
             reusable,
             keep,
         };
-        Ok(head.map(|()| Body::new(answer)))
+        Ok(Answer::from_parts(head, Body::new(body)))
     }
 
     /// Writes `request` and reads its answer's head: the head, what was read after
@@ -123,11 +122,18 @@ impl Connection {
     async fn exchange(
         &mut self,
         request: Request,
-    ) -> io::Result<(Response<()>, BytesMut, Reading, bool)> {
+    ) -> io::Result<(AnswerParts, BytesMut, Reading, bool)> {
         let head_only = request.method() == Method::HEAD;
         let (parts, mut body) = request.into_parts();
         let framing = request_framing(&parts.headers, &body);
-        let mut out = Vec::with_capacity(512);
+        // Room for the head and a body of known length copied after it (grown later,
+        // the head would be copied again).
+        let copied = body
+            .size_hint()
+            .exact()
+            .filter(|&n| n <= socket::COPY_AT_MOST as u64)
+            .unwrap_or(0);
+        let mut out = Vec::with_capacity(512 + copied as usize);
         write_request_head(&mut out, &parts, framing);
         if framing != Framing::Empty {
             let chunked = framing == Framing::Chunked;
@@ -217,7 +223,7 @@ async fn read_more(tcp: &TcpStream, buf: &mut BytesMut) -> io::Result<bool> {
 enum Parsed {
     /// The final answer: its head, how its body is read, and whether the connection
     /// may be used again after it.
-    Final(Response<()>, Reading, bool),
+    Final(AnswerParts, Reading, bool),
     /// An interim (1xx) answer, dropped.
     Interim,
 }
@@ -259,41 +265,41 @@ fn parse_answer(buf: &mut BytesMut, head_only: bool) -> io::Result<Option<Parsed
     let mut chunked = None;
     let mut saw_close = false;
     let mut saw_keep_alive = false;
-    // Offsets into the head: the values are made slices of it once it is taken out.
+    // Offsets into the head: the names and values are made slices of it once it is
+    // taken out.
     let start = buf.as_ptr() as usize;
+    let at = |bytes: &[u8]| (bytes.as_ptr() as usize - start, bytes.len());
     let mut lines = Vec::with_capacity(parsed.headers.len());
     for h in parsed.headers.iter() {
-        let name =
-            HeaderName::from_bytes(h.name.as_bytes()).map_err(|_| broken("invalid header name"))?;
-        match name {
-            header::CONTENT_LENGTH => {
-                let n = framing::parse_length(h.value)
-                    .ok_or_else(|| broken("invalid content-length"))?;
-                if length.is_some_and(|l| l != n) {
-                    return Err(broken("conflicting content-length"));
-                }
-                length = Some(n);
+        // httparse took the name only if it is a token: no type is made of it.
+        let name = h.name.as_bytes();
+        if name.eq_ignore_ascii_case(b"content-length") {
+            let n =
+                framing::parse_length(h.value).ok_or_else(|| broken("invalid content-length"))?;
+            if length.is_some_and(|l| l != n) {
+                return Err(broken("conflicting content-length"));
             }
-            header::TRANSFER_ENCODING => chunked = Some(framing::ends_chunked(h.value)),
-            header::CONNECTION => {
-                saw_close |= framing::has_token(h.value, b"close");
-                saw_keep_alive |= framing::has_token(h.value, b"keep-alive");
-            }
-            _ => {}
+            length = Some(n);
+        } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
+            chunked = Some(framing::ends_chunked(h.value));
+        } else if name.eq_ignore_ascii_case(b"connection") {
+            saw_close |= framing::has_token(h.value, b"close");
+            saw_keep_alive |= framing::has_token(h.value, b"keep-alive");
         }
-        lines.push((name, h.value.as_ptr() as usize - start, h.value.len()));
+        lines.push((at(name), at(h.value)));
     }
     // Both framings named: the coding wins and the length is dropped (RFC 9112, 6.3), so
     // the client is never told a length the body does not have; and the connection is
     // not used again, as the RFC asks of a proxy.
     let both = chunked.is_some() && length.is_some();
     let head = buf.split_to(len).freeze();
-    let mut map = HeaderMap::with_capacity(lines.len());
-    for (name, at, n) in lines {
-        if both && name == header::CONTENT_LENGTH {
+    let mut headers = Headers::with_capacity(lines.len());
+    for ((name, n), (value, v)) in lines {
+        let name = head.slice(name..name + n);
+        if both && name.eq_ignore_ascii_case(b"content-length") {
             continue;
         }
-        map.append(name, framing::parsed_value(head.slice(at..at + n)));
+        headers.push_read(name, framing::parsed_value(head.slice(value..value + v)));
     }
     let reading =
         if head_only || matches!(status, StatusCode::NO_CONTENT | StatusCode::NOT_MODIFIED) {
@@ -309,13 +315,15 @@ fn parse_answer(buf: &mut BytesMut, head_only: bool) -> io::Result<Option<Parsed
     // `close` once said stays said; `keep-alive` only keeps an HTTP/1.0 answer's.
     let close = saw_close || (version == Version::HTTP_10 && !saw_keep_alive) || both;
     let reusable = !close && reading != Reading::ToClose;
-    let mut answer = Response::new(());
-    *answer.status_mut() = status;
-    *answer.version_mut() = version;
-    *answer.headers_mut() = map;
+    let mut answer = AnswerParts {
+        status,
+        version,
+        headers,
+        extensions: Default::default(),
+    };
     if let Some(reason) = reason {
         if let Ok(reason) = hyper::ext::ReasonPhrase::try_from(reason) {
-            answer.extensions_mut().insert(reason);
+            answer.extensions.insert(reason);
         }
     }
     Ok(Some(Parsed::Final(answer, reading, reusable)))
@@ -333,7 +341,7 @@ enum Reading {
 }
 
 /// An answer's body, read from its connection by whoever polls it.
-struct Answer {
+struct AnswerBody {
     conn: Option<Connection>,
     /// What was read after the head and not yet given out.
     buf: BytesMut,
@@ -342,7 +350,7 @@ struct Answer {
     keep: Arc<dyn Keep>,
 }
 
-impl Answer {
+impl AnswerBody {
     /// The body has ended: the connection goes back if nothing else came on it.
     fn ended(&mut self) {
         if let Some(conn) = self.conn.take() {
@@ -368,7 +376,7 @@ impl Answer {
     }
 }
 
-impl hyper::body::Body for Answer {
+impl hyper::body::Body for AnswerBody {
     type Data = Bytes;
     type Error = io::Error;
 
@@ -448,7 +456,7 @@ impl hyper::body::Body for Answer {
     }
 }
 
-impl Drop for Answer {
+impl Drop for AnswerBody {
     fn drop(&mut self) {
         // An answer with no body, or read to its end without a last poll: the
         // connection goes back. Any other is dropped with its connection.
@@ -462,7 +470,7 @@ impl Drop for Answer {
 mod tests {
     use super::*;
 
-    fn parse(text: &str) -> (Response<()>, Reading, bool, BytesMut) {
+    fn parse(text: &str) -> (AnswerParts, Reading, bool, BytesMut) {
         let mut buf = BytesMut::from(text.as_bytes());
         match parse_answer(&mut buf, false).unwrap().unwrap() {
             Parsed::Final(head, reading, reusable) => (head, reading, reusable, buf),
@@ -474,8 +482,8 @@ mod tests {
     fn answers_are_framed_as_their_heads_say() {
         let (head, reading, reusable, rest) =
             parse("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nX-A: 1\r\n\r\nok");
-        assert_eq!(head.status(), StatusCode::OK);
-        assert_eq!(head.headers()["x-a"], "1");
+        assert_eq!(head.status, StatusCode::OK);
+        assert_eq!(head.headers.get("x-a").unwrap(), "1");
         assert_eq!((reading, reusable), (Reading::Length(2), true));
         assert_eq!(&rest[..], b"ok");
         let (head, reading, reusable, _) =
@@ -485,7 +493,7 @@ mod tests {
             (Reading::Chunked(Chunked::Size), false)
         );
         assert!(
-            head.headers().get("content-length").is_none(),
+            head.headers.get("content-length").is_none(),
             "the length is dropped"
         );
         let (_, _, reusable, _) = parse(
@@ -506,7 +514,7 @@ mod tests {
         assert_eq!(reading, Reading::Length(0));
         let (head, _, _, _) = parse("HTTP/1.1 200 Fine\r\nContent-Length: 0\r\n\r\n");
         assert_eq!(
-            head.extensions()
+            head.extensions
                 .get::<hyper::ext::ReasonPhrase>()
                 .unwrap()
                 .as_bytes(),

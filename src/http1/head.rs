@@ -1,17 +1,17 @@
-//! A request as the front carries it through its stages: its header lines kept as they
-//! came, in order, names and values slices of the bytes read, found by name in any
-//! case. No map is built, no name is hashed or parsed into a type: a request has a
-//! handful of lines, and a pass over them costs less than one lookup in `http`'s
-//! `HeaderMap` (whose building and dropping was the largest cost of a proxied request
-//! that nginx does not pay). hyper's requests (HTTP/2, and the HTTP/1.1 ones handed to
-//! it) become one at the door ([`Request::from`]); one for hyper's client goes back
-//! ([`Request::into_http`]).
+//! A request and an answer as the front carries them through its stages: their header
+//! lines kept as they came, in order, names and values slices of the bytes read, found
+//! by name in any case. No map is built, no name is hashed or parsed into a type: a
+//! message has a handful of lines, and a pass over them costs less than one lookup in
+//! `http`'s `HeaderMap` (whose building and dropping was the largest cost of a proxied
+//! request that nginx does not pay). hyper's requests and answers (HTTP/2, the
+//! HTTP/1.1 connections handed to it, the agent's gRPC interface) are turned into
+//! these and back at the door ([`Request::from`], [`Answer::into_http`]).
 
 use axum::body::Body;
 use bytes::Bytes;
 use hyper::header::{HeaderMap, HeaderName, HeaderValue};
 use hyper::http::Extensions;
-use hyper::{Method, Uri, Version};
+use hyper::{Method, StatusCode, Uri, Version};
 
 /// A header line's name: as it came on the wire, or one the front set.
 #[derive(Clone, Debug)]
@@ -106,7 +106,10 @@ impl Headers {
             self.lines.push((Name::Typed(name), value));
             return;
         };
-        if self.lines[at + 1..].iter().any(|(n, _)| n.is(name.as_str())) {
+        if self.lines[at + 1..]
+            .iter()
+            .any(|(n, _)| n.is(name.as_str()))
+        {
             let mut index = 0;
             self.lines.retain(|(n, _)| {
                 let keep = index <= at || !n.is(name.as_str());
@@ -115,6 +118,11 @@ impl Headers {
             });
         }
         self.lines[at] = (Name::Typed(name), value);
+    }
+
+    /// Adds `more`'s lines after these.
+    pub fn extend(&mut self, more: impl Into<Headers>) {
+        self.lines.extend(more.into().lines);
     }
 
     /// Adds a line after the others.
@@ -287,6 +295,107 @@ impl From<hyper::Request<Body>> for Request {
     }
 }
 
+/// An answer's head: what `http`'s answer parts hold, with [`Headers`] for its map.
+#[derive(Debug, Default)]
+pub struct AnswerParts {
+    /// The status.
+    pub status: StatusCode,
+    /// The protocol version.
+    pub version: Version,
+    /// The header lines.
+    pub headers: Headers,
+    /// What the front's stages attach to it (whose it is, an agent's gRPC status).
+    pub extensions: Extensions,
+}
+
+/// An answer through the front: its head and its body.
+#[derive(Debug, Default)]
+pub struct Answer {
+    parts: AnswerParts,
+    body: Body,
+}
+
+impl Answer {
+    /// A 200 answer with `body` and no header lines.
+    pub fn new(body: Body) -> Self {
+        Self {
+            parts: AnswerParts::default(),
+            body,
+        }
+    }
+
+    /// An answer of `parts` with `body`.
+    pub fn from_parts(parts: AnswerParts, body: Body) -> Self {
+        Self { parts, body }
+    }
+
+    /// Its head and body, apart.
+    pub fn into_parts(self) -> (AnswerParts, Body) {
+        (self.parts, self.body)
+    }
+
+    /// Its body.
+    pub fn into_body(self) -> Body {
+        self.body
+    }
+
+    /// The status.
+    pub fn status(&self) -> StatusCode {
+        self.parts.status
+    }
+
+    /// The status, to change.
+    pub fn status_mut(&mut self) -> &mut StatusCode {
+        &mut self.parts.status
+    }
+
+    /// The header lines.
+    pub fn headers(&self) -> &Headers {
+        &self.parts.headers
+    }
+
+    /// The header lines, to change.
+    pub fn headers_mut(&mut self) -> &mut Headers {
+        &mut self.parts.headers
+    }
+
+    /// What the stages attached.
+    pub fn extensions(&self) -> &Extensions {
+        &self.parts.extensions
+    }
+
+    /// What the stages attached, to change.
+    pub fn extensions_mut(&mut self) -> &mut Extensions {
+        &mut self.parts.extensions
+    }
+
+    /// The same answer as `http`'s, for hyper's server.
+    pub fn into_http(self) -> hyper::Response<Body> {
+        let (parts, body) = self.into_parts();
+        let mut answer = hyper::Response::new(body);
+        *answer.status_mut() = parts.status;
+        *answer.version_mut() = parts.version;
+        *answer.headers_mut() = parts.headers.to_map();
+        *answer.extensions_mut() = parts.extensions;
+        answer
+    }
+}
+
+impl From<hyper::Response<Body>> for Answer {
+    fn from(answer: hyper::Response<Body>) -> Self {
+        let (parts, body) = answer.into_parts();
+        Self {
+            parts: AnswerParts {
+                status: parts.status,
+                version: parts.version,
+                headers: Headers::from(parts.headers),
+                extensions: parts.extensions,
+            },
+            body,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -319,7 +428,10 @@ mod tests {
     fn insert_replaces_every_line_of_a_name_in_the_first_ones_place() {
         let mut headers = read(&[("Host", "a"), ("X-A", "1"), ("host", "b"), ("X-B", "2")]);
         headers.insert(hyper::header::HOST, HeaderValue::from_static("c"));
-        let lines: Vec<_> = headers.iter().map(|(n, v)| (n.to_vec(), v.clone())).collect();
+        let lines: Vec<_> = headers
+            .iter()
+            .map(|(n, v)| (n.to_vec(), v.clone()))
+            .collect();
         assert_eq!(
             lines,
             [

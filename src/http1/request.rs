@@ -33,11 +33,7 @@ pub fn request_framing(headers: &Headers, body: &Body) -> Framing {
 }
 
 /// The request line and headers, with the framing header the body needs.
-pub fn write_request_head(
-    out: &mut Vec<u8>,
-    parts: &Parts,
-    framing: Framing,
-) {
+pub fn write_request_head(out: &mut Vec<u8>, parts: &Parts, framing: Framing) {
     out.extend_from_slice(parts.method.as_str().as_bytes());
     out.push(b' ');
     let target = parts.uri.path_and_query().map_or("/", |p| p.as_str());

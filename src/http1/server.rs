@@ -12,7 +12,7 @@ use hyper::header;
 use hyper::{Method, StatusCode, Uri, Version};
 
 use crate::http1::framing;
-use crate::http1::head::{Headers, Parts};
+use crate::http1::head::{AnswerParts, Headers, Parts};
 
 /// The most header lines a head may have (hyper's default).
 const MAX_HEADERS: usize = 100;
@@ -121,7 +121,7 @@ pub enum Framing {
 
 /// The answer's framing, as hyper's server chooses it: the body's own exact length
 /// first, then a `Content-Length` the answer carries, then chunks.
-pub fn answer_framing(parts: &hyper::http::response::Parts, body: &Body) -> Framing {
+pub fn answer_framing(parts: &AnswerParts, body: &Body) -> Framing {
     if parts.status.is_informational() {
         // Answered as an empty 500 (below).
         return Framing::Length(0);
@@ -150,12 +150,7 @@ pub fn answer_framing(parts: &hyper::http::response::Parts, body: &Body) -> Fram
 
 /// Writes the answer's status line and headers; says whether the connection may stay
 /// open after it.
-pub fn write_head(
-    out: &mut Vec<u8>,
-    parts: &hyper::http::response::Parts,
-    shape: Framing,
-    drained: bool,
-) -> bool {
+pub fn write_head(out: &mut Vec<u8>, parts: &AnswerParts, shape: Framing, drained: bool) -> bool {
     // hyper answers a 1xx from a service as a failure; so does this loop.
     let status = if parts.status.is_informational() {
         StatusCode::INTERNAL_SERVER_ERROR
@@ -175,18 +170,21 @@ pub fn write_head(
     let mut closes = false;
     // hyper's failure for a 1xx carries no header of the service's; nor does this one.
     let headers = (status == parts.status).then_some(&parts.headers);
-    for (name, value) in headers.into_iter().flatten() {
-        match *name {
+    for (name, value) in headers.into_iter().flat_map(Headers::iter) {
+        if name.eq_ignore_ascii_case(b"content-length")
+            || name.eq_ignore_ascii_case(b"transfer-encoding")
+        {
             // Framed below, from the body.
-            header::CONTENT_LENGTH | header::TRANSFER_ENCODING => continue,
-            header::DATE => dated = true,
-            header::CONNECTION if framing::has_token(value.as_bytes(), b"close") => {
-                closes = true;
-                keep = false;
-            }
-            _ => {}
+            continue;
+        } else if name.eq_ignore_ascii_case(b"date") {
+            dated = true;
+        } else if name.eq_ignore_ascii_case(b"connection")
+            && framing::has_token(value.as_bytes(), b"close")
+        {
+            closes = true;
+            keep = false;
         }
-        out.extend_from_slice(name.as_str().as_bytes());
+        out.extend_from_slice(name);
         out.extend_from_slice(b": ");
         out.extend_from_slice(value.as_bytes());
         out.extend_from_slice(b"\r\n");

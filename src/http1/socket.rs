@@ -14,8 +14,9 @@ use tokio::net::TcpStream;
 
 use crate::http1::framing;
 
-/// A body frame this large is written on its own rather than copied beside the head.
-const COPY_AT_MOST: usize = 16 * 1024;
+/// A body frame larger than this is written on its own rather than copied beside the
+/// head.
+pub const COPY_AT_MOST: usize = 16 * 1024;
 
 /// Reads what `tcp` has into `buf`'s spare room (reserve first): the bytes read, 0 at
 /// the end of the stream, `WouldBlock` when there was nothing after all.

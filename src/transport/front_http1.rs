@@ -20,14 +20,13 @@ use std::time::Duration;
 use axum::body::Body;
 use bytes::{Buf, Bytes, BytesMut};
 use hyper::body::Body as _;
-use hyper::Response;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio::time::{Instant, Sleep};
 use tokio_util::sync::WaitForCancellationFutureOwned;
 
 use crate::front::Front;
-use crate::http1::head::Request;
+use crate::http1::head::{Answer, Request};
 use crate::http1::socket::{self, Prefixed};
 use crate::http1::timer::KeptTimer;
 use crate::http1::{framing, server};
@@ -282,10 +281,16 @@ impl Connection {
     }
 
     /// Writes `answer`: `Ok(true)` when the connection may take another request.
-    async fn write_answer(&mut self, answer: Response<Body>) -> std::io::Result<bool> {
+    async fn write_answer(&mut self, answer: Answer) -> std::io::Result<bool> {
         let (parts, mut body) = answer.into_parts();
         let shape = server::answer_framing(&parts, &body);
-        let mut out = Vec::with_capacity(256);
+        // Room for the head and, when it will be copied after it, a body of known
+        // length: grown later, the head would be copied again.
+        let copied = match shape {
+            server::Framing::Length(n) if n <= socket::COPY_AT_MOST as u64 => n as usize,
+            _ => 0,
+        };
+        let mut out = Vec::with_capacity(256 + copied);
         let keep = server::write_head(&mut out, &parts, shape, self.drained);
         if shape == server::Framing::None {
             self.tcp.write_all(&out).await?;

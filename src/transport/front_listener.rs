@@ -360,7 +360,7 @@ async fn serve_with_hyper(
         // kilobytes that an idle connection would otherwise hold.
         Box::pin(async move {
             let answer = front.handle(Request::from(request.map(Body::new))).await;
-            Ok::<_, Infallible>(answer.map(|body| Counted { body, _end: end }))
+            Ok::<_, Infallible>(answer.into_http().map(|body| Counted { body, _end: end }))
         }) as Pin<Box<dyn Future<Output = Result<_, Infallible>> + Send>>
     });
     let connection = builder.serve_connection_with_upgrades(TokioIo::new(io), service);
