@@ -14,7 +14,52 @@ use a2a_commands::transport::{call_log, server};
 /// every request (JSON, headers, futures), where glibc's free lists cost more than the
 /// work itself (BENCHMARKS.md, issue 50).
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: Mimalloc = Mimalloc;
+
+/// mimalloc's plain calls for what every block of it already satisfies (the `mimalloc`
+/// crate asks for an aligned block at every call, whose path costs more, and for a size
+/// over 1 KiB that is not a power of two takes a block larger by the alignment).
+struct Mimalloc;
+
+/// The alignment every mimalloc block has: a word (its block sizes are whole words, its
+/// pages aligned further).
+const PLAIN_ALIGN: usize = std::mem::size_of::<usize>();
+
+// SAFETY: each call hands mimalloc's pointer through unchanged; a layout aligned past a
+// word goes to mimalloc's aligned calls, and every block comes back through `mi_free`,
+// which takes either kind.
+unsafe impl std::alloc::GlobalAlloc for Mimalloc {
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        use libmimalloc_sys as mi;
+        if layout.align() <= PLAIN_ALIGN {
+            mi::mi_malloc(layout.size()).cast()
+        } else {
+            mi::mi_malloc_aligned(layout.size(), layout.align()).cast()
+        }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: std::alloc::Layout) -> *mut u8 {
+        use libmimalloc_sys as mi;
+        if layout.align() <= PLAIN_ALIGN {
+            mi::mi_zalloc(layout.size()).cast()
+        } else {
+            mi::mi_zalloc_aligned(layout.size(), layout.align()).cast()
+        }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, _layout: std::alloc::Layout) {
+        libmimalloc_sys::mi_free(ptr.cast());
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, size: usize) -> *mut u8 {
+        use libmimalloc_sys as mi;
+        if layout.align() <= PLAIN_ALIGN {
+            mi::mi_realloc(ptr.cast(), size).cast()
+        } else {
+            mi::mi_realloc_aligned(ptr.cast(), size, layout.align()).cast()
+        }
+    }
+}
 
 /// `mi_option_purge_delay` in mimalloc.h's `mi_option_t` (the crate names no constant
 /// for it).
