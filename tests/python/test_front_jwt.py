@@ -64,7 +64,8 @@ class Front:
         self.log = tmp / "serve.log"
         with open(self.log, "w") as log:
             self.proc = subprocess.Popen(
-                [_binary(), "serve", "--listen", "127.0.0.1:0", "--log-format", "json",
+                [_binary(), "serve", "--listen", "127.0.0.1:0", "--health-listen", "127.0.0.1:0",
+                 "--log-format", "json",
                  "--data-dir", str(tmp / "data"), "--front-upstream", upstream,
                  "--front-listen", "127.0.0.1:0", "--front-default-role", "watcher",
                  "--front-jwt-issuer", ISSUER, "--front-jwt-audience", AUDIENCE, *flags],
