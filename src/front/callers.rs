@@ -10,13 +10,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::http1::head::Headers;
 use arc_swap::ArcSwap;
 use hyper::header::AUTHORIZATION;
 use jsonwebtoken::{Algorithm, Validation};
 use serde_json::Value;
 
 use crate::front::jwks::{parse, read_file, stamp_of, KeySet, MAX_KEY_SET_BYTES};
+use crate::http1::head::Headers;
 use crate::pb::ParticipantRole;
 use crate::rules::policy::Role;
 

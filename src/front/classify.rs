@@ -4,7 +4,6 @@
 
 use std::sync::LazyLock;
 
-use crate::http1::head::Headers;
 use bytes::Bytes;
 use memchr::memmem::Finder;
 use serde_json::{json, Value};
@@ -22,6 +21,7 @@ use crate::front::operations::{method_v10, speaks_1_0, Binding, TaskCall};
 use crate::front::records::{Kept, Own, Scope};
 use crate::front::tasks::{own_task_call, plain};
 use crate::front::v03;
+use crate::http1::head::Headers;
 
 /// Whether a body may name a task: an id the front made (they share a prefix), or a
 /// `taskId` (a message on a task whose data the front may keep). Judged on its bytes,

@@ -2,7 +2,6 @@
 //! run with `run::Runner` (Execute's rules) and answered in the binding's shape, with
 //! the task the front makes or the data it keeps; and `commands/complete`.
 
-use crate::http1::head::{Answer, Headers};
 use bytes::Bytes;
 use hyper::StatusCode;
 use serde_json::{json, Value};
@@ -23,6 +22,7 @@ use crate::front::operations::Binding;
 use crate::front::records::{Kept, Own, Scope};
 use crate::front::tasks::{plain, task_as_seen};
 use crate::front::v03;
+use crate::http1::head::{Answer, Headers};
 use crate::pb::{self, SubState, TaskState};
 use crate::rules::event::JsonForm;
 use crate::rules::execute::reply_event;

@@ -5,17 +5,17 @@ use std::net::SocketAddr;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-use crate::http1::head::Headers;
+use tokio::sync::Mutex;
 
 use crate::front::callers::{parse_role, Verified, Verifier};
 use crate::front::card::{CardCache, Served};
 use crate::front::options::FrontOptions;
 use crate::front::records::{Records, Scope};
 use crate::front::upstream::Upstream;
+use crate::http1::head::Headers;
 use crate::pb::{self, ParticipantRole};
 use crate::run::Runner;
 use crate::telemetry::Tracer;
-use tokio::sync::Mutex;
 
 /// What every id of a task the front makes begins with, whichever replica made it:
 /// a body without it (and without `GetTask`) names no task the front knows.

@@ -3,9 +3,13 @@
 //! follow-up and prompt bodies sent on, and the task data the front keeps, shown in the
 //! tasks it passes back.
 
+use std::sync::Arc;
+
 use axum::body::Body;
 use bytes::Bytes;
 use http_body::Frame;
+use http_body_util::BodyExt as _;
+use hyper::header;
 use serde_json::{json, Value};
 
 use crate::front::a2a::{self, TASK_DATA_KEY};
@@ -20,9 +24,6 @@ use crate::front::records::{Own, Records, Scope, Upstream as Joined};
 use crate::front::upstream::{self as agent};
 use crate::http1::head::Answer;
 use crate::rules::card::EXTENSION_URI;
-use http_body_util::BodyExt as _;
-use hyper::header;
-use std::sync::Arc;
 
 /// A body of the frames sent on `rx` (data, then perhaps trailers), as they come.
 pub(super) fn frames_body(rx: FrameReceiver) -> Body {

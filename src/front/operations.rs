@@ -5,13 +5,12 @@
 use std::sync::LazyLock;
 
 use hyper::header::{self, HeaderName, HeaderValue};
-
-use crate::http1::head::Headers;
 use hyper::Method;
 use memchr::memmem::Finder;
 use serde_json::Value;
 
 use crate::front::a2a;
+use crate::http1::head::Headers;
 use crate::rules::card::EXTENSION_URI;
 
 /// Which A2A binding a request came on, for the shape of its answer.

@@ -362,9 +362,8 @@ pub(super) async fn post(
     // The body was read whole (and may be rewritten): it goes with its length, which
     // it mostly came with already.
     let with_length = |mut parts: Parts, body: Bytes| {
-        // One line only: HTTP/2 (h2) lets through repeated lines that agree, which
-        // some agents refuse.
-        // One pass: the length lines and any coding.
+        // One pass over the length lines and any coding. One length line only: HTTP/2
+        // (h2) lets through repeated lines that agree, which some agents refuse.
         let (mut lengths, mut declared, mut coded) = (0, None, false);
         for (name, value) in parts.headers.iter() {
             if name.eq_ignore_ascii_case(b"content-length") {

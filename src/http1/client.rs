@@ -21,7 +21,7 @@ use tokio::net::TcpStream;
 use tokio::time::Instant;
 
 use crate::http1::framing::{self, Chunked, Step};
-use crate::http1::head::{Answer, AnswerParts, Headers, Request};
+use crate::http1::head::{Answer, AnswerParts, Headers, Request, MAX_NAME};
 use crate::http1::request::{request_framing, write_request_head, Framing};
 use crate::http1::socket;
 use crate::http1::timer::KeptTimer;
@@ -273,6 +273,9 @@ fn parse_answer(buf: &mut BytesMut, head_only: bool) -> io::Result<Option<Parsed
     for h in parsed.headers.iter() {
         // httparse took the name only if it is a token: no type is made of it.
         let name = h.name.as_bytes();
+        if name.len() > MAX_NAME {
+            return Err(broken("invalid header name"));
+        }
         if name.eq_ignore_ascii_case(b"content-length") {
             let n =
                 framing::parse_length(h.value).ok_or_else(|| broken("invalid content-length"))?;

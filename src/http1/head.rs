@@ -13,6 +13,10 @@ use hyper::header::{HeaderMap, HeaderName, HeaderValue};
 use hyper::http::Extensions;
 use hyper::{Method, StatusCode, Uri, Version};
 
+/// The longest header name kept as read (`http`'s `HeaderName` takes no longer one):
+/// the parsers refuse a longer one, so every name read converts to `http`'s.
+pub const MAX_NAME: usize = (1 << 16) - 1;
+
 /// A header line's name: as it came on the wire, or one the front set.
 #[derive(Clone, Debug)]
 enum Name {
@@ -30,22 +34,20 @@ impl Name {
         }
     }
 
-    /// Whether this is `lower` (a name in lowercase, as every `HeaderName` is): the
-    /// length first, then each byte as it is (names mostly come lowercase) or
-    /// lowercased.
-    fn is(&self, lower: &str) -> bool {
-        debug_assert!(!lower.bytes().any(|b| b.is_ascii_uppercase()), "{lower}");
-        let name = self.as_bytes();
-        name.len() == lower.len()
-            && name
+    /// Whether this is `name`, in any case: the length first, then each byte as it is
+    /// (names mostly come in the case they are asked in) or else lowercased.
+    fn is(&self, name: &str) -> bool {
+        let this = self.as_bytes();
+        this.len() == name.len()
+            && this
                 .iter()
-                .zip(lower.as_bytes())
-                .all(|(&a, &b)| a == b || a.to_ascii_lowercase() == b)
+                .zip(name.as_bytes())
+                .all(|(&a, &b)| a == b || a.eq_ignore_ascii_case(&b))
     }
 }
 
-/// A request's header lines, in the order they came. Looked up by a lowercase name
-/// (every `HeaderName` is one), which finds a line named in any case.
+/// A message's header lines (or trailers), in the order they came, found by name in
+/// any case.
 #[derive(Clone, Debug, Default)]
 pub struct Headers {
     lines: Vec<(Name, HeaderValue)>,
@@ -153,7 +155,8 @@ impl Headers {
         for (name, value) in &self.lines {
             let name = match name {
                 Name::Typed(name) => name.clone(),
-                // A token is a valid name: the `Err` arm is never taken.
+                // A token no longer than [`MAX_NAME`] (what the parsers take) is a valid
+                // name: the `Err` arm is never taken.
                 Name::Read(bytes) => match HeaderName::from_bytes(bytes) {
                     Ok(name) => name,
                     Err(_) => continue,
@@ -193,7 +196,7 @@ pub struct Parts {
     pub version: Version,
     /// The header lines.
     pub headers: Headers,
-    /// What the front's stages attach to it (the verified caller, a gRPC call).
+    /// What the layers above attach to it.
     pub extensions: Extensions,
 }
 
@@ -234,11 +237,6 @@ impl Request {
     /// The target.
     pub fn uri(&self) -> &Uri {
         &self.parts.uri
-    }
-
-    /// The protocol version.
-    pub fn version(&self) -> Version {
-        self.parts.version
     }
 
     /// The header lines.
@@ -304,7 +302,7 @@ pub struct AnswerParts {
     pub version: Version,
     /// The header lines.
     pub headers: Headers,
-    /// What the front's stages attach to it (whose it is, an agent's gRPC status).
+    /// What the layers above attach to it.
     pub extensions: Extensions,
 }
 
@@ -417,7 +415,12 @@ mod tests {
         assert_eq!(headers.get("content-type").unwrap(), "a");
         assert_eq!(headers.get(hyper::header::CONTENT_TYPE).unwrap(), "a");
         assert!(headers.contains_key("content-type"));
+        assert!(
+            headers.contains_key("CONTENT-TYPE"),
+            "asked in any case too"
+        );
         assert!(!headers.contains_key("content-length"));
+        assert!(!headers.contains_key("content-typ"));
         let all: Vec<_> = headers.get_all("x-a").collect();
         assert_eq!(all, ["1", "2"]);
         let names: Vec<_> = headers.iter().map(|(n, _)| n).collect();

@@ -4,8 +4,8 @@
 //! their readiness when they empty the socket ([`socket`]), the server's half of a
 //! message (a plain request head parsed, an answer framed: [`server`]), the client's
 //! request head ([`request`]), one client connection, a timer kept across a
-//! connection's requests ([`timer`]), and the request the front carries from one to the
-//! other, its header lines as they came ([`head`]).
+//! connection's requests ([`timer`]), and the request and answer carried from one to
+//! the other, their header lines as they came ([`head`]).
 //! Below the front and the transport; it knows nothing of A2A.
 
 pub mod client;

@@ -12,7 +12,7 @@ use hyper::header;
 use hyper::{Method, StatusCode, Uri, Version};
 
 use crate::http1::framing;
-use crate::http1::head::{AnswerParts, Headers, Parts};
+use crate::http1::head::{AnswerParts, Headers, Parts, MAX_NAME};
 
 /// The most header lines a head may have (hyper's default).
 const MAX_HEADERS: usize = 100;
@@ -82,6 +82,10 @@ pub fn parse_head(buf: &mut BytesMut, max_body: usize) -> Head {
             || (name.eq_ignore_ascii_case(b"connection")
                 && !h.value.eq_ignore_ascii_case(b"keep-alive"))
         {
+            return put_back(buf, all, Head::Unusual);
+        }
+        if name.len() > MAX_NAME {
+            // Longer than `http` takes: hyper's to refuse.
             return put_back(buf, all, Head::Unusual);
         }
         // The name as it came (httparse took it only if it is a token): no type made.
@@ -266,6 +270,10 @@ mod tests {
         ] {
             assert!(matches!(parsed(head), Head::Unusual), "{head:?}");
         }
+        // A name longer than `http`'s names may be: hyper refuses it.
+        let long = format!("GET / HTTP/1.1\r\n{}: 1\r\n\r\n", "x".repeat(MAX_NAME + 1));
+        let mut buf = BytesMut::from(long.as_bytes());
+        assert!(matches!(parse_head(&mut buf, 1024), Head::Unusual));
         let mut partial = BytesMut::from(&b"GET / HTTP/1.1\r\nHost"[..]);
         assert!(matches!(parse_head(&mut partial, 1024), Head::Partial));
         assert_eq!(&partial[..], b"GET / HTTP/1.1\r\nHost", "put back whole");

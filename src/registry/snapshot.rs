@@ -171,8 +171,16 @@ impl NameIndex {
         // Sorted by name, the names below `prefix` come first, then those starting with
         // it, then the rest.
         let from = self.by_name.partition_point(|p| self.name(*p) < prefix);
-        let to = from + self.by_name[from..].partition_point(|p| self.name(*p).starts_with(prefix));
-        let mut found = self.by_name[from..to].to_vec();
+        let rest = &self.by_name[from..];
+        let starts = |p: &u32| self.name(*p).starts_with(prefix);
+        // Most prefixes name a few commands (one, as a name is typed out): those are
+        // walked, and only a longer run searched by halves.
+        const WALKED: usize = 4;
+        let mut to = rest.iter().take(WALKED).take_while(|p| starts(p)).count();
+        if to == WALKED {
+            to += rest[WALKED..].partition_point(starts);
+        }
+        let mut found = rest[..to].to_vec();
         found.sort_unstable();
         found.into_iter().map(|p| &self.listing[p as usize])
     }
