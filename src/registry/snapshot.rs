@@ -139,48 +139,37 @@ pub struct Snapshot {
     names: OnceLock<NameIndex>,
 }
 
-/// The commands in registration order, and their positions sorted by name, so that
-/// the names with a prefix are one contiguous run found by binary search.
+/// The commands in registration order, and their names sorted with their positions,
+/// so that the names with a prefix are one contiguous run found by binary search.
 #[derive(Debug)]
 struct NameIndex {
     listing: Vec<Arc<Registered>>,
-    by_name: Vec<u32>,
+    /// Each name beside its position in `listing`: a search compares the names where
+    /// they lie, not through each command.
+    by_name: Vec<(Box<str>, u32)>,
 }
 
 impl NameIndex {
     fn new(commands: &Commands) -> Self {
         let listing: Vec<Arc<Registered>> = commands.iter().cloned().collect();
         // Positions fit: the registry holds at most --max-commands, far below u32::MAX.
-        let mut by_name: Vec<u32> = (0..listing.len() as u32).collect();
-        by_name.sort_unstable_by(|a, b| {
-            listing[*a as usize]
-                .spec
-                .name
-                .as_str()
-                .cmp(listing[*b as usize].spec.name.as_str())
-        });
+        let mut by_name: Vec<(Box<str>, u32)> = listing
+            .iter()
+            .zip(0u32..)
+            .map(|(command, at)| (command.spec.name.as_str().into(), at))
+            .collect();
+        by_name.sort_unstable();
         Self { listing, by_name }
-    }
-
-    fn name(&self, position: u32) -> &str {
-        self.listing[position as usize].spec.name.as_str()
     }
 
     /// The commands whose names start with `prefix`, in registration order.
     fn starting_with(&self, prefix: &str) -> impl Iterator<Item = &Arc<Registered>> {
         // Sorted by name, the names below `prefix` come first, then those starting with
         // it, then the rest.
-        let from = self.by_name.partition_point(|p| self.name(*p) < prefix);
-        let rest = &self.by_name[from..];
-        let starts = |p: &u32| self.name(*p).starts_with(prefix);
-        // Most prefixes name a few commands (one, as a name is typed out): those are
-        // walked, and only a longer run searched by halves.
-        const WALKED: usize = 4;
-        let mut to = rest.iter().take(WALKED).take_while(|p| starts(p)).count();
-        if to == WALKED {
-            to += rest[WALKED..].partition_point(starts);
-        }
-        let mut found = rest[..to].to_vec();
+        let from = self.by_name.partition_point(|(name, _)| &**name < prefix);
+        let run = &self.by_name[from..];
+        let to = run.partition_point(|(name, _)| name.starts_with(prefix));
+        let mut found: Vec<u32> = run[..to].iter().map(|(_, at)| *at).collect();
         found.sort_unstable();
         found.into_iter().map(|p| &self.listing[p as usize])
     }
