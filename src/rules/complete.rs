@@ -144,10 +144,10 @@ pub fn offered(role: ParticipantRole, name: &str, access: Option<&Access>) -> bo
     own && role != ParticipantRole::None && !always_refused && !name.is_empty()
 }
 
-/// Command names starting with `prefix`, in registration order, that `role` is
-/// offered; `commands` gives each name with its description and access.
+/// The command names `role` is offered, in registration order, of `commands`: those
+/// starting with the typed prefix (the registry finds them by binary search), each with
+/// its description and access.
 pub fn names<'a>(
-    prefix: &str,
     role: ParticipantRole,
     commands: impl Iterator<Item = (&'a str, &'a str, &'a Access)>,
     limit: usize,
@@ -155,8 +155,7 @@ pub fn names<'a>(
     // Every match is counted; only the first `limit` are built.
     let mut total = 0;
     let mut values = Vec::with_capacity(limit.min(DEFAULT_LIMIT));
-    let offered_here = commands
-        .filter(|(name, _, access)| name.starts_with(prefix) && offered(role, name, Some(access)));
+    let offered_here = commands.filter(|(name, _, access)| offered(role, name, Some(access)));
     for (name, description, _) in offered_here {
         total += 1;
         if values.len() < limit {
@@ -294,7 +293,7 @@ where
         ));
     }
     let (name, head, argument) = match target {
-        Target::Name { prefix } => return answer(names(prefix, role, listing(prefix), limit), ""),
+        Target::Name { prefix } => return answer(names(role, listing(prefix), limit), ""),
         Target::Argument {
             name,
             head,
@@ -410,18 +409,21 @@ mod tests {
             ("modify", "Admins", &admins),
             ("status", "Status", &open),
         ];
-        let got = names("mo", ParticipantRole::Assignee, commands.into_iter(), 10);
+        // What the registry's index gives for a prefix: the names that start with it.
+        let starting = |prefix: &'static str| {
+            commands
+                .into_iter()
+                .filter(move |(name, ..)| name.starts_with(prefix))
+        };
+        let got = names(ParticipantRole::Assignee, starting("mo"), 10);
         assert_eq!(got.values.len(), 1);
         assert_eq!(got.values[0].text(), "/model ");
-        let got = names("mo", ParticipantRole::Admin, commands.into_iter(), 1);
+        let got = names(ParticipantRole::Admin, starting("mo"), 1);
         assert_eq!((got.values.len(), got.total, got.has_more), (1, 2, true));
-        assert_eq!(
-            names("", ParticipantRole::None, commands.into_iter(), 10).total,
-            0
-        );
+        assert_eq!(names(ParticipantRole::None, starting(""), 10).total, 0);
         // A watcher is refused /sub-task whatever its argument: not offered.
         let builtins = [("sub-task", "Start", &open), ("status", "Status", &open)];
-        let got = names("s", ParticipantRole::Watcher, builtins.into_iter(), 10);
+        let got = names(ParticipantRole::Watcher, builtins.into_iter(), 10);
         assert_eq!(got.values.len(), 1);
         assert_eq!(got.values[0].value, "status");
     }
