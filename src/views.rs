@@ -1,5 +1,5 @@
-//! Borrowed views of the requests made on every message and keystroke (Execute,
-//! Complete): the fields the rules read, left as slices of the received bytes, with no
+//! Borrowed views of the requests made on every message and keystroke (Classify,
+//! Execute, Complete): the fields the rules read, left as slices of the received bytes, with no
 //! allocation and no copy. prost's decode of the same request costs an allocation, a
 //! copy and a UTF-8 check per string, and a drop afterwards: most of what Execute spent
 //! above the floor (BENCHMARKS.md, issue 50).
@@ -17,6 +17,13 @@
 //! method serves both the server's own path and tonic's generic one.
 
 use crate::pb;
+
+/// What Classify reads of a `ClassifyRequest`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ClassifyView<'a> {
+    /// The message, when one was sent.
+    pub message: Option<MessageView<'a>>,
+}
 
 /// What Execute reads of an `ExecuteRequest`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -96,6 +103,31 @@ pub struct SenderView<'a> {
     pub id: &'a str,
     /// `role`.
     pub role: i32,
+}
+
+impl<'a> ClassifyView<'a> {
+    /// The view of `bytes`, an encoded `ClassifyRequest`, or `None` when prost must
+    /// decode it (see the module's comment).
+    pub fn parse(bytes: &'a [u8]) -> Option<Self> {
+        let mut message = None;
+        let mut fields = Fields(bytes);
+        while let Some((number, value)) = fields.next()? {
+            match (number, value) {
+                (1, Value::Bytes(b)) => message.get_or_insert_with(Parts::default).merge(b)?,
+                _ => return None,
+            }
+        }
+        Some(Self {
+            message: message.map(Parts::view),
+        })
+    }
+
+    /// The view of a decoded request.
+    pub fn of(request: &'a pb::ClassifyRequest) -> Self {
+        Self {
+            message: request.message.as_ref().map(MessageView::of),
+        }
+    }
 }
 
 impl<'a> ExecuteView<'a> {
@@ -604,6 +636,10 @@ mod tests {
             )
     }
 
+    fn classify_request() -> impl Strategy<Value = pb::ClassifyRequest> {
+        proptest::option::of(message()).prop_map(|message| pb::ClassifyRequest { message })
+    }
+
     fn complete_request() -> impl Strategy<Value = pb::CompleteRequest> {
         (
             text(),
@@ -625,6 +661,14 @@ mod tests {
             let decoded = pb::ExecuteRequest::decode(bytes)
                 .expect("a request with a view is one prost decodes");
             assert_eq!(view, ExecuteView::of(&decoded));
+        }
+    }
+
+    fn agrees_classify(bytes: &[u8]) {
+        if let Some(view) = ClassifyView::parse(bytes) {
+            let decoded = pb::ClassifyRequest::decode(bytes)
+                .expect("a request with a view is one prost decodes");
+            assert_eq!(view, ClassifyView::of(&decoded));
         }
     }
 
@@ -659,6 +703,25 @@ mod tests {
             let bytes = request.encode_to_vec();
             let view = ExecuteView::parse(&bytes).expect("only followed fields: a view");
             prop_assert_eq!(view, ExecuteView::of(&request));
+        }
+
+        #[test]
+        fn every_classify_request_of_the_followed_fields_has_its_view(request in classify_request()) {
+            let bytes = request.encode_to_vec();
+            let view = ClassifyView::parse(&bytes).expect("only followed fields: a view");
+            prop_assert_eq!(view, ClassifyView::of(&request));
+        }
+
+        #[test]
+        fn a_damaged_classify_request_has_no_view_or_prost_agrees(
+            request in classify_request(),
+            changes in proptest::collection::vec((any::<usize>(), any::<u8>(), any::<u8>()), 1..4),
+        ) {
+            let mut bytes = request.encode_to_vec();
+            for (at, how, byte) in changes {
+                bytes = mutated(&bytes, at, how, byte);
+                agrees_classify(&bytes);
+            }
         }
 
         #[test]

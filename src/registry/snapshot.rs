@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::rules::body::Body;
 use crate::rules::card::Card;
-use crate::rules::parse::Lookup;
+use crate::rules::parse::{Found, Lookup};
 use crate::rules::policy::Access;
 use crate::rules::spec::{CommandName, CommandSpec};
 
@@ -62,7 +62,15 @@ fn record_digest(record: &Registered) -> u128 {
 #[derive(Clone, Debug, Default)]
 pub(super) struct Commands {
     pub(super) by_seq: imbl::OrdMap<u64, Arc<Registered>>,
-    pub(super) by_name: imbl::HashMap<CommandName, Arc<Registered>>,
+    /// Hashed by foldhash (seeded per process) rather than SipHash: every command
+    /// message is looked up here. Only an authorized Register adds a name, so no caller
+    /// can fill the map with names that collide.
+    pub(super) by_name: imbl::GenericHashMap<
+        CommandName,
+        Arc<Registered>,
+        foldhash::fast::RandomState,
+        imbl::shared_ptr::DefaultSharedPtr,
+    >,
     /// The sum (wrapping) of every record's digest. A record holds its place, so the
     /// sum covers the order too; kept up to date by `put` and `remove`, so a change
     /// costs one digest, not one per command.
@@ -244,12 +252,11 @@ impl Snapshot {
 }
 
 impl Lookup for Snapshot {
-    fn body(&self, name: &str) -> Option<&Body> {
-        self.commands.get(name).map(|c| &c.body)
-    }
-
-    fn access(&self, name: &str) -> Option<&Access> {
-        self.commands.get(name).map(|c| &c.access)
+    fn find(&self, name: &str) -> Option<Found<'_>> {
+        self.commands.get(name).map(|c| Found {
+            body: &c.body,
+            access: Some(&c.access),
+        })
     }
 }
 

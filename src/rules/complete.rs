@@ -12,7 +12,7 @@ use crate::error::Error;
 use crate::pb::ParticipantRole;
 use crate::rules::body::{Body, HandlerBinding, PromptBody};
 use crate::rules::builtins::{Builtin, Catalogue};
-use crate::rules::parse::Lookup;
+use crate::rules::parse::{Found, Lookup};
 use crate::rules::policy::{changes_task, Access};
 use crate::rules::spec::is_name_byte;
 use crate::rules::task::EFFORTS;
@@ -63,7 +63,7 @@ pub fn target<'t>(text: &'t str, commands: &impl Lookup) -> Target<'t> {
             Target::Nothing
         };
     }
-    if !after.starts_with(is_py_whitespace) || commands.body(name).is_none() {
+    if !after.starts_with(is_py_whitespace) || commands.find(name).is_none() {
         return Target::Nothing;
     }
     let argument = after.trim_start_matches(is_py_whitespace);
@@ -301,10 +301,10 @@ where
         } => (name, head, argument),
         Target::Nothing => unreachable!("returned above"),
     };
-    let Some(body) = commands.body(name) else {
+    let Some(Found { body, access }) = commands.find(name) else {
         return answer(Completions::default(), "");
     };
-    if !offered(role, name, commands.access(name)) {
+    if !offered(role, name, access) {
         return answer(Completions::default(), name);
     }
     let values = match argument_source(body) {
@@ -362,8 +362,11 @@ mod tests {
 
     struct Names;
     impl Lookup for Names {
-        fn body(&self, name: &str) -> Option<&Body> {
-            (name == "model").then_some(&Body::None)
+        fn find(&self, name: &str) -> Option<Found<'_>> {
+            (name == "model").then_some(Found {
+                body: &Body::None,
+                access: None,
+            })
         }
     }
 

@@ -86,18 +86,19 @@ pub fn execute<'m>(
     commands: &impl Lookup,
     catalogue: &Catalogue,
 ) -> Result<Execution<'m>, Error> {
-    let (name, body, arguments) = match classify_text(text, commands) {
+    let (name, body, access, arguments) = match classify_text(text, commands) {
         Classification::Ordinary { reason, name } => {
             return Ok(Execution::Ordinary { reason, name })
         }
         Classification::Command {
             name,
             body,
+            access,
             arguments,
-        } => (name, body, arguments),
+        } => (name, body, access, arguments),
     };
     let refusal = refuse_by_role(role, name, arguments)?
-        .or_else(|| commands.access(name).and_then(|a| a.refuse(role, name)));
+        .or_else(|| access.and_then(|a| a.refuse(role, name)));
     let reply = match refusal {
         Some(refusal) => refusal,
         None => match body {

@@ -18,24 +18,24 @@ use crate::rules::text::is_py_whitespace;
 /// Where classification looks names up: the registry's snapshot implements it. Kept as
 /// a trait so that these rules know nothing of how the registry is stored.
 pub trait Lookup {
-    /// The body of the command registered as `name`, if there is one.
-    fn body(&self, name: &str) -> Option<&Body>;
-
-    /// Who may run the command registered as `name` (every role, if not said).
-    fn access(&self, name: &str) -> Option<&Access> {
-        let _ = name;
-        None
-    }
+    /// The command registered as `name`, if there is one: what runs it and who may, in
+    /// one lookup.
+    fn find(&self, name: &str) -> Option<Found<'_>>;
 }
 
 impl<T: Lookup + ?Sized> Lookup for std::sync::Arc<T> {
-    fn body(&self, name: &str) -> Option<&Body> {
-        (**self).body(name)
+    fn find(&self, name: &str) -> Option<Found<'_>> {
+        (**self).find(name)
     }
+}
 
-    fn access(&self, name: &str) -> Option<&Access> {
-        (**self).access(name)
-    }
+/// A registered command, as a [`Lookup`] finds it.
+#[derive(Clone, Copy, Debug)]
+pub struct Found<'s> {
+    /// What runs it.
+    pub body: &'s Body,
+    /// Who may run it (every role, if not said).
+    pub access: Option<&'s Access>,
 }
 
 /// What a message is.
@@ -47,6 +47,8 @@ pub enum Classification<'m, 's> {
         name: &'m str,
         /// What runs the registered command.
         body: &'s Body,
+        /// Who may run it (every role, if not said).
+        access: Option<&'s Access>,
         /// Everything after the name and its following whitespace, unchanged.
         arguments: &'m str,
     },
@@ -113,10 +115,11 @@ pub fn classify_text<'m, 's>(
             name: None,
         };
     };
-    match commands.body(name) {
-        Some(body) => Classification::Command {
+    match commands.find(name) {
+        Some(Found { body, access }) => Classification::Command {
             name,
             body,
+            access,
             arguments,
         },
         None => Classification::Ordinary {

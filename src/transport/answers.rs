@@ -317,6 +317,7 @@ mod tests {
         let command = Classification::Command {
             name: "status",
             body: &body,
+            access: None,
             arguments: "now please",
         };
         let want = pb::ClassifyResponse {

@@ -133,9 +133,9 @@ impl Service<http::Request<tonic::body::Body>> for Routes {
 type Answer = BoxFuture<http::Response<tonic::body::Body>, Infallible>;
 
 pin_project_lite::pin_project! {
-    /// A routed call's answer, its decode errors clarified (see
-    /// [`clarify_decode_errors`]); a generated method's runs under this server's
-    /// element limit. Not boxed again: the generated service's future already is.
+    /// A routed call's answer: a generated method's runs under this server's element
+    /// limit, its decode errors clarified (see [`clarify_decode_errors`]). Not boxed
+    /// again: the generated service's future already is.
     pub struct Clarified {
         #[pin]
         answer: Routed,
@@ -161,10 +161,13 @@ impl Future for Clarified {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
-        let answer = match this.answer.project() {
-            RoutedProjection::Scoped { inner } => ready!(inner.poll(cx))?,
-            RoutedProjection::Plain { inner } => ready!(inner.as_mut().poll(cx))?,
-        };
-        Poll::Ready(Ok(clarify_decode_errors(answer, *this.max)))
+        match this.answer.project() {
+            RoutedProjection::Scoped { inner } => {
+                let answer = ready!(inner.poll(cx))?;
+                Poll::Ready(Ok(clarify_decode_errors(answer, *this.max)))
+            }
+            // The unary path gives these statuses itself: nothing to look for.
+            RoutedProjection::Plain { inner } => inner.as_mut().poll(cx),
+        }
     }
 }

@@ -20,7 +20,7 @@ use crate::rules::builtins::Catalogue;
 
 use crate::rules::event::Forms;
 use crate::rules::execute::reply_event;
-use crate::rules::parse::{classify, Classification};
+use crate::rules::parse::{classify_text, Classification};
 use crate::rules::policy::Access;
 use crate::rules::spec::{CommandName, CommandSpec};
 use crate::rules::task::Task;
@@ -31,7 +31,7 @@ use crate::transport::convert::list_specs;
 use crate::transport::layers::observe::note;
 use crate::transport::trace::{deadline_of, trace_of};
 use crate::transport::watch_specs::{watch_specs, WatchStream};
-use crate::views::{CompleteView, ExecuteView};
+use crate::views::{ClassifyView, CompleteView, ExecuteView};
 use crate::wire::Answer;
 
 /// The `CommandService` implementation.
@@ -139,10 +139,10 @@ impl Api {
     }
 
     /// Classify's answer, encoded (`answers`); notes the command it found.
-    pub(crate) fn classify(&self, request: &pb::ClassifyRequest) -> Result<Answer, Error> {
+    pub(crate) fn classify(&self, request: &ClassifyView<'_>) -> Result<Answer, Error> {
         let message = required("message", &request.message)?;
         let snapshot = self.registry().read()?;
-        let classification = classify(message, &snapshot);
+        let classification = classify_text(message.single_text, &snapshot);
         if let Classification::Command { name, .. } = classification {
             note(name, "", "");
         }
@@ -335,7 +335,7 @@ impl CommandService for Api {
         &self,
         request: Request<pb::ClassifyRequest>,
     ) -> Result<Response<pb::ClassifyResponse>, Status> {
-        decoded(Api::classify(self, request.get_ref()))
+        decoded(Api::classify(self, &ClassifyView::of(request.get_ref())))
     }
 
     /// As `complete`.

@@ -6,8 +6,8 @@
 //! `tonic::Request` of it (the headers copied into its metadata), and frames the answer
 //! through a general stream encoder into a buffer of 8 KiB. Here the request's one
 //! message is taken where it lies in the body's bytes (under this server's size and
-//! element limits) and read there: Execute's and Complete's as borrowed views
-//! (`views`), the others decoded by prost. The answer, written after room for gRPC's
+//! element limits) and read there: Classify's, Execute's and Complete's as borrowed
+//! views (`views`), ListSpecs' decoded by prost. The answer, written after room for gRPC's
 //! prefix, is framed where it lies. What a caller sees is
 //! what tonic's path gave it, with the statuses `routes` gives the generated service's
 //! methods for the client's mistakes; `tests/wire_errors.rs` and the answers' byte pins
@@ -35,7 +35,7 @@ use crate::pb;
 use crate::run::Whole;
 use crate::transport::service::{Api, SERVICE_NAME};
 use crate::transport::trace::{deadline_of, CallHeaders};
-use crate::views::{CompleteView, ExecuteView};
+use crate::views::{ClassifyView, CompleteView, ExecuteView};
 use crate::wire::{decode_bounded, read_bounded, Answer, Read, Scanned, GRPC_PREFIX};
 
 /// What this server accepts of a request.
@@ -408,8 +408,8 @@ impl Direct {
         match self {
             Self::Classify => Box::pin(async move {
                 Ok(
-                    serve_decoded(request, limits, move |asked: pb::ClassifyRequest, _| {
-                        ready(framed(api.classify(&asked)))
+                    serve::<pb::ClassifyRequest, _, _>(request, limits, |bytes, _| {
+                        ready(classify(&api, &bytes, limits.max_elements))
                     })
                     .await,
                 )
@@ -432,6 +432,16 @@ impl Direct {
             }),
         }
     }
+}
+
+/// Classify, from its request's bytes: read as their view when they have one
+/// (`views`), else decoded by prost.
+fn classify(api: &Api, bytes: &[u8], max_elements: usize) -> Result<Bytes, Status> {
+    let answer = match read_bounded(bytes, max_elements, ClassifyView::parse)? {
+        Read::Viewed(view) => api.classify(&view),
+        Read::Decoded(asked) => api.classify(&ClassifyView::of(&asked)),
+    };
+    framed(answer)
 }
 
 /// Execute, from its request's bytes: read as their view when they have one
