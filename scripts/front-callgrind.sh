@@ -14,6 +14,8 @@
 #
 #   apt-get install valgrind nghttp2-client
 #   bash scripts/front-callgrind.sh          # FRONT_CALLGRIND_CALLS (2000) a row
+#   CALLGRIND_KEEP=DIR FRONT_CALLGRIND_ARGS=--cache-sim=yes bash scripts/front-callgrind.sh
+#                                            # each row's dump kept, with simulated cache misses
 set -euo pipefail
 cd "$(dirname "$0")/.."
 for tool in h2load valgrind callgrind_annotate callgrind_control go; do
@@ -28,7 +30,7 @@ dir=$(mktemp -d)
 agent_pid=$!
 # --fair-sched: without it the server can spin for minutes in sled's start-up under
 # valgrind (as in scripts/callgrind.sh).
-valgrind --tool=callgrind --fair-sched=yes --callgrind-out-file="$dir/cg.out" \
+valgrind --tool=callgrind --fair-sched=yes ${FRONT_CALLGRIND_ARGS:-} --callgrind-out-file="$dir/cg.out" \
   ./target/release/a2a-commands serve --listen 127.0.0.1:0 --health-listen off \
   --data-dir "$dir/data" --log-format json --call-log-sample 1000000 \
   --front-upstream "$(for _ in $(seq 100); do [ -s "$dir/agent.out" ] && break; sleep 0.1; done; head -1 "$dir/agent.out")" \
@@ -87,7 +89,7 @@ proxy_row() { # $1: row, $2: its port, $3: its name, the rest: its command
   shift 3
   dir=$top/$row-counts
   mkdir -p "$dir"
-  valgrind --tool=callgrind --callgrind-out-file="$dir/cg.out" "$@" 2>"$top/$row.log" &
+  valgrind --tool=callgrind ${FRONT_CALLGRIND_ARGS:-} --callgrind-out-file="$dir/cg.out" "$@" 2>"$top/$row.log" &
   server=$!
   for _ in $(seq 600); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.2; done
   run "$row" # warm-up

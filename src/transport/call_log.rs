@@ -364,13 +364,15 @@ impl Clock {
             self.second = Some(second);
         }
         out.extend_from_slice(&self.prefix);
-        let micros = since.subsec_micros();
-        out.push(b'.');
-        for place in [100_000, 10_000, 1_000, 100, 10, 1] {
-            // A digit: always below 10, so the cast cannot truncate.
-            out.push(b'0' + (micros / place % 10) as u8);
+        // `.` and six digits of microseconds, then `Z`: one copy, not eight pushes.
+        let mut tail = *b".000000Z";
+        let mut micros = since.subsec_micros();
+        for digit in tail[1..7].iter_mut().rev() {
+            // Below 10, so the cast cannot truncate.
+            *digit = b'0' + (micros % 10) as u8;
+            micros /= 10;
         }
-        out.push(b'Z');
+        out.extend_from_slice(&tail);
     }
 }
 
