@@ -107,7 +107,6 @@ impl Service<http::Request<tonic::body::Body>> for Routes {
     }
 
     fn call(&mut self, request: http::Request<tonic::body::Body>) -> Clarified {
-        let max = self.limits.max_bytes;
         let path = request.uri().path();
         let inner = if path == list_specs::PATH {
             self.list_specs.call(request, self.limits)
@@ -118,13 +117,14 @@ impl Service<http::Request<tonic::body::Body>> for Routes {
             let inner =
                 wire::with_max_elements(self.limits.max_elements, self.generated.call(request));
             return Clarified {
-                answer: Routed::Scoped { inner },
-                max,
+                answer: Routed::Scoped {
+                    inner,
+                    max: self.limits.max_bytes,
+                },
             };
         };
         Clarified {
             answer: Routed::Plain { inner },
-            max,
         }
     }
 }
@@ -139,7 +139,6 @@ pin_project_lite::pin_project! {
     pub struct Clarified {
         #[pin]
         answer: Routed,
-        max: usize,
     }
 }
 
@@ -150,6 +149,8 @@ pin_project_lite::pin_project! {
         Scoped {
             #[pin]
             inner: TaskLocalFuture<usize, Answer>,
+            // The size limit its decode errors are clarified against.
+            max: usize,
         },
         /// A method on the server's own unary path (`unary`), which carries the limit.
         Plain { inner: Answer },
@@ -162,9 +163,9 @@ impl Future for Clarified {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
         match this.answer.project() {
-            RoutedProjection::Scoped { inner } => {
+            RoutedProjection::Scoped { inner, max } => {
                 let answer = ready!(inner.poll(cx))?;
-                Poll::Ready(Ok(clarify_decode_errors(answer, *this.max)))
+                Poll::Ready(Ok(clarify_decode_errors(answer, *max)))
             }
             // The unary path gives these statuses itself: nothing to look for.
             RoutedProjection::Plain { inner } => inner.as_mut().poll(cx),
