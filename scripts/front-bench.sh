@@ -25,6 +25,11 @@
 #   line when nginx is missing: apt-get install nginx). The same against HAProxy (2 threads, `http-reuse
 #   always`; skipped when missing: apt-get install haproxy).
 #
+# Then the hop alone: front against nginx (and HAProxy) as above, all before an upstream
+# that answers every request at once with the same fixed answer (nginx's `return 200`),
+# so that the proxies' own cost decides the throughput rather than the agent's; skipped
+# without nginx.
+#
 # Then, once: the first event of a stream (SendStreamingMessage, 300 one at a time,
 # direct and through the front: the median time to the first event), and the front's
 # memory per idle keep-alive connection (1,000 of them, its resident set before and
@@ -188,12 +193,12 @@ print(" ".join(f"{v:.3f}" for v in mean(runs[0], runs[3]) + mean(runs[1], runs[2
 # The front against another proxy, mirrored: front, proxy, proxy, front. Prints the
 # front then the proxy "rps p50 p99 errors cpu_us_a_request", each the mean of its two
 # runs.
-versus() { # $1: the proxy's URL, $2: connections, $3: the proxy's pid
+versus() { # $1: the proxy's URL, $2: connections, $3: the proxy's pid [, $4: the front's URL, $5: its pid]
   local a b c d
-  a=$(costed "$front" "$2" "$sidecar_pid")
+  a=$(costed "${4:-$front}" "$2" "${5:-$sidecar_pid}")
   b=$(costed "$1" "$2" "$3")
   c=$(costed "$1" "$2" "$3")
-  d=$(costed "$front" "$2" "$sidecar_pid")
+  d=$(costed "${4:-$front}" "$2" "${5:-$sidecar_pid}")
   python3 -c '
 import sys
 runs = [list(map(float, r.split())) for r in sys.argv[1:]]
@@ -325,6 +330,88 @@ print(f"median: SendMessage through the front {through:.3f} of direct (sharing t
       f"HAProxy's p50 added at c=1 {haproxy_added:+.3f} ms; the front's CPU a request "
       f"{cpu_nginx:.3f} of nginx's, {cpu_haproxy:.3f} of HAProxy's (same runs)")
 PY
+
+# The hop alone: the same proxies before an upstream whose answer costs next to nothing
+# (nginx answering every request with the echo agent's answer, fixed), so that the
+# proxies' own cost, not the agent's (about 1.3 ms of CPU a SendMessage), decides the
+# throughput. A second sidecar fronts it, beside a second nginx (and HAProxy).
+if [[ -n $nginx_url ]]; then
+  fixed_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  mkdir -p "$work/fixed"
+  fixed_answer='{"jsonrpc":"2.0","id":1,"result":{"task":{"id":"01a250cb-6bcc-7820-8f63-fee073b77807","contextId":"01a250cb-6bcc-789b-b1a5-12e688856df7","history":[{"messageId":"m-1","parts":[{"text":"hello"}],"role":"ROLE_USER"}],"status":{"message":{"messageId":"01a250cb-6bcc-7901-9992-d7cd779c76bf","contextId":"01a250cb-6bcc-789b-b1a5-12e688856df7","parts":[{"text":"echo: hello {}"}],"role":"ROLE_AGENT","taskId":"01a250cb-6bcc-7820-8f63-fee073b77807"},"state":"TASK_STATE_INPUT_REQUIRED","timestamp":"2026-12-07T13:57:18.41259089Z"}}}}'
+  cat >"$work/fixed/nginx.conf" <<NGINX
+worker_processes 1;
+daemon off;
+pid $work/fixed/nginx.pid;
+error_log $work/fixed/error.log;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path $work/fixed/body;
+  server {
+    listen 127.0.0.1:$fixed_port;
+    location / { default_type application/json; return 200 '$fixed_answer'; }
+  }
+}
+NGINX
+  nginx -c "$work/fixed/nginx.conf" -p "$work/fixed" &
+  pids+=($!)
+  fixed="127.0.0.1:$fixed_port"
+  for _ in $(seq 300); do (exec 3<>"/dev/tcp/$fixed") 2>/dev/null && break; sleep 0.1; done
+  "$bin" serve --listen 127.0.0.1:0 --health-listen off --data-dir "$work/data-fixed" --log-format json \
+    --front-upstream "http://$fixed" --front-listen 127.0.0.1:0 --front-default-role assignee \
+    --call-log-sample 1000000 2>"$work/serve-fixed.log" &
+  fixed_sidecar=$!
+  pids+=($fixed_sidecar)
+  for _ in $(seq 300); do grep -q '"serving"' "$work/serve-fixed.log" 2>/dev/null && break; sleep 0.1; done
+  fixed_front="http://$(grep -m1 '"serving"' "$work/serve-fixed.log" | python3 -c 'import json,sys; print(json.load(sys.stdin)["front_addr"])')"
+  fixed_nginx_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  mkdir -p "$work/fixed-nginx"
+  nginx_config "$work/fixed-nginx" "127.0.0.1:$fixed_nginx_port" "$fixed" "worker_processes 2;" 4096 64 >"$work/fixed-nginx/nginx.conf"
+  nginx -c "$work/fixed-nginx/nginx.conf" -p "$work/fixed-nginx" &
+  fixed_nginx_pid=$!
+  pids+=($fixed_nginx_pid)
+  for _ in $(seq 300); do (exec 3<>"/dev/tcp/127.0.0.1/$fixed_nginx_port") 2>/dev/null && break; sleep 0.1; done
+  fixed_haproxy_url=""
+  if [[ -n $haproxy_url ]]; then
+    fixed_haproxy_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+    haproxy_config 2 "127.0.0.1:$fixed_haproxy_port" "$fixed" >"$work/fixed-haproxy.cfg"
+    haproxy -f "$work/fixed-haproxy.cfg" -db >"$work/fixed-haproxy.log" 2>&1 &
+    fixed_haproxy_pid=$!
+    pids+=($fixed_haproxy_pid)
+    fixed_haproxy_url="http://127.0.0.1:$fixed_haproxy_port"
+    for _ in $(seq 300); do (exec 3<>"/dev/tcp/127.0.0.1/$fixed_haproxy_port") 2>/dev/null && break; sleep 0.1; done
+  fi
+  run "$fixed_front" "$work/plain.lua" 2 >/dev/null # warm
+  row round "the hop alone (a fixed answer)" "req/s" "p50 ms" "p99 ms" errors ratio
+  for r in $(seq "$rounds"); do
+    read -r xf_rps xf_p50 xf_p99 xf_err xf_cpu xn_rps xn_p50 xn_p99 xn_err xn_cpu \
+      < <(versus "http://127.0.0.1:$fixed_nginx_port" "$connections" "$fixed_nginx_pid" "$fixed_front" "$fixed_sidecar")
+    row "$r" "fixed: nginx, c=$connections" "$xn_rps" "$xn_p50" "$xn_p99" "$xn_err" "1.000"
+    row "$r" "fixed: front vs nginx, c=$connections" "$xf_rps" "$xf_p50" "$xf_p99" "$xf_err" "$(ratio "$xf_rps" "$xn_rps")"
+    row "$r" "fixed: CPU µs a request, nginx" "$xn_cpu" - - - "1.000"
+    row "$r" "fixed: CPU µs a request, front" "$xf_cpu" - - - "$(ratio "$xf_cpu" "$xn_cpu")"
+    xh=(0 1 0 1)
+    if [[ -n $fixed_haproxy_url ]]; then
+      read -r yf_rps yf_p50 yf_p99 yf_err yf_cpu yh_rps yh_p50 yh_p99 yh_err yh_cpu \
+        < <(versus "$fixed_haproxy_url" "$connections" "$fixed_haproxy_pid" "$fixed_front" "$fixed_sidecar")
+      row "$r" "fixed: HAProxy, c=$connections" "$yh_rps" "$yh_p50" "$yh_p99" "$yh_err" "1.000"
+      row "$r" "fixed: front vs HAProxy, c=$connections" "$yf_rps" "$yf_p50" "$yf_p99" "$yf_err" "$(ratio "$yf_rps" "$yh_rps")"
+      row "$r" "fixed: CPU µs a request, HAProxy" "$yh_cpu" - - - "1.000"
+      row "$r" "fixed: CPU µs a request, front" "$yf_cpu" - - - "$(ratio "$yf_cpu" "$yh_cpu")"
+      xh=("$yf_rps" "$yh_rps" "$yf_cpu" "$yh_cpu")
+    fi
+    echo "$(ratio "$xf_rps" "$xn_rps") $(ratio "$xf_cpu" "$xn_cpu") $(ratio "${xh[0]}" "${xh[1]}") $(ratio "${xh[2]}" "${xh[3]}")" >>"$work/fixed-ratios"
+  done
+  python3 - "$work/fixed-ratios" <<'PY'
+import statistics, sys
+rows = [list(map(float, line.split())) for line in open(sys.argv[1])]
+vs_nginx, cpu_nginx, vs_haproxy, cpu_haproxy = (statistics.median(col) for col in zip(*rows))
+print(f"median, the hop alone (a fixed answer): the front's throughput {vs_nginx:.3f} of nginx's, "
+      f"its CPU a request {cpu_nginx:.3f} of nginx's; {vs_haproxy:.3f} of HAProxy's throughput, "
+      f"{cpu_haproxy:.3f} of its CPU a request (0 without HAProxy)")
+PY
+fi
 
 # The first event of a stream, and memory per idle connection: one client, in Python.
 python3 - "$agent" "$front" "$sidecar_pid" <<'PY'
