@@ -280,16 +280,59 @@ impl Request {
 impl From<hyper::Request<Body>> for Request {
     fn from(request: hyper::Request<Body>) -> Self {
         let (parts, body) = request.into_parts();
+        let mut headers = Headers::from(parts.headers);
+        if parts.version >= Version::HTTP_2 {
+            headers.join_cookies();
+        }
         Self {
             parts: Parts {
                 method: parts.method,
                 uri: parts.uri,
                 version: parts.version,
-                headers: Headers::from(parts.headers),
+                headers,
                 extensions: parts.extensions,
             },
             body,
         }
+    }
+}
+
+impl Headers {
+    /// Joins `cookie` lines into one, where the first was, with `; ` between them: an
+    /// HTTP/2 client may send a cookie in crumbs, one field each, which must be one line
+    /// before they go on over HTTP/1.1 (RFC 9113, section 8.2.3).
+    fn join_cookies(&mut self) {
+        let mut cookies = self.lines.iter().filter(|(name, _)| name.is("cookie"));
+        let Some((_, first)) = cookies.next() else {
+            return;
+        };
+        let mut joined = first.as_bytes().to_vec();
+        let mut crumbs = 1;
+        for (_, value) in cookies {
+            joined.extend_from_slice(b"; ");
+            joined.extend_from_slice(value.as_bytes());
+            crumbs += 1;
+        }
+        if crumbs == 1 {
+            return;
+        }
+        // Each crumb was a valid value, and so is their join.
+        let Ok(joined) = HeaderValue::from_maybe_shared(Bytes::from(joined)) else {
+            return;
+        };
+        let mut joined = Some(joined);
+        self.lines.retain_mut(|(name, value)| {
+            if !name.is("cookie") {
+                return true;
+            }
+            match joined.take() {
+                Some(all) => {
+                    *value = all;
+                    true
+                }
+                None => false,
+            }
+        });
     }
 }
 
@@ -407,6 +450,31 @@ mod tests {
             );
         }
         headers
+    }
+
+    #[test]
+    fn an_http2_request_s_cookie_crumbs_become_one_line_and_http1_s_are_kept() {
+        let request = |version, crumbs: &[&str]| {
+            let mut request = hyper::Request::new(Body::empty());
+            *request.version_mut() = version;
+            let headers = request.headers_mut();
+            for crumb in crumbs {
+                headers.append("cookie", HeaderValue::from_str(crumb).unwrap());
+            }
+            headers.append("x-other", HeaderValue::from_static("y"));
+            Request::from(request)
+        };
+        let joined = request(Version::HTTP_2, &["a=1", "b=2", "c=3"]);
+        let cookies: Vec<_> = joined.headers().get_all("cookie").collect();
+        assert_eq!(cookies, ["a=1; b=2; c=3"]);
+        assert_eq!(joined.headers().get("x-other").unwrap(), "y");
+        let one = request(Version::HTTP_2, &["a=1"]);
+        assert_eq!(one.headers().get_all("cookie").collect::<Vec<_>>(), ["a=1"]);
+        let none = request(Version::HTTP_2, &[]);
+        assert!(!none.headers().contains_key("cookie"));
+        // HTTP/1.1 has no crumbs: what a client sent goes on as it was.
+        let kept = request(Version::HTTP_11, &["a=1", "b=2"]);
+        assert_eq!(kept.headers().get_all("cookie").count(), 2);
     }
 
     #[test]

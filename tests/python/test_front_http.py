@@ -488,6 +488,21 @@ def test_proxy_connection_is_dropped_and_connect_is_refused(tmp_path, raw_agent)
         stop(proc)
 
 
+def test_http2_cookie_crumbs_reach_an_http1_agent_as_one_line(tmp_path, raw_agent):
+    proc, url = start_front(tmp_path, raw_agent.url)
+    try:
+        with httpx.Client(http1=False, http2=True, timeout=30) as client:
+            answer = client.put(f"{url}/x", content=b"1",
+                                headers=[("cookie", "a=1"), ("x-other", "y"), ("cookie", "b=2")])
+            assert answer.http_version == "HTTP/2" and answer.status_code == 200, answer
+        seen = raw_agent.requests("PUT")[0]
+        assert seen["names"].count("cookie") == 1, seen["names"]
+        assert seen["headers"]["cookie"] == "a=1; b=2", seen["headers"]
+        assert seen["headers"]["x-other"] == "y"
+    finally:
+        stop(proc)
+
+
 def test_a_json_rpc_error_for_an_agent_failure_carries_the_request_s_id(tmp_path):
     proc, url = start_front(tmp_path, f"http://127.0.0.1:{free_port()}")
     try:
