@@ -25,7 +25,8 @@
 #   line when nginx is missing: apt-get install nginx). The same against HAProxy (2 threads, `http-reuse
 #   always`; skipped when missing: apt-get install haproxy).
 #
-# Then the hop alone: front against nginx (and HAProxy) as above, all before an upstream
+# Then the hop alone: front against nginx (and HAProxy) as above (and against nginx with
+# one connection, for the p50 each adds), all before an upstream
 # that answers every request at once with the same fixed answer (nginx's `return 200`),
 # so that the proxies' own cost decides the throughput rather than the agent's; skipped
 # without nginx.
@@ -391,6 +392,11 @@ NGINX
     row "$r" "fixed: front vs nginx, c=$connections" "$xf_rps" "$xf_p50" "$xf_p99" "$xf_err" "$(ratio "$xf_rps" "$xn_rps")"
     row "$r" "fixed: CPU µs a request, nginx" "$xn_cpu" - - - "1.000"
     row "$r" "fixed: CPU µs a request, front" "$xf_cpu" - - - "$(ratio "$xf_cpu" "$xn_cpu")"
+    # One at a time: the p50 each proxy adds, with the agent's own time out of it.
+    read -r xf1_rps xf1_p50 xf1_p99 xf1_err _ xn1_rps xn1_p50 xn1_p99 xn1_err _ \
+      < <(versus "http://127.0.0.1:$fixed_nginx_port" 1 "$fixed_nginx_pid" "$fixed_front" "$fixed_sidecar")
+    row "$r" "fixed: nginx, c=1" "$xn1_rps" "$xn1_p50" "$xn1_p99" "$xn1_err" "1.000"
+    row "$r" "fixed: front vs nginx, c=1" "$xf1_rps" "$xf1_p50" "$xf1_p99" "$xf1_err" "$(ratio "$xf1_rps" "$xn1_rps")"
     xh=(0 1 0 1)
     if [[ -n $fixed_haproxy_url ]]; then
       read -r yf_rps yf_p50 yf_p99 yf_err yf_cpu yh_rps yh_p50 yh_p99 yh_err yh_cpu \
@@ -401,15 +407,16 @@ NGINX
       row "$r" "fixed: CPU µs a request, front" "$yf_cpu" - - - "$(ratio "$yf_cpu" "$yh_cpu")"
       xh=("$yf_rps" "$yh_rps" "$yf_cpu" "$yh_cpu")
     fi
-    echo "$(ratio "$xf_rps" "$xn_rps") $(ratio "$xf_cpu" "$xn_cpu") $(ratio "${xh[0]}" "${xh[1]}") $(ratio "${xh[2]}" "${xh[3]}")" >>"$work/fixed-ratios"
+    echo "$(ratio "$xf_rps" "$xn_rps") $(ratio "$xf_cpu" "$xn_cpu") $(ratio "${xh[0]}" "${xh[1]}") $(ratio "${xh[2]}" "${xh[3]}") $(python3 -c "print(f'{$xf1_p50 - $xn1_p50:.3f}')")" >>"$work/fixed-ratios"
   done
   python3 - "$work/fixed-ratios" <<'PY'
 import statistics, sys
 rows = [list(map(float, line.split())) for line in open(sys.argv[1])]
-vs_nginx, cpu_nginx, vs_haproxy, cpu_haproxy = (statistics.median(col) for col in zip(*rows))
+vs_nginx, cpu_nginx, vs_haproxy, cpu_haproxy, over_nginx = (statistics.median(col) for col in zip(*rows))
 print(f"median, the hop alone (a fixed answer): the front's throughput {vs_nginx:.3f} of nginx's, "
-      f"its CPU a request {cpu_nginx:.3f} of nginx's; {vs_haproxy:.3f} of HAProxy's throughput, "
-      f"{cpu_haproxy:.3f} of its CPU a request (0 without HAProxy)")
+      f"its CPU a request {cpu_nginx:.3f} of nginx's, its p50 at c=1 {over_nginx:+.3f} ms over "
+      f"nginx's; {vs_haproxy:.3f} of HAProxy's throughput, {cpu_haproxy:.3f} of its CPU a request "
+      f"(0 without HAProxy)")
 PY
 fi
 
