@@ -71,6 +71,46 @@ first_line() { # $1: file
   for _ in $(seq 300); do [[ -s $1 ]] && { head -1 "$1"; return; }; sleep 0.1; done
   echo "front-bench: nothing written to $1" >&2; exit 1
 }
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_port() { # $1: a port on 127.0.0.1
+  for _ in $(seq 300); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return; sleep 0.1; done
+}
+# A sidecar whose front is before $2; sets `started` (its pid) and `serving` (its line).
+start_sidecar() { # $1: a name for its files, $2: the agent's URL, then more flags
+  "$bin" serve --listen 127.0.0.1:0 --data-dir "$work/data-$1" --log-format json \
+    --front-upstream "$2" --front-listen 127.0.0.1:0 --front-default-role assignee \
+    --call-log-sample 1000000 "${@:3}" 2>"$work/serve-$1.log" &
+  started=$!
+  pids+=($started)
+  for _ in $(seq 300); do grep -q '"serving"' "$work/serve-$1.log" 2>/dev/null && break; sleep 0.1; done
+  serving=$(grep -m1 '"serving"' "$work/serve-$1.log")
+}
+front_of() { python3 -c 'import json,sys; print("http://" + json.loads(sys.argv[1])["front_addr"])' "$serving"; }
+# A reverse proxy before $2 (host:port); sets `started` (its pid) and `proxy_url`.
+start_nginx() { # $1: a name for its files, $2: the agent's host:port
+  local port
+  port=$(free_port)
+  mkdir -p "$work/$1"
+  nginx_config "$work/$1" "127.0.0.1:$port" "$2" "worker_processes 2;" 4096 64 >"$work/$1/nginx.conf"
+  nginx -c "$work/$1/nginx.conf" -p "$work/$1" &
+  started=$!
+  pids+=($started)
+  proxy_url="http://127.0.0.1:$port"
+  wait_port "$port"
+}
+start_haproxy() { # as start_nginx
+  local port
+  port=$(free_port)
+  haproxy_config 2 "127.0.0.1:$port" "$2" >"$work/$1.cfg"
+  haproxy -f "$work/$1.cfg" -db >"$work/$1.log" 2>&1 &
+  started=$!
+  pids+=($started)
+  proxy_url="http://127.0.0.1:$port"
+  wait_port "$port"
+}
+. scripts/nginx-config.sh
+. scripts/haproxy-config.sh
+
 # The agent forgets old tasks (ECHO_AGENT_KEEP_TASKS): its cost per message stays the
 # same over the whole run, so rows taken minutes apart compare.
 ECHO_AGENT_KEEP_TASKS=5000 ECHO_AGENT_GRPC=1 "$work/agent" >"$work/agent.out" &
@@ -79,29 +119,18 @@ agent=$(first_line "$work/agent.out")
 for _ in $(seq 300); do [[ $(wc -l <"$work/agent.out") -ge 2 ]] && break; sleep 0.1; done
 agent_grpc=$(sed -n 2p "$work/agent.out")
 
-"$bin" serve --listen 127.0.0.1:0 --data-dir "$work/data" --log-format json \
-  --front-upstream "$agent" --front-listen 127.0.0.1:0 --front-default-role assignee \
-  --call-log-sample 1000000 2>"$work/serve.log" &
-sidecar_pid=$!
-pids+=($sidecar_pid)
-for _ in $(seq 300); do grep -q '"serving"' "$work/serve.log" 2>/dev/null && break; sleep 0.1; done
-serving=$(grep -m1 '"serving"' "$work/serve.log")
-front="http://$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["front_addr"])' "$serving")"
+start_sidecar main "$agent"
+sidecar_pid=$started
+front=$(front_of)
 api=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["addr"])' "$serving")
 
 # nginx before the same agent, as operators run it: a plain reverse proxy with
 # keep-alive connections to the agent.
 nginx_url=""
 if command -v nginx >/dev/null; then
-  nginx_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-  mkdir -p "$work/nginx"
-  . scripts/nginx-config.sh
-  nginx_config "$work/nginx" "127.0.0.1:$nginx_port" "${agent#http://}" "worker_processes 2;" 4096 64 >"$work/nginx/nginx.conf"
-  nginx -c "$work/nginx/nginx.conf" -p "$work/nginx" &
-  nginx_pid=$!
-  pids+=($nginx_pid)
-  nginx_url="http://127.0.0.1:$nginx_port"
-  for _ in $(seq 300); do (exec 3<>"/dev/tcp/127.0.0.1/$nginx_port") 2>/dev/null && break; sleep 0.1; done
+  start_nginx nginx "${agent#http://}"
+  nginx_pid=$started
+  nginx_url=$proxy_url
 else
   echo "front-bench: nginx is missing (apt-get install nginx): its rows are skipped" >&2
 fi
@@ -109,14 +138,9 @@ fi
 # HAProxy before the same agent: two threads, connections to the agent kept and shared.
 haproxy_url=""
 if command -v haproxy >/dev/null; then
-  haproxy_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-  . scripts/haproxy-config.sh
-  haproxy_config 2 "127.0.0.1:$haproxy_port" "${agent#http://}" >"$work/haproxy.cfg"
-  haproxy -f "$work/haproxy.cfg" -db >"$work/haproxy.log" 2>&1 &
-  haproxy_pid=$!
-  pids+=($haproxy_pid)
-  haproxy_url="http://127.0.0.1:$haproxy_port"
-  for _ in $(seq 300); do (exec 3<>"/dev/tcp/127.0.0.1/$haproxy_port") 2>/dev/null && break; sleep 0.1; done
+  start_haproxy haproxy "${agent#http://}"
+  haproxy_pid=$started
+  haproxy_url=$proxy_url
 else
   echo "front-bench: haproxy is missing (apt-get install haproxy): its rows are skipped" >&2
 fi
@@ -337,7 +361,7 @@ PY
 # proxies' own cost, not the agent's (about 1.3 ms of CPU a SendMessage), decides the
 # throughput. A second sidecar fronts it, beside a second nginx (and HAProxy).
 if [[ -n $nginx_url ]]; then
-  fixed_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  fixed_port=$(free_port)
   mkdir -p "$work/fixed"
   fixed_answer='{"jsonrpc":"2.0","id":1,"result":{"task":{"id":"01a250cb-6bcc-7820-8f63-fee073b77807","contextId":"01a250cb-6bcc-789b-b1a5-12e688856df7","history":[{"messageId":"m-1","parts":[{"text":"hello"}],"role":"ROLE_USER"}],"status":{"message":{"messageId":"01a250cb-6bcc-7901-9992-d7cd779c76bf","contextId":"01a250cb-6bcc-789b-b1a5-12e688856df7","parts":[{"text":"echo: hello {}"}],"role":"ROLE_AGENT","taskId":"01a250cb-6bcc-7820-8f63-fee073b77807"},"state":"TASK_STATE_INPUT_REQUIRED","timestamp":"2026-12-07T13:57:18.41259089Z"}}}}'
   cat >"$work/fixed/nginx.conf" <<NGINX
@@ -358,43 +382,31 @@ NGINX
   nginx -c "$work/fixed/nginx.conf" -p "$work/fixed" &
   pids+=($!)
   fixed="127.0.0.1:$fixed_port"
-  for _ in $(seq 300); do (exec 3<>"/dev/tcp/$fixed") 2>/dev/null && break; sleep 0.1; done
-  "$bin" serve --listen 127.0.0.1:0 --health-listen off --data-dir "$work/data-fixed" --log-format json \
-    --front-upstream "http://$fixed" --front-listen 127.0.0.1:0 --front-default-role assignee \
-    --call-log-sample 1000000 2>"$work/serve-fixed.log" &
-  fixed_sidecar=$!
-  pids+=($fixed_sidecar)
-  for _ in $(seq 300); do grep -q '"serving"' "$work/serve-fixed.log" 2>/dev/null && break; sleep 0.1; done
-  fixed_front="http://$(grep -m1 '"serving"' "$work/serve-fixed.log" | python3 -c 'import json,sys; print(json.load(sys.stdin)["front_addr"])')"
-  fixed_nginx_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-  mkdir -p "$work/fixed-nginx"
-  nginx_config "$work/fixed-nginx" "127.0.0.1:$fixed_nginx_port" "$fixed" "worker_processes 2;" 4096 64 >"$work/fixed-nginx/nginx.conf"
-  nginx -c "$work/fixed-nginx/nginx.conf" -p "$work/fixed-nginx" &
-  fixed_nginx_pid=$!
-  pids+=($fixed_nginx_pid)
-  for _ in $(seq 300); do (exec 3<>"/dev/tcp/127.0.0.1/$fixed_nginx_port") 2>/dev/null && break; sleep 0.1; done
+  wait_port "$fixed_port"
+  start_sidecar fixed "http://$fixed" --health-listen off
+  fixed_sidecar=$started
+  fixed_front=$(front_of)
+  start_nginx fixed-nginx "$fixed"
+  fixed_nginx_pid=$started
+  fixed_nginx_url=$proxy_url
   fixed_haproxy_url=""
   if [[ -n $haproxy_url ]]; then
-    fixed_haproxy_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-    haproxy_config 2 "127.0.0.1:$fixed_haproxy_port" "$fixed" >"$work/fixed-haproxy.cfg"
-    haproxy -f "$work/fixed-haproxy.cfg" -db >"$work/fixed-haproxy.log" 2>&1 &
-    fixed_haproxy_pid=$!
-    pids+=($fixed_haproxy_pid)
-    fixed_haproxy_url="http://127.0.0.1:$fixed_haproxy_port"
-    for _ in $(seq 300); do (exec 3<>"/dev/tcp/127.0.0.1/$fixed_haproxy_port") 2>/dev/null && break; sleep 0.1; done
+    start_haproxy fixed-haproxy "$fixed"
+    fixed_haproxy_pid=$started
+    fixed_haproxy_url=$proxy_url
   fi
   run "$fixed_front" "$work/plain.lua" 2 >/dev/null # warm
   row round "the hop alone (a fixed answer)" "req/s" "p50 ms" "p99 ms" errors ratio
   for r in $(seq "$rounds"); do
     read -r xf_rps xf_p50 xf_p99 xf_err xf_cpu xn_rps xn_p50 xn_p99 xn_err xn_cpu \
-      < <(versus "http://127.0.0.1:$fixed_nginx_port" "$connections" "$fixed_nginx_pid" "$fixed_front" "$fixed_sidecar")
+      < <(versus "$fixed_nginx_url" "$connections" "$fixed_nginx_pid" "$fixed_front" "$fixed_sidecar")
     row "$r" "fixed: nginx, c=$connections" "$xn_rps" "$xn_p50" "$xn_p99" "$xn_err" "1.000"
     row "$r" "fixed: front vs nginx, c=$connections" "$xf_rps" "$xf_p50" "$xf_p99" "$xf_err" "$(ratio "$xf_rps" "$xn_rps")"
     row "$r" "fixed: CPU µs a request, nginx" "$xn_cpu" - - - "1.000"
     row "$r" "fixed: CPU µs a request, front" "$xf_cpu" - - - "$(ratio "$xf_cpu" "$xn_cpu")"
     # One at a time: the p50 each proxy adds, with the agent's own time out of it.
     read -r xf1_rps xf1_p50 xf1_p99 xf1_err _ xn1_rps xn1_p50 xn1_p99 xn1_err _ \
-      < <(versus "http://127.0.0.1:$fixed_nginx_port" 1 "$fixed_nginx_pid" "$fixed_front" "$fixed_sidecar")
+      < <(versus "$fixed_nginx_url" 1 "$fixed_nginx_pid" "$fixed_front" "$fixed_sidecar")
     row "$r" "fixed: nginx, c=1" "$xn1_rps" "$xn1_p50" "$xn1_p99" "$xn1_err" "1.000"
     row "$r" "fixed: front vs nginx, c=1" "$xf1_rps" "$xf1_p50" "$xf1_p99" "$xf1_err" "$(ratio "$xf1_rps" "$xn1_rps")"
     xh=(0 1 0 1)
