@@ -396,14 +396,19 @@ NGINX
     fixed_haproxy_url=$proxy_url
   fi
   run "$fixed_front" "$work/plain.lua" 2 >/dev/null # warm
+  # A round's rows for the front against one proxy; $1: the round, $2: the proxy's name,
+  # then the front's and the proxy's "rps p50 p99 errors cpu_us_a_request" (as versus).
+  fixed_rows() {
+    row "$1" "fixed: $2, c=$connections" "$8" "$9" "${10}" "${11}" "1.000"
+    row "$1" "fixed: front vs $2, c=$connections" "$3" "$4" "$5" "$6" "$(ratio "$3" "$8")"
+    row "$1" "fixed: CPU µs a request, $2" "${12}" - - - "1.000"
+    row "$1" "fixed: CPU µs a request, front" "$7" - - - "$(ratio "$7" "${12}")"
+  }
   row round "the hop alone (a fixed answer)" "req/s" "p50 ms" "p99 ms" errors ratio
   for r in $(seq "$rounds"); do
     read -r xf_rps xf_p50 xf_p99 xf_err xf_cpu xn_rps xn_p50 xn_p99 xn_err xn_cpu \
       < <(versus "$fixed_nginx_url" "$connections" "$fixed_nginx_pid" "$fixed_front" "$fixed_sidecar")
-    row "$r" "fixed: nginx, c=$connections" "$xn_rps" "$xn_p50" "$xn_p99" "$xn_err" "1.000"
-    row "$r" "fixed: front vs nginx, c=$connections" "$xf_rps" "$xf_p50" "$xf_p99" "$xf_err" "$(ratio "$xf_rps" "$xn_rps")"
-    row "$r" "fixed: CPU µs a request, nginx" "$xn_cpu" - - - "1.000"
-    row "$r" "fixed: CPU µs a request, front" "$xf_cpu" - - - "$(ratio "$xf_cpu" "$xn_cpu")"
+    fixed_rows "$r" nginx "$xf_rps" "$xf_p50" "$xf_p99" "$xf_err" "$xf_cpu" "$xn_rps" "$xn_p50" "$xn_p99" "$xn_err" "$xn_cpu"
     # One at a time: the p50 each proxy adds, with the agent's own time out of it.
     read -r xf1_rps xf1_p50 xf1_p99 xf1_err _ xn1_rps xn1_p50 xn1_p99 xn1_err _ \
       < <(versus "$fixed_nginx_url" 1 "$fixed_nginx_pid" "$fixed_front" "$fixed_sidecar")
@@ -413,10 +418,7 @@ NGINX
     if [[ -n $fixed_haproxy_url ]]; then
       read -r yf_rps yf_p50 yf_p99 yf_err yf_cpu yh_rps yh_p50 yh_p99 yh_err yh_cpu \
         < <(versus "$fixed_haproxy_url" "$connections" "$fixed_haproxy_pid" "$fixed_front" "$fixed_sidecar")
-      row "$r" "fixed: HAProxy, c=$connections" "$yh_rps" "$yh_p50" "$yh_p99" "$yh_err" "1.000"
-      row "$r" "fixed: front vs HAProxy, c=$connections" "$yf_rps" "$yf_p50" "$yf_p99" "$yf_err" "$(ratio "$yf_rps" "$yh_rps")"
-      row "$r" "fixed: CPU µs a request, HAProxy" "$yh_cpu" - - - "1.000"
-      row "$r" "fixed: CPU µs a request, front" "$yf_cpu" - - - "$(ratio "$yf_cpu" "$yh_cpu")"
+      fixed_rows "$r" HAProxy "$yf_rps" "$yf_p50" "$yf_p99" "$yf_err" "$yf_cpu" "$yh_rps" "$yh_p50" "$yh_p99" "$yh_err" "$yh_cpu"
       xh=("$yf_rps" "$yh_rps" "$yf_cpu" "$yh_cpu")
     fi
     echo "$(ratio "$xf_rps" "$xn_rps") $(ratio "$xf_cpu" "$xn_cpu") $(ratio "${xh[0]}" "${xh[1]}") $(ratio "${xh[2]}" "${xh[3]}") $(python3 -c "print(f'{$xf1_p50 - $xn1_p50:.3f}')")" >>"$work/fixed-ratios"
