@@ -166,6 +166,42 @@ impl Headers {
         }
         map
     }
+    /// Joins `cookie` lines into one, where the first was, with `; ` between them: an
+    /// HTTP/2 client may send a cookie in crumbs, one field each, which must be one line
+    /// before they go on over HTTP/1.1 (RFC 9113, section 8.2.3).
+    fn join_cookies(&mut self) {
+        let mut cookies = self.lines.iter().filter(|(name, _)| name.is("cookie"));
+        let Some((_, first)) = cookies.next() else {
+            return;
+        };
+        let mut joined = first.as_bytes().to_vec();
+        let mut crumbs = 1;
+        for (_, value) in cookies {
+            joined.extend_from_slice(b"; ");
+            joined.extend_from_slice(value.as_bytes());
+            crumbs += 1;
+        }
+        if crumbs == 1 {
+            return;
+        }
+        // Each crumb was a valid value, and so is their join.
+        let Ok(joined) = HeaderValue::from_maybe_shared(Bytes::from(joined)) else {
+            return;
+        };
+        let mut joined = Some(joined);
+        self.lines.retain_mut(|(name, value)| {
+            if !name.is("cookie") {
+                return true;
+            }
+            match joined.take() {
+                Some(all) => {
+                    *value = all;
+                    true
+                }
+                None => false,
+            }
+        });
+    }
 }
 
 impl From<HeaderMap> for Headers {
@@ -294,45 +330,6 @@ impl From<hyper::Request<Body>> for Request {
             },
             body,
         }
-    }
-}
-
-impl Headers {
-    /// Joins `cookie` lines into one, where the first was, with `; ` between them: an
-    /// HTTP/2 client may send a cookie in crumbs, one field each, which must be one line
-    /// before they go on over HTTP/1.1 (RFC 9113, section 8.2.3).
-    fn join_cookies(&mut self) {
-        let mut cookies = self.lines.iter().filter(|(name, _)| name.is("cookie"));
-        let Some((_, first)) = cookies.next() else {
-            return;
-        };
-        let mut joined = first.as_bytes().to_vec();
-        let mut crumbs = 1;
-        for (_, value) in cookies {
-            joined.extend_from_slice(b"; ");
-            joined.extend_from_slice(value.as_bytes());
-            crumbs += 1;
-        }
-        if crumbs == 1 {
-            return;
-        }
-        // Each crumb was a valid value, and so is their join.
-        let Ok(joined) = HeaderValue::from_maybe_shared(Bytes::from(joined)) else {
-            return;
-        };
-        let mut joined = Some(joined);
-        self.lines.retain_mut(|(name, value)| {
-            if !name.is("cookie") {
-                return true;
-            }
-            match joined.take() {
-                Some(all) => {
-                    *value = all;
-                    true
-                }
-                None => false,
-            }
-        });
     }
 }
 
