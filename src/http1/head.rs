@@ -166,23 +166,20 @@ impl Headers {
         }
         map
     }
+
     /// Joins `cookie` lines into one, where the first was, with `; ` between them: an
     /// HTTP/2 client may send a cookie in crumbs, one field each, which must be one line
     /// before they go on over HTTP/1.1 (RFC 9113, section 8.2.3).
     fn join_cookies(&mut self) {
-        let mut cookies = self.lines.iter().filter(|(name, _)| name.is("cookie"));
-        let Some((_, first)) = cookies.next() else {
+        if self.get_all("cookie").nth(1).is_none() {
             return;
-        };
-        let mut joined = first.as_bytes().to_vec();
-        let mut crumbs = 1;
-        for (_, value) in cookies {
-            joined.extend_from_slice(b"; ");
-            joined.extend_from_slice(value.as_bytes());
-            crumbs += 1;
         }
-        if crumbs == 1 {
-            return;
+        let mut joined = Vec::new();
+        for (i, crumb) in self.get_all("cookie").enumerate() {
+            if i > 0 {
+                joined.extend_from_slice(b"; ");
+            }
+            joined.extend_from_slice(crumb.as_bytes());
         }
         // Each crumb was a valid value, and so is their join.
         let Ok(joined) = HeaderValue::from_maybe_shared(Bytes::from(joined)) else {
