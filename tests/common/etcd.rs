@@ -4,6 +4,7 @@
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use a2a_commands::pb::etcd::kv_client::KvClient;
@@ -45,12 +46,38 @@ pub fn available() -> bool {
     found
 }
 
+/// A free port below the kernel's ephemeral range. A member killed and started again
+/// binds its ports a second time, and a port from the ephemeral range can be taken in
+/// between by any outgoing connection on the machine (the sidecars retry their
+/// connections to the dead member all the while): "address already in use". Below the
+/// range the kernel hands out no port by itself; ports are taken in turn from a start
+/// that differs by process, each checked free by binding it.
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let ephemeral_low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|range| range.split_whitespace().next()?.parse::<u32>().ok())
+        .unwrap_or(32768);
+    let low = 10_000;
+    if ephemeral_low <= low + 1_000 {
+        // No room below the range on this machine: the kernel's choice, as before.
+        return bound_port(0).expect("a free port");
+    }
+    let span = ephemeral_low - low;
+    let start = std::process::id() * 97;
+    for _ in 0..span {
+        let candidate = low + (start + NEXT.fetch_add(1, Ordering::Relaxed)) % span;
+        if let Some(port) = bound_port(candidate as u16) {
+            return port;
+        }
+    }
+    panic!("no free port in {low}..{ephemeral_low}");
+}
+
+/// The port of a listener bound to 127.0.0.1:`port` and closed at once, if it binds.
+fn bound_port(port: u16) -> Option<u16> {
+    let listener = TcpListener::bind(("127.0.0.1", port)).ok()?;
+    Some(listener.local_addr().ok()?.port())
 }
 
 impl EtcdCluster {
