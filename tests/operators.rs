@@ -116,9 +116,10 @@ fn ctl_takes_host_port_or_a_url_and_explains_connection_failures() {
     );
 
     // A port nothing listens on: the cause and what to do, not "transport error" alone.
-    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = closed.local_addr().unwrap().port();
-    drop(closed);
+    // Held bound, never listened on, so that no other test's server can take it.
+    let held = tokio::net::TcpSocket::new_v4().unwrap();
+    held.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let port = held.local_addr().unwrap().port();
     let refused = ctl(&["--addr", &format!("127.0.0.1:{port}"), "list"])
         .output()
         .unwrap();

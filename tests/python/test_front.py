@@ -580,12 +580,8 @@ def test_the_front_is_ready_on_health_once_it_has_a_card(front):
         time.sleep(0.05)
 
 
-def test_with_the_agent_down_commands_still_answer_and_the_rest_fails_naming_it(tmp_path):
-    import socket
-    closed = socket.socket()
-    closed.bind(("127.0.0.1", 0))
-    port = closed.getsockname()[1]
-    closed.close()  # nothing listens there now
+def test_with_the_agent_down_commands_still_answer_and_the_rest_fails_naming_it(tmp_path, refused_port):
+    port = refused_port
     proc, serving = start_server_line(
         tmp_path, "--front-upstream", f"http://127.0.0.1:{port}", "--front-listen", "127.0.0.1:0",
         "--front-timeout-ms", "2000",

@@ -7,12 +7,10 @@ etcd, and never reaches the agent as text. When etcd returns, commands work agai
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import threading
 import time
@@ -21,37 +19,11 @@ import uuid
 import httpx
 import pytest
 
-from conftest import health_status, start_server_line
+from conftest import free_port, health_status, start_server_line
 from front_agent import Agent
 
 EXTENSION = "https://madarauchiha-314.github.io/tiny-harness/a2a/ext/commands/v1"
 V1 = {"A2A-Version": "1.0"}
-
-
-_next_port = itertools.count(os.getpid() * 97)
-
-
-def free_port() -> int:
-    """A free port below the kernel's ephemeral range: etcd is killed and started again
-    on the same ports, and in between an outgoing connection (the sidecars keep retrying
-    the dead member) could take a port from the ephemeral range ("address already in
-    use"). The kernel hands out no port below it by itself."""
-    try:
-        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
-            ephemeral_low = int(f.read().split()[0])
-    except (OSError, ValueError, IndexError):
-        ephemeral_low = 32768
-    low = 10_000
-    candidates = range(low, ephemeral_low) if ephemeral_low > low + 1_000 else [0]
-    for _ in range(len(candidates)):
-        port = candidates[next(_next_port) % len(candidates)]
-        with socket.socket() as sock:
-            try:
-                sock.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return sock.getsockname()[1]
-    raise AssertionError(f"no free port below {ephemeral_low}")
 
 
 class Etcd:

@@ -22,7 +22,7 @@ import uuid
 import httpx
 import pytest
 
-from conftest import start_server_line
+from conftest import free_port, start_server_line
 from front_agent import Agent
 from test_front_sdks import start_agent
 
@@ -171,13 +171,6 @@ http {{
         nginx.wait(timeout=30)
         agent.terminate()
         agent.wait(timeout=30)
-
-
-def free_port() -> int:
-    """A port free now on 127.0.0.1, for nginx (which cannot report one it chose)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def wait_for_port(port: int) -> None:
@@ -503,8 +496,8 @@ def test_http2_cookie_crumbs_reach_an_http1_agent_as_one_line(tmp_path, raw_agen
         stop(proc)
 
 
-def test_a_json_rpc_error_for_an_agent_failure_carries_the_request_s_id(tmp_path):
-    proc, url = start_front(tmp_path, f"http://127.0.0.1:{free_port()}")
+def test_a_json_rpc_error_for_an_agent_failure_carries_the_request_s_id(tmp_path, refused_port):
+    proc, url = start_front(tmp_path, f"http://127.0.0.1:{refused_port}")
     try:
         for rpc_id in (42, "abc"):
             body = {"jsonrpc": "2.0", "id": rpc_id, "method": "SendMessage",

@@ -28,13 +28,14 @@ import pathlib
 import queue
 import re
 import signal
-import socket
 import subprocess
 import textwrap
 import threading
 import time
 
 import pytest
+
+from conftest import free_port
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
@@ -89,13 +90,6 @@ def fresh_terminal() -> dict[str, str]:
     env["A2A_COMMANDS_LISTEN"] = "127.0.0.1:0"
     env["A2A_COMMANDS_HEALTH_LISTEN"] = "off"
     return env
-
-
-def free_port() -> int:
-    """A port free on 127.0.0.1 now (the gateway binds it itself, by $PORT)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class Background:
