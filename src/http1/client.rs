@@ -5,7 +5,7 @@
 //! answer's body ends and the connection may be used again, it is handed to a
 //! [`Keep`] (the front's pool); an answer dropped before its end closes it.
 
-use std::future::{poll_fn, Future as _};
+use std::future::{poll_fn, Future};
 use std::io;
 use std::mem::MaybeUninit;
 use std::pin::Pin;
@@ -16,7 +16,6 @@ use axum::body::Body;
 use bytes::{Bytes, BytesMut};
 use hyper::body::{Body as _, Frame, SizeHint};
 use hyper::{Method, StatusCode, Version};
-use tokio::io::AsyncWriteExt as _;
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
@@ -124,7 +123,7 @@ impl Connection {
         request: Request,
     ) -> io::Result<(AnswerParts, BytesMut, Reading, bool)> {
         let head_only = request.method() == Method::HEAD;
-        let (parts, mut body) = request.into_parts();
+        let (parts, body) = request.into_parts();
         let framing = request_framing(&parts.headers, &body);
         // Room for the head and a body of known length copied after it (grown later,
         // the head would be copied again).
@@ -135,75 +134,139 @@ impl Connection {
             .unwrap_or(0);
         let mut out = Vec::with_capacity(512 + copied as usize);
         write_request_head(&mut out, &parts, framing);
-        if framing != Framing::Empty {
-            let chunked = framing == Framing::Chunked;
-            self.write_body(&mut out, &mut body, chunked).await?;
-        }
-        if !out.is_empty() {
-            self.tcp.write_all(&out).await?;
-        }
-        drop(out);
+        drop(parts);
         let mut buf = BytesMut::new();
-        loop {
-            if !buf.is_empty() {
-                match parse_answer(&mut buf, head_only)? {
-                    Some(Parsed::Final(head, reading, reusable)) => {
-                        return Ok((head, buf, reading, reusable))
-                    }
-                    // An interim answer (100 Continue and the like): the final one
-                    // follows, perhaps already read.
-                    Some(Parsed::Interim) => continue,
-                    None if buf.len() > MAX_HEAD => return Err(broken("answer head too large")),
-                    None => {}
-                }
+        let (head, reading, reusable) = {
+            let writing = std::pin::pin!(write_request(&self.tcp, out, body, framing));
+            let answer = std::pin::pin!(read_head(&self.tcp, &mut buf, head_only));
+            written_and_answered(writing, answer).await?
+        };
+        Ok((head, buf, reading, reusable))
+    }
+}
+
+/// The answer's head, how its body is read, and whether the connection may be used
+/// again after it.
+type Head = (AnswerParts, Reading, bool);
+
+/// Waits for the request to be written (`writing`) and its answer's head to be read
+/// (`answer`), watching for the answer while the request is written: an agent may
+/// answer as soon as it has the head (a 413, a 401) and read no more of the body, so a
+/// body written to its end would wait for room that never comes. An answer like that,
+/// an error or one that closes the connection, ends the writing, as RFC 9112 (section
+/// 9.5) asks of a client; any other is taken once the body is all sent. A connection
+/// whose request was not all sent is not used again.
+async fn written_and_answered(
+    mut writing: Pin<&mut impl Future<Output = io::Result<()>>>,
+    mut answer: Pin<&mut impl Future<Output = io::Result<Head>>>,
+) -> io::Result<Head> {
+    // The request first: one of a few KiB is written at the first poll, and the answer
+    // is then waited for as it always was.
+    let first = poll_fn(|cx| match writing.as_mut().poll(cx) {
+        Poll::Ready(written) => Poll::Ready(Ok(written)),
+        Poll::Pending => answer.as_mut().poll(cx).map(Err),
+    })
+    .await;
+    match first {
+        Ok(Ok(())) => answer.await,
+        // The agent closed the connection while the request was written: it may have
+        // answered first, and its answer says more than the write's error.
+        Ok(Err(e)) => match answer.await {
+            Ok((head, reading, _)) => Ok((head, reading, false)),
+            Err(_) => Err(e),
+        },
+        Err(Ok((head, reading, reusable))) => {
+            let refused =
+                !reusable || head.status.is_client_error() || head.status.is_server_error();
+            if refused {
+                return Ok((head, reading, false));
             }
-            buf.reserve(READ);
-            if !read_more(&self.tcp, &mut buf).await? {
-                return Err(cut_short());
+            // Answered early but still reading: the rest of the body is sent.
+            let written = writing.await.is_ok();
+            Ok((head, reading, reusable && written))
+        }
+        Err(Err(e)) => Err(e),
+    }
+}
+
+/// Writes a request: `out` (its head, and what of its body is copied after it), then
+/// its body's frames as they come.
+async fn write_request(
+    tcp: &TcpStream,
+    mut out: Vec<u8>,
+    mut body: Body,
+    framing: Framing,
+) -> io::Result<()> {
+    if framing != Framing::Empty {
+        write_body(tcp, &mut out, &mut body, framing == Framing::Chunked).await?;
+    }
+    if !out.is_empty() {
+        socket::write_all(tcp, &out).await?;
+    }
+    Ok(())
+}
+
+/// Writes the request's body after its head (in `out`): what is there at once goes in
+/// the same write; the rest as it comes.
+async fn write_body(
+    tcp: &TcpStream,
+    out: &mut Vec<u8>,
+    body: &mut Body,
+    chunked: bool,
+) -> io::Result<()> {
+    loop {
+        let frame = match poll_fn(|cx| Poll::Ready(Pin::new(&mut *body).poll_frame(cx))).await {
+            Poll::Ready(frame) => frame,
+            Poll::Pending => {
+                if !out.is_empty() {
+                    socket::write_all(tcp, out).await?;
+                    out.clear();
+                }
+                poll_fn(|cx| Pin::new(&mut *body).poll_frame(cx)).await
+            }
+        };
+        match frame {
+            None => break,
+            Some(Err(e)) => return Err(io::Error::other(e)),
+            Some(Ok(frame)) => {
+                let Ok(data) = frame.into_data() else {
+                    continue;
+                };
+                if data.is_empty() {
+                    continue;
+                }
+                socket::put_data(tcp, out, &data, chunked).await?;
+                if body.is_end_stream() {
+                    break;
+                }
             }
         }
     }
+    if chunked {
+        out.extend_from_slice(framing::LAST_CHUNK);
+    }
+    Ok(())
+}
 
-    /// Writes the request's body after its head (in `out`): what is there at once goes
-    /// in the same write; the rest as it comes.
-    async fn write_body(
-        &mut self,
-        out: &mut Vec<u8>,
-        body: &mut Body,
-        chunked: bool,
-    ) -> io::Result<()> {
-        loop {
-            let frame = match poll_fn(|cx| Poll::Ready(Pin::new(&mut *body).poll_frame(cx))).await {
-                Poll::Ready(frame) => frame,
-                Poll::Pending => {
-                    if !out.is_empty() {
-                        self.tcp.write_all(out).await?;
-                        out.clear();
-                    }
-                    poll_fn(|cx| Pin::new(&mut *body).poll_frame(cx)).await
+/// Reads the answer's head into `buf`, skipping interim answers.
+async fn read_head(tcp: &TcpStream, buf: &mut BytesMut, head_only: bool) -> io::Result<Head> {
+    loop {
+        if !buf.is_empty() {
+            match parse_answer(buf, head_only)? {
+                Some(Parsed::Final(head, reading, reusable)) => {
+                    return Ok((head, reading, reusable))
                 }
-            };
-            match frame {
-                None => break,
-                Some(Err(e)) => return Err(io::Error::other(e)),
-                Some(Ok(frame)) => {
-                    let Ok(data) = frame.into_data() else {
-                        continue;
-                    };
-                    if data.is_empty() {
-                        continue;
-                    }
-                    socket::put_data(&mut self.tcp, out, &data, chunked).await?;
-                    if body.is_end_stream() {
-                        break;
-                    }
-                }
+                // An interim answer (100 Continue and the like): the final one follows,
+                // perhaps already read.
+                Some(Parsed::Interim) => continue,
+                None if buf.len() > MAX_HEAD => return Err(broken("answer head too large")),
+                None => {}
             }
         }
-        if chunked {
-            out.extend_from_slice(framing::LAST_CHUNK);
+        buf.reserve(READ);
+        if !read_more(tcp, buf).await? {
+            return Err(cut_short());
         }
-        Ok(())
     }
 }
 
@@ -472,6 +535,89 @@ impl Drop for AnswerBody {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+    /// A body larger than loopback's socket buffers can hold unread.
+    const LARGE: usize = 16 << 20;
+
+    struct Dropped;
+
+    impl Keep for Dropped {
+        fn keep(&self, _conn: Connection) {}
+    }
+
+    /// An agent that reads one request's head, writes `answer` at once, then reads the
+    /// body to its end when `reads_body` (returning how many bytes of it came), or
+    /// holds the connection and reads nothing.
+    async fn agent(
+        answer: &'static [u8],
+        reads_body: bool,
+    ) -> (String, tokio::task::JoinHandle<usize>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap().to_string();
+        let task = tokio::spawn(async move {
+            let (mut tcp, _) = listener.accept().await.unwrap();
+            let mut got = Vec::new();
+            let mut chunk = vec![0u8; 64 * 1024];
+            let head_end = loop {
+                let n = tcp.read(&mut chunk).await.unwrap();
+                got.extend_from_slice(&chunk[..n]);
+                if let Some(at) = got.windows(4).position(|w| w == b"\r\n\r\n") {
+                    break at + 4;
+                }
+            };
+            tcp.write_all(answer).await.unwrap();
+            if !reads_body {
+                std::future::pending::<()>().await;
+            }
+            let mut body = got.len() - head_end;
+            while body < LARGE {
+                match tcp.read(&mut chunk).await.unwrap() {
+                    0 => break,
+                    n => body += n,
+                }
+            }
+            body
+        });
+        (address, task)
+    }
+
+    async fn send_large(address: &str) -> io::Result<Answer> {
+        let request = Request::new(
+            Method::POST,
+            "/upload".parse().unwrap(),
+            Headers::new(),
+            Body::from(vec![b'x'; LARGE]),
+        );
+        let deadline = Instant::now() + std::time::Duration::from_secs(60);
+        let conn = Connection::connect(address).await?;
+        conn.send(request, Arc::new(Dropped), deadline).await
+    }
+
+    #[tokio::test]
+    async fn an_answer_refusing_the_body_ends_its_writing() {
+        let (address, agent) = agent(
+            b"HTTP/1.1 413 Payload Too Large\r\nContent-Length: 9\r\n\r\ntoo large",
+            false,
+        )
+        .await;
+        let answer = send_large(&address).await.expect("the agent's answer");
+        assert_eq!(answer.status(), StatusCode::PAYLOAD_TOO_LARGE);
+        let body = axum::body::to_bytes(answer.into_body(), 1024)
+            .await
+            .unwrap();
+        assert_eq!(&body[..], b"too large");
+        agent.abort();
+    }
+
+    #[tokio::test]
+    async fn an_early_success_still_gets_the_whole_body() {
+        let (address, agent) = agent(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", true).await;
+        let answer = send_large(&address).await.expect("the agent's answer");
+        assert_eq!(answer.status(), StatusCode::OK);
+        assert_eq!(agent.await.unwrap(), LARGE, "the body was sent whole");
+    }
 
     fn parse(text: &str) -> (AnswerParts, Reading, bool, BytesMut) {
         let mut buf = BytesMut::from(text.as_bytes());

@@ -9,7 +9,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 
 use bytes::{Buf, Bytes, BytesMut};
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt as _, Interest, ReadBuf};
+use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
 use tokio::net::TcpStream;
 
 use crate::http1::framing;
@@ -51,11 +51,25 @@ pub fn closed_while_idle(tcp: &TcpStream) -> bool {
     !matches!(tcp.try_read(&mut byte), Err(e) if e.kind() == io::ErrorKind::WouldBlock)
 }
 
+/// Writes all of `bytes` to `tcp`, waiting for room as needed. It takes the socket
+/// shared, so that its answer can be read while a request is still being written.
+pub async fn write_all(tcp: &TcpStream, mut bytes: &[u8]) -> io::Result<()> {
+    while !bytes.is_empty() {
+        match tcp.try_write(bytes) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => bytes = &bytes[n..],
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => tcp.writable().await?,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
 /// Puts one data frame of a body after what `out` holds (chunk-framed when `chunked`):
 /// a small one is copied there, to go in the same write as the rest; a large one is
 /// written now, after `out`.
 pub async fn put_data(
-    tcp: &mut TcpStream,
+    tcp: &TcpStream,
     out: &mut Vec<u8>,
     data: &[u8],
     chunked: bool,
@@ -66,9 +80,9 @@ pub async fn put_data(
     if data.len() <= COPY_AT_MOST {
         out.extend_from_slice(data);
     } else {
-        tcp.write_all(out).await?;
+        write_all(tcp, out).await?;
         out.clear();
-        tcp.write_all(data).await?;
+        write_all(tcp, data).await?;
     }
     if chunked {
         out.extend_from_slice(b"\r\n");

@@ -348,12 +348,12 @@ impl Connection {
                     }
                     if data.len() as u64 > left {
                         let allowed = &data[..usize::try_from(left).unwrap_or(data.len())];
-                        socket::put_data(&mut self.tcp, &mut out, allowed, chunked).await?;
+                        socket::put_data(&self.tcp, &mut out, allowed, chunked).await?;
                         self.tcp.write_all(&out).await?;
                         return Ok(false);
                     }
                     left -= data.len() as u64;
-                    socket::put_data(&mut self.tcp, &mut out, &data, chunked).await?;
+                    socket::put_data(&self.tcp, &mut out, &data, chunked).await?;
                     if body.is_end_stream() {
                         break;
                     }

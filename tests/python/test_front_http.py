@@ -191,7 +191,7 @@ class RawAgent:
     headers, each header line's name, body bytes received) and answers as `mode` says: "echo" (a JSON-RPC
     message), "garbage" (GetTask answered with text that is not JSON), "stall" (a head
     promising 100 bytes, 10 of them, then nothing), "sse-stall" (an event stream with
-    one event, then nothing)."""
+    one event, then nothing), "early" (413 on a request's head, its body never read)."""
 
     def __init__(self) -> None:
         self.sock = socket.socket()
@@ -236,6 +236,12 @@ class RawAgent:
                 seen = {"method": method, "path": path, "headers": headers, "names": names,
                         "received": 0}
                 self.seen.append(seen)
+                if self.mode == "early" and not path.endswith("agent-card.json"):
+                    # Refused on its head; the body is never read, the connection kept.
+                    conn.sendall(b"HTTP/1.1 413 Payload Too Large\r\nContent-Length: 9\r\n"
+                                 b"Connection: close\r\n\r\ntoo large")
+                    self.release.wait(60)
+                    return
                 body = b""
                 if "content-length" in headers:
                     body = reader.read(int(headers["content-length"]))
@@ -493,6 +499,29 @@ def test_http2_cookie_crumbs_reach_an_http1_agent_as_one_line(tmp_path, raw_agen
         assert seen["headers"]["cookie"] == "a=1; b=2", seen["headers"]
         assert seen["headers"]["x-other"] == "y"
     finally:
+        stop(proc)
+
+
+def test_an_agent_that_refuses_a_body_before_reading_it_is_heard_at_once(tmp_path):
+    # A body larger than the sockets' buffers, refused by the agent on its head (as a
+    # server with a body limit does): the front must not wait to write the rest, but
+    # pass the agent's answer on, as nginx does.
+    agent = RawAgent()
+    proc, url = start_front(tmp_path, agent.url)
+    agent.mode = "early"
+    try:
+        big_text = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
+                    "params": {"message": message("x" * 3_900_000)}}
+        for path, body in (("/upload", b"x" * 4_000_000), ("/", json.dumps(big_text).encode())):
+            answer = httpx.post(f"{url}{path}", content=body, headers={**V1, "content-type": "application/json"},
+                                timeout=30)
+            assert answer.status_code == 413 and answer.text == "too large", (path, answer.text[:300])
+        # The refused connections are not used again: the next request gets a new one.
+        agent.mode = "echo"
+        after = rpc(url, "SendMessage", {"message": message("after")})["result"]
+        assert after["message"]["parts"][0]["text"] == "echo: after", after
+    finally:
+        agent.release.set()
         stop(proc)
 
 
