@@ -76,12 +76,25 @@ pub struct Receiver {
     received: Arc<Received>,
     stop: Option<oneshot::Sender<()>>,
     task: Option<tokio::task::JoinHandle<()>>,
+    /// A socket bound to the same port and never listened on, for the receiver's whole
+    /// life: once it stops, the port refuses connections, and no other test's server
+    /// binding port 0 can take it (which would receive the spans sent to it).
+    _held: tokio::net::TcpSocket,
 }
 
 impl Receiver {
     pub async fn start() -> Self {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
+        let reusable = || {
+            let socket = tokio::net::TcpSocket::new_v4().unwrap();
+            socket.set_reuseport(true).unwrap();
+            socket
+        };
+        let socket = reusable();
+        socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let addr = socket.local_addr().unwrap();
+        let held = reusable();
+        held.bind(addr).unwrap();
+        let listener = socket.listen(64).unwrap();
         let service = Service::default();
         let received = Arc::clone(&service.0);
         let (stop, stopped) = oneshot::channel::<()>();
@@ -102,6 +115,7 @@ impl Receiver {
             received,
             stop: Some(stop),
             task: Some(task),
+            _held: held,
         }
     }
 

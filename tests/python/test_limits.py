@@ -240,16 +240,18 @@ def test_non_grpc_requests_get_http_answers(server):
 
 
 def test_a_request_that_never_finishes_gives_its_memory_back(tmp_path):
-    # The budget holds exactly one largest request, and a message has 1 s to arrive.
+    # The budget holds exactly one largest request, and a message has 3 s to arrive.
     proc, addr = start_server(tmp_path / "data", "--max-request-memory-mib", "1",
-                              "--request-read-timeout-seconds", "1")
+                              "--request-read-timeout-seconds", "3")
     try:
         raw = _Raw(addr)
-        # A message announced as 4 MiB, of which a few bytes come, and never the rest.
-        stalled = raw.send(data=b"\x00" + (4 << 20).to_bytes(4, "big") + b"\x0a\x00", end=False)
         with grpc.insecure_channel(addr) as channel:
             classify = channel.unary_unary(CLASSIFY)
             small = _classify_bytes([b"\x0a\x01a"])
+            # Connected and served first, so that the 3 s below are all the calls'.
+            assert classify(small, timeout=10).startswith(b"\x12")
+            # A message announced as 4 MiB, of which a few bytes come, and never the rest.
+            stalled = raw.send(data=b"\x00" + (4 << 20).to_bytes(4, "big") + b"\x0a\x00", end=False)
             # While it holds the budget, other calls are refused at once...
             # Its frames travel on another connection: call until they have arrived
             # (the bound only stops a hang).

@@ -88,12 +88,9 @@ def test_mcp_hooks_run_commands(stubs, tmp_path, hook):
         proc.wait(timeout=30)
 
 
-def test_an_unreachable_mcp_hook_is_a_failure(stubs, tmp_path):
+def test_an_unreachable_mcp_hook_is_a_failure(stubs, tmp_path, refused_port):
     _, commands, commands_grpc = stubs
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    sock.close()  # nothing listens there now
+    port = refused_port
     proc, addr = start_server(tmp_path / "data")
     try:
         with grpc.insecure_channel(addr) as channel:

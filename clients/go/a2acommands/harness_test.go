@@ -9,12 +9,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -49,6 +51,51 @@ func vectors(t testing.TB, name string) map[string]any {
 	return out
 }
 
+// nextPort is where freeAddress looks next, a start that differs by process.
+var nextPort = struct {
+	sync.Mutex
+	n int
+}{n: os.Getpid() * 97}
+
+// freeAddress is a free 127.0.0.1 address for a sidecar started there later or again,
+// its port below the kernel's ephemeral range: the kernel hands out no port there by
+// itself, so no outgoing connection (a gateway retrying the stopped sidecar) or port-0
+// listener takes it in between.
+func freeAddress(t testing.TB) string {
+	t.Helper()
+	ephemeralLow := 32768
+	if raw, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if fields := strings.Fields(string(raw)); len(fields) > 0 {
+			if n, err := strconv.Atoi(fields[0]); err == nil {
+				ephemeralLow = n
+			}
+		}
+	}
+	const low = 10000
+	span := 0
+	if ephemeralLow > low+1000 {
+		span = ephemeralLow - low
+	}
+	for tries := 0; tries < max(span, 1); tries++ {
+		port := 0
+		if span > 0 {
+			nextPort.Lock()
+			port = low + nextPort.n%span
+			nextPort.n++
+			nextPort.Unlock()
+		}
+		listener, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err != nil {
+			continue
+		}
+		address := listener.Addr().String()
+		_ = listener.Close()
+		return address
+	}
+	t.Fatalf("no free port below %d", ephemeralLow)
+	return ""
+}
+
 // sidecar is a running `a2a-commands serve`.
 type sidecar struct {
 	address string
@@ -58,8 +105,9 @@ type sidecar struct {
 }
 
 // startSidecar starts the real binary (A2A_COMMANDS_BIN, else target/debug/a2a-commands)
-// on listen (empty: 127.0.0.1:0) and waits for its JSON "serving" line, which carries
-// the bound address. It is stopped when the test ends.
+// on listen (empty: 127.0.0.1:0; a sidecar that will be started again takes
+// freeAddress) and waits for its JSON "serving" line, which carries the bound address.
+// It is stopped when the test ends.
 func startSidecar(t testing.TB, dataDir, listen string, args ...string) *sidecar {
 	t.Helper()
 	binary := os.Getenv("A2A_COMMANDS_BIN")
@@ -117,6 +165,39 @@ func sidecarClient(t testing.TB) *Client {
 	}
 	t.Cleanup(func() { _ = client.Close() })
 	return client
+}
+
+// pause sends SIGSTOP and waits until every thread has stopped (Linux's /proc says T
+// for each): kill(2) queues the signal, and each thread stops as it next runs. SIGCONT
+// is sent when the test ends.
+func (s *sidecar) pause(t testing.TB) {
+	t.Helper()
+	if err := s.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.cmd.Process.Signal(syscall.SIGCONT) })
+	tasks := fmt.Sprintf("/proc/%d/task", s.cmd.Process.Pid)
+	allStopped := func() bool {
+		entries, _ := os.ReadDir(tasks)
+		for _, entry := range entries {
+			stat, err := os.ReadFile(filepath.Join(tasks, entry.Name(), "stat"))
+			if err != nil {
+				continue // the thread is gone
+			}
+			_, after, found := strings.Cut(string(stat), ") ")
+			if found && !strings.HasPrefix(after, "T") {
+				return false
+			}
+		}
+		return true
+	}
+	deadline := time.Now().Add(10 * time.Second) // a bound against a hang
+	for !allStopped() {
+		if time.Now().After(deadline) {
+			t.Fatalf("the sidecar (pid %d) did not stop", s.cmd.Process.Pid)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // stop sends SIGTERM and waits for the exit, which must be clean.

@@ -177,7 +177,7 @@ func TestCardFollowsTheRegistry(t *testing.T) {
 }
 
 func TestSidecarStoppedAndRestartedUnderneath(t *testing.T) {
-	first := startSidecar(t, "", "")
+	first := startSidecar(t, "", freeAddress(t))
 	g := startGateway(t, first.address)
 	taskIDs := map[bool]a2a.TaskID{}
 	for _, stream := range []bool{false, true} {
@@ -252,10 +252,7 @@ func TestPausedSidecarGivesTheFallbackWithinTheDeadline(t *testing.T) {
 		t.Fatalf("/status: %q", first.text)
 	}
 
-	if err := sidecar.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sidecar.cmd.Process.Signal(syscall.SIGCONT) })
+	sidecar.pause(t)
 	// What a client waits at the most, here: less than the usual 30 s.
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -288,10 +285,7 @@ func TestPausedSidecarGivesTheFallbackWithinTheDeadline(t *testing.T) {
 // commands, within the card's short listing bound rather than the client's 40 s.
 func TestCardServedWhileTheSidecarHangsAtStart(t *testing.T) {
 	sidecar := startSidecar(t, "", "")
-	if err := sidecar.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sidecar.cmd.Process.Signal(syscall.SIGCONT) })
+	sidecar.pause(t)
 	g := startGateway(t, sidecar.address)
 	client := &http.Client{Timeout: 20 * time.Second} // less than a client's usual 30 s
 	response, err := client.Get(g.url + "/.well-known/agent-card.json")

@@ -7,7 +7,6 @@ package a2acommands
 import (
 	"bufio"
 	"context"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -116,12 +115,7 @@ func TestReadmeGatewayAsWritten(t *testing.T) {
 	run(t, project, "bash", "-euc", readmeBlock(t, readme, "build"))
 
 	// No sidecar yet: the gateway must serve from its first second.
-	probeListener, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sidecarAddress := probeListener.Addr().String()
-	_ = probeListener.Close()
+	sidecarAddress := freeAddress(t)
 	gatewayCmd := exec.Command(filepath.Join(project, "gateway"))
 	gatewayCmd.Env = append(os.Environ(), "A2A_COMMANDS_ADDR=http://"+sidecarAddress, "PORT=")
 	stdout, _ := gatewayCmd.StdoutPipe()

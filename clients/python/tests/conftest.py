@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import pathlib
 import queue
+import signal
+import socket
 import subprocess
 import sys
 import threading
+import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
@@ -40,13 +44,40 @@ def _binary() -> str:
     return path
 
 
-class Sidecar:
-    """The real `a2a-commands serve`, on 127.0.0.1:0 first and on the same address after."""
+_next_port = itertools.count(os.getpid() * 97)
 
-    def __init__(self, data_dir: pathlib.Path, *args: str) -> None:
+
+def free_address() -> str:
+    """A free 127.0.0.1 address for a sidecar started there later or again, its port
+    below the kernel's ephemeral range: the kernel hands out no port there by itself, so
+    no outgoing connection (a gateway retrying the stopped sidecar) or port-0 listener
+    takes it in between."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            ephemeral_low = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        ephemeral_low = 32768
+    low = 10_000
+    candidates = range(low, ephemeral_low) if ephemeral_low > low + 1_000 else [0]
+    for _ in range(len(candidates)):
+        port = candidates[next(_next_port) % len(candidates)]
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return f"127.0.0.1:{sock.getsockname()[1]}"
+    raise AssertionError(f"no free port below {ephemeral_low}")
+
+
+class Sidecar:
+    """The real `a2a-commands serve`, on `addr` (127.0.0.1:0 unless given; a sidecar
+    started again needs `free_address()`) first and on the same address after."""
+
+    def __init__(self, data_dir: pathlib.Path, *args: str, addr: str = "127.0.0.1:0") -> None:
         self.data_dir = data_dir
         self.args = args
-        self.addr = "127.0.0.1:0"
+        self.addr = addr
         self.proc: subprocess.Popen[str] | None = None
 
     def start(self) -> Sidecar:
@@ -79,6 +110,32 @@ class Sidecar:
             if event.get("message") == "serving":
                 self.addr = event["addr"]
                 return self
+
+    def pause(self) -> None:
+        """SIGSTOP, and waits until every thread has stopped (Linux's /proc says `T` for
+        each): kill(2) queues the signal, and each thread stops as it next runs."""
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGSTOP)
+        tasks = pathlib.Path(f"/proc/{self.proc.pid}/task")
+
+        def all_stopped() -> bool:
+            for task in tasks.iterdir() if tasks.exists() else []:
+                try:
+                    if (task / "stat").read_text().split(") ")[1][0] != "T":
+                        return False
+                except (OSError, IndexError):
+                    pass  # the thread is gone
+            return True
+
+        deadline = time.monotonic() + 10  # a bound against a hang
+        while not all_stopped():
+            assert time.monotonic() < deadline, f"the sidecar (pid {self.proc.pid}) did not stop"
+            time.sleep(0.005)
+
+    def resume(self) -> None:
+        """SIGCONT."""
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGCONT)
 
     def stop(self) -> None:
         """SIGTERM; the service drains and exits 0."""

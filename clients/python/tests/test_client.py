@@ -239,15 +239,16 @@ async def test_execute_with_less_than_the_minimum_left_does_not_call_the_handler
 
 
 async def test_unreachable_service_is_unavailable() -> None:
-    with socket.socket() as unused:  # a port that nothing listens on
+    # A port that refuses connections: bound, never listened on, held for the test.
+    with socket.socket() as unused:
         unused.bind(("127.0.0.1", 0))
         address = f"127.0.0.1:{unused.getsockname()[1]}"
-    async with CommandsClient(address) as client:
-        with pytest.raises(UnavailableError):
+        async with CommandsClient(address) as client:
+            with pytest.raises(UnavailableError):
+                await client.list_specs()
+        with pytest.raises(CommandsError) as closed:
             await client.list_specs()
-    with pytest.raises(CommandsError) as closed:
-        await client.list_specs()
-    assert closed.value.code == grpc.StatusCode.CANCELLED
+        assert closed.value.code == grpc.StatusCode.CANCELLED
 
 
 async def test_admin_token(tmp_path: pathlib.Path) -> None:

@@ -14,7 +14,7 @@ import pytest
 import uvicorn
 from a2a.client import A2ACardResolver, ClientConfig, create_client
 from a2a.types.a2a_pb2 import AgentCapabilities, AgentCard, AgentInterface, AgentSkill
-from conftest import Sidecar, User
+from conftest import Sidecar, User, free_address
 from gateway import EchoExecutor
 from test_gateway import _card_commands
 
@@ -60,10 +60,7 @@ async def test_the_readme_gateway_serves_from_its_first_second(
 ) -> None:
     """No sidecar at start: plain messages reach the agent and commands get the fallback
     at once; the sidecar started later brings the card's commands and the commands."""
-    free = socket.socket()
-    free.bind(("127.0.0.1", 0))
-    sidecar_addr = f"127.0.0.1:{free.getsockname()[1]}"
-    free.close()
+    sidecar_addr = free_address()
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     sock.listen()
@@ -73,8 +70,7 @@ async def test_the_readme_gateway_serves_from_its_first_second(
     serving = asyncio.create_task(server.serve(sockets=[sock]))
     http = httpx.AsyncClient(timeout=60)
     user = User(await create_client(url, ClientConfig(httpx_client=http)), http, False)
-    sidecar = Sidecar(tmp_path / "data")
-    sidecar.addr = sidecar_addr
+    sidecar = Sidecar(tmp_path / "data", addr=sidecar_addr)
     try:
         card = await A2ACardResolver(http, url).get_agent_card()
         assert [e for e in card.capabilities.extensions if e.uri == EXTENSION_URI] == []

@@ -33,7 +33,7 @@ async def test_a_paused_sidecar_gives_the_fallback_within_the_deadline(tmp_path:
         task = await alice.send("hello")
         assert (await alice.send("/status", task)).text.startswith("Task ")
 
-        sidecar.proc.send_signal(signal.SIGSTOP)
+        sidecar.pause()
         hung = await asyncio.wait_for(alice.send("/status", task), CLIENT_PATIENCE)
         assert hung.text == "/status failed: commands are unavailable right now"
         assert not [t for t in gateway.echo.seen if t.startswith("/")]
@@ -52,7 +52,7 @@ async def test_a_card_is_served_while_the_sidecar_hangs_at_start(tmp_path: pathl
     it serve the card without the commands within the card's short bound, not 40 s."""
     sidecar = Sidecar(tmp_path / "data", "--drain-seconds", "2").start()
     assert sidecar.proc is not None
-    sidecar.proc.send_signal(signal.SIGSTOP)
+    sidecar.pause()
     gateway = await start_gateway(sidecar.addr)
     http = httpx.AsyncClient()
     try:

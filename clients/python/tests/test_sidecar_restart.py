@@ -9,7 +9,7 @@ import httpx
 import pytest
 from a2a.client import A2ACardResolver
 from a2a.types.a2a_pb2 import TASK_STATE_INPUT_REQUIRED
-from conftest import Sidecar, connect_user
+from conftest import Sidecar, connect_user, free_address
 from gateway import start_gateway
 from test_completion import _complete
 from test_gateway import LIFECYCLE, _card_commands, run_scenario
@@ -23,7 +23,7 @@ FAILED = "failed: commands are unavailable right now"
 async def test_sidecar_stopped_and_restarted(tmp_path: pathlib.Path, streaming: bool) -> None:
     # An open WatchSpecs stream holds SIGTERM's drain to its end (--drain-seconds, 10 s by
     # default): keep it short so the stop is quick.
-    sidecar = Sidecar(tmp_path / "data", "--drain-seconds", "2").start()
+    sidecar = Sidecar(tmp_path / "data", "--drain-seconds", "2", addr=free_address()).start()
     gateway = await start_gateway(sidecar.addr)
     alice = await connect_user(gateway, "alice", streaming)
     http = httpx.AsyncClient()

@@ -7,7 +7,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { once } from "node:events";
 import { existsSync, mkdtempSync, readFileSync } from "node:fs";
-import type { AddressInfo } from "node:net";
+import { createServer, type AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
@@ -60,10 +60,43 @@ export interface Sidecar {
   stop(): Promise<number | null>;
 }
 
+let nextPort = process.pid * 97;
+
+/**
+ * A free 127.0.0.1 address for a sidecar started there later or again, its port below
+ * the kernel's ephemeral range: the kernel hands out no port there by itself, so no
+ * outgoing connection (a gateway retrying the stopped sidecar) or port-0 listener takes
+ * it in between.
+ */
+export async function freeAddress(): Promise<string> {
+  let ephemeralLow = 32768;
+  try {
+    ephemeralLow = Number(readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8").trim().split(/\s+/)[0]) || 32768;
+  } catch {
+    // not Linux: the usual range
+  }
+  const low = 10_000;
+  const span = ephemeralLow > low + 1_000 ? ephemeralLow - low : 0;
+  for (let tries = 0; tries < Math.max(span, 1); tries++) {
+    const port = span ? low + (nextPort++ % span) : 0;
+    const probe = createServer();
+    const bound = await new Promise<boolean>((resolve) => {
+      probe.once("error", () => resolve(false));
+      probe.listen(port, "127.0.0.1", () => resolve(true));
+    });
+    if (!bound) continue;
+    const chosen = (probe.address() as AddressInfo).port;
+    await new Promise((resolve) => probe.close(resolve));
+    return `127.0.0.1:${chosen}`;
+  }
+  throw new Error(`no free port below ${ephemeralLow}`);
+}
+
 /**
  * Starts the real binary (A2A_COMMANDS_BIN, else target/debug/a2a-commands) and waits for
  * its JSON "serving" line, which carries the bound address. `listen` defaults to
- * 127.0.0.1:0; a restart passes the address the first run was given by the OS.
+ * 127.0.0.1:0; a sidecar that will be started again takes `freeAddress()`, and its
+ * restart passes that address.
  */
 export async function startSidecar(options: { dataDir?: string; listen?: string; args?: string[] } = {}): Promise<Sidecar> {
   const binary = process.env.A2A_COMMANDS_BIN || join(ROOT, "target", "debug", "a2a-commands");

@@ -9,13 +9,12 @@ import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { createServer, type AddressInfo } from "node:net";
 import { after, before, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { TaskState } from "@a2a-js/sdk";
 import { ClientFactory, DefaultAgentCardResolver } from "@a2a-js/sdk/client";
 import { COMMANDS_EXTENSION_URI } from "a2a-commands";
-import { cardWithCommands, ask, spawnGateway, startSidecar, type GatewayProcess, type Sidecar } from "./harness.js";
+import { cardWithCommands, ask, freeAddress, spawnGateway, startSidecar, type GatewayProcess, type Sidecar } from "./harness.js";
 
 const KIT = fileURLToPath(new URL("../../", import.meta.url));
 const ROOT = join(KIT, "..", "..");
@@ -114,10 +113,7 @@ test("the README gateway answers commands, passes the rest on, and lists the com
 
 test("the README gateway serves from its first second, with no sidecar yet", async () => {
   // An address nobody serves yet; the sidecar is started there later.
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve));
-  const address = `127.0.0.1:${(probe.address() as AddressInfo).port}`;
-  await new Promise((resolve) => probe.close(resolve));
+  const address = await freeAddress();
   const early = await spawnReadmeGateway(address);
   let later: Sidecar | undefined;
   try {

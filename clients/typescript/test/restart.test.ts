@@ -8,13 +8,13 @@ import { after, before, test } from "node:test";
 import { TaskState } from "@a2a-js/sdk";
 import { COMMANDS_EXTENSION_URI, CommandsError, readTaskData } from "a2a-commands";
 import { COMPLETE_METHOD } from "a2a-commands/express";
-import { rpc, runScenario, send, startGateway, startSidecar, type Gateway, type Scenario, type Sidecar, vectors } from "./harness.js";
+import { freeAddress, rpc, runScenario, send, startGateway, startSidecar, type Gateway, type Scenario, type Sidecar, vectors } from "./harness.js";
 
 let sidecar: Sidecar;
 let gateway: Gateway;
 
 before(async () => {
-  sidecar = await startSidecar();
+  sidecar = await startSidecar({ listen: await freeAddress() });
   gateway = await startGateway(sidecar.address);
 });
 
