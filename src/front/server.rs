@@ -198,6 +198,16 @@ pub(super) async fn route(
         mark(&mut answer, Outcome::Answered);
         return answer;
     }
+    if !request.has_host_as_required() {
+        // Refused as nginx refuses it: a request whose authority is missing or said
+        // twice is malformed, and is not the agent's to read.
+        let mut answer = Answer::new(Body::from(
+            "an HTTP/1.1 request needs exactly one Host header (RFC 9112, section 3.2)",
+        ));
+        *answer.status_mut() = StatusCode::BAD_REQUEST;
+        mark(&mut answer, Outcome::Answered);
+        return answer;
+    }
     let is_card = method == Method::GET
         && (path.ends_with("/.well-known/agent-card.json")
             || path.ends_with("/.well-known/agent.json"));

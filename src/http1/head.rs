@@ -272,6 +272,19 @@ impl Request {
         &self.parts.uri
     }
 
+    /// Whether its `Host` lines are as RFC 9112 (section 3.2) requires: exactly one in
+    /// an HTTP/1.1 request, at most one before; HTTP/2 names the authority in a
+    /// pseudo-header instead, so its requests are not held to it.
+    pub fn has_host_as_required(&self) -> bool {
+        let mut hosts = self.parts.headers.get_all("host");
+        let (first, second) = (hosts.next(), hosts.next());
+        match self.parts.version {
+            Version::HTTP_11 => first.is_some() && second.is_none(),
+            Version::HTTP_09 | Version::HTTP_10 => second.is_none(),
+            _ => true,
+        }
+    }
+
     /// The header lines.
     pub fn headers(&self) -> &Headers {
         &self.parts.headers
@@ -469,6 +482,26 @@ mod tests {
         // HTTP/1.1 has no crumbs: what a client sent goes on as it was.
         let kept = request(Version::HTTP_11, &["a=1", "b=2"]);
         assert_eq!(kept.headers().get_all("cookie").count(), 2);
+    }
+
+    #[test]
+    fn http1_requests_need_their_one_host_and_http2_none() {
+        let request = |version, hosts: &[(&str, &str)]| {
+            let parts = Parts {
+                version,
+                headers: read(hosts),
+                ..Parts::default()
+            };
+            Request::from_parts(parts, Body::empty()).has_host_as_required()
+        };
+        let one = [("Host", "a")];
+        let two = [("host", "a"), ("HOST", "b")];
+        assert!(request(Version::HTTP_11, &one));
+        assert!(!request(Version::HTTP_11, &[]), "missing");
+        assert!(!request(Version::HTTP_11, &two), "said twice");
+        assert!(request(Version::HTTP_10, &[]), "optional before 1.1");
+        assert!(!request(Version::HTTP_10, &two));
+        assert!(request(Version::HTTP_2, &[]), ":authority instead");
     }
 
     #[test]

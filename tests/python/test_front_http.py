@@ -525,6 +525,37 @@ def test_an_agent_that_refuses_a_body_before_reading_it_is_heard_at_once(tmp_pat
         stop(proc)
 
 
+def test_a_request_without_its_one_host_is_refused_before_the_agent(tmp_path):
+    # RFC 9112, section 3.2: an HTTP/1.1 request with no Host, or two, is answered 400
+    # (as nginx answers it), on the front's own loop and on hyper's (a chunked body).
+    agent = RawAgent()
+    proc, url = start_front(tmp_path, agent.url)
+    host, port = url.removeprefix("http://").split(":")
+    body = b'{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"t"}}'
+
+    def status_of(head: bytes, chunked: bool = False) -> bytes:
+        framing = (b"Transfer-Encoding: chunked\r\n\r\n" + f"{len(body):x}".encode() + b"\r\n" + body + b"\r\n0\r\n\r\n"
+                   if chunked else b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+        with socket.create_connection((host, int(port)), timeout=30) as sock:
+            sock.sendall(head + b"Content-Type: application/json\r\nConnection: close\r\n" + framing)
+            answer = b""
+            while chunk := sock.recv(65536):
+                answer += chunk
+        return answer.split(b"\r\n", 1)[0]
+
+    try:
+        for chunked in (False, True):
+            before = len(agent.requests())
+            assert status_of(b"POST /x HTTP/1.1\r\n", chunked) == b"HTTP/1.1 400 Bad Request"
+            assert status_of(b"POST /x HTTP/1.1\r\nHost: a\r\nHost: b\r\n", chunked) == b"HTTP/1.1 400 Bad Request"
+            assert len(agent.requests()) == before, "a malformed request reached the agent"
+            assert status_of(b"POST /x HTTP/1.1\r\nHost: a\r\n", chunked) == b"HTTP/1.1 200 OK"
+        # HTTP/1.0 needs none.
+        assert status_of(b"POST /x HTTP/1.0\r\n").endswith(b" 200 OK")
+    finally:
+        stop(proc)
+
+
 def test_a_json_rpc_error_for_an_agent_failure_carries_the_request_s_id(tmp_path, refused_port):
     proc, url = start_front(tmp_path, f"http://127.0.0.1:{refused_port}")
     try:
