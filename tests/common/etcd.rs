@@ -60,7 +60,9 @@ fn free_port() -> u16 {
         .unwrap_or(32768);
     let low = 10_000;
     if ephemeral_low <= low + 1_000 {
-        // No room below the range on this machine: the kernel's choice, as before.
+        // No room below the range on this machine: the kernel's choice, said loudly,
+        // since a restarted member may then find its port taken.
+        eprintln!("*** the ephemeral port range starts at {ephemeral_low}: etcd's ports are the kernel's choice ***");
         return bound_port(0).expect("a free port");
     }
     let span = ephemeral_low - low;

@@ -75,6 +75,8 @@ func freeAddress(t testing.TB) string {
 	span := 0
 	if ephemeralLow > low+1000 {
 		span = ephemeralLow - low
+	} else {
+		t.Logf("*** the ephemeral port range starts at %d: ports are the kernel's choice ***", ephemeralLow)
 	}
 	for tries := 0; tries < max(span, 1); tries++ {
 		port := 0

@@ -59,6 +59,9 @@ def free_address() -> str:
         ephemeral_low = 32768
     low = 10_000
     candidates = range(low, ephemeral_low) if ephemeral_low > low + 1_000 else [0]
+    if candidates == [0]:
+        print(f"*** the ephemeral port range starts at {ephemeral_low}: ports are the kernel's choice ***",
+              file=sys.stderr)
     for _ in range(len(candidates)):
         port = candidates[next(_next_port) % len(candidates)]
         with socket.socket() as sock:

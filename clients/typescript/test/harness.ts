@@ -77,6 +77,7 @@ export async function freeAddress(): Promise<string> {
   }
   const low = 10_000;
   const span = ephemeralLow > low + 1_000 ? ephemeralLow - low : 0;
+  if (!span) console.error(`*** the ephemeral port range starts at ${ephemeralLow}: ports are the kernel's choice ***`);
   for (let tries = 0; tries < Math.max(span, 1); tries++) {
     const port = span ? low + (nextPort++ % span) : 0;
     const probe = createServer();
