@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import pathlib
 import queue
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -32,8 +30,10 @@ from a2a.types.a2a_pb2 import (
 from google.protobuf import json_format
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[3] / "tests" / "python"))
 
 from gateway import Gateway, start_gateway
+from ports import free_port
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 
@@ -44,33 +44,10 @@ def _binary() -> str:
     return path
 
 
-_next_port = itertools.count(os.getpid() * 97)
-
-
 def free_address() -> str:
-    """A free 127.0.0.1 address for a sidecar started there later or again, its port
-    below the kernel's ephemeral range: the kernel hands out no port there by itself, so
-    no outgoing connection (a gateway retrying the stopped sidecar) or port-0 listener
-    takes it in between."""
-    try:
-        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
-            ephemeral_low = int(f.read().split()[0])
-    except (OSError, ValueError, IndexError):
-        ephemeral_low = 32768
-    low = 10_000
-    candidates = range(low, ephemeral_low) if ephemeral_low > low + 1_000 else [0]
-    if candidates == [0]:
-        print(f"*** the ephemeral port range starts at {ephemeral_low}: ports are the kernel's choice ***",
-              file=sys.stderr)
-    for _ in range(len(candidates)):
-        port = candidates[next(_next_port) % len(candidates)]
-        with socket.socket() as sock:
-            try:
-                sock.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return f"127.0.0.1:{sock.getsockname()[1]}"
-    raise AssertionError(f"no free port below {ephemeral_low}")
+    """A free 127.0.0.1 address for a sidecar started there later or again (see
+    tests/python/ports.py: below the ephemeral range, so nothing takes it between)."""
+    return f"127.0.0.1:{free_port()}"
 
 
 class Sidecar:
