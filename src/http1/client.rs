@@ -134,6 +134,7 @@ impl Connection {
             .unwrap_or(0);
         let mut out = Vec::with_capacity(512 + copied as usize);
         write_request_head(&mut out, &parts, framing);
+        // Not carried across the awaits below.
         drop(parts);
         let mut buf = BytesMut::new();
         let (head, reading, reusable) = {

@@ -7,7 +7,6 @@ import pathlib
 import queue
 import socket
 import subprocess
-import sys
 import threading
 import time
 
