@@ -198,12 +198,18 @@ pub(super) async fn route(
         mark(&mut answer, Outcome::Answered);
         return answer;
     }
-    if !request.has_host_as_required() {
-        // Refused as nginx refuses it: a request whose authority is missing or said
-        // twice is malformed, and is not the agent's to read.
-        let mut answer = Answer::new(Body::from(
-            "an HTTP/1.1 request needs exactly one Host header (RFC 9112, section 3.2)",
-        ));
+    // Refused as nginx refuses them: a request whose authority is missing or said twice
+    // is malformed, and one about the server as a whole (`OPTIONS *`) would reach the
+    // agent as a request for a path `/*`.
+    let malformed = if !request.has_host_as_required() {
+        Some("an HTTP/1.1 request needs exactly one Host header (RFC 9112, section 3.2)")
+    } else if path == "*" {
+        Some("the front does not pass on a request for the server as a whole (OPTIONS *)")
+    } else {
+        None
+    };
+    if let Some(why) = malformed {
+        let mut answer = Answer::new(Body::from(why));
         *answer.status_mut() = StatusCode::BAD_REQUEST;
         mark(&mut answer, Outcome::Answered);
         return answer;

@@ -525,7 +525,7 @@ def test_an_agent_that_refuses_a_body_before_reading_it_is_heard_at_once(tmp_pat
         stop(proc)
 
 
-def test_a_request_without_its_one_host_is_refused_before_the_agent(tmp_path):
+def test_a_request_without_its_one_host_or_for_the_whole_server_is_refused_before_the_agent(tmp_path):
     # RFC 9112, section 3.2: an HTTP/1.1 request with no Host, or two, is answered 400
     # (as nginx answers it), on the front's own loop and on hyper's (a chunked body).
     agent = RawAgent()
@@ -552,6 +552,10 @@ def test_a_request_without_its_one_host_is_refused_before_the_agent(tmp_path):
             assert status_of(b"POST /x HTTP/1.1\r\nHost: a\r\n", chunked) == b"HTTP/1.1 200 OK"
         # HTTP/1.0 needs none.
         assert status_of(b"POST /x HTTP/1.0\r\n").endswith(b" 200 OK")
+        # A request about the server as a whole is not the agent's path "/*".
+        before = len(agent.requests())
+        assert status_of(b"OPTIONS * HTTP/1.1\r\nHost: a\r\n") == b"HTTP/1.1 400 Bad Request"
+        assert len(agent.requests()) == before
     finally:
         stop(proc)
 
