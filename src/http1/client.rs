@@ -21,7 +21,7 @@ use tokio::time::Instant;
 
 use crate::http1::framing::{self, Chunked, Step};
 use crate::http1::head::{Answer, AnswerParts, Headers, Request, MAX_NAME};
-use crate::http1::request::{request_framing, write_request_head, Framing};
+use crate::http1::request::{request_framing, write_request, write_request_head};
 use crate::http1::socket;
 use crate::http1::timer::KeptTimer;
 
@@ -164,19 +164,19 @@ async fn written_and_answered(
     // The request first: one of a few KiB is written at the first poll, and the answer
     // is then waited for as it always was.
     let first = poll_fn(|cx| match writing.as_mut().poll(cx) {
-        Poll::Ready(written) => Poll::Ready(Ok(written)),
-        Poll::Pending => answer.as_mut().poll(cx).map(Err),
+        Poll::Ready(written) => Poll::Ready(First::Written(written)),
+        Poll::Pending => answer.as_mut().poll(cx).map(First::Answered),
     })
     .await;
     match first {
-        Ok(Ok(())) => answer.await,
+        First::Written(Ok(())) => answer.await,
         // The agent closed the connection while the request was written: it may have
         // answered first, and its answer says more than the write's error.
-        Ok(Err(e)) => match answer.await {
+        First::Written(Err(e)) => match answer.await {
             Ok((head, reading, _)) => Ok((head, reading, false)),
             Err(_) => Err(e),
         },
-        Err(Ok((head, reading, reusable))) => {
+        First::Answered(Ok((head, reading, reusable))) => {
             let refused =
                 !reusable || head.status.is_client_error() || head.status.is_server_error();
             if refused {
@@ -186,67 +186,14 @@ async fn written_and_answered(
             let written = writing.await.is_ok();
             Ok((head, reading, reusable && written))
         }
-        Err(Err(e)) => Err(e),
+        First::Answered(Err(e)) => Err(e),
     }
 }
 
-/// Writes a request: `out` (its head, and what of its body is copied after it), then
-/// its body's frames as they come.
-async fn write_request(
-    tcp: &TcpStream,
-    mut out: Vec<u8>,
-    mut body: Body,
-    framing: Framing,
-) -> io::Result<()> {
-    if framing != Framing::Empty {
-        write_body(tcp, &mut out, &mut body, framing == Framing::Chunked).await?;
-    }
-    if !out.is_empty() {
-        socket::write_all(tcp, &out).await?;
-    }
-    Ok(())
-}
-
-/// Writes the request's body after its head (in `out`): what is there at once goes in
-/// the same write; the rest as it comes.
-async fn write_body(
-    tcp: &TcpStream,
-    out: &mut Vec<u8>,
-    body: &mut Body,
-    chunked: bool,
-) -> io::Result<()> {
-    loop {
-        let frame = match poll_fn(|cx| Poll::Ready(Pin::new(&mut *body).poll_frame(cx))).await {
-            Poll::Ready(frame) => frame,
-            Poll::Pending => {
-                if !out.is_empty() {
-                    socket::write_all(tcp, out).await?;
-                    out.clear();
-                }
-                poll_fn(|cx| Pin::new(&mut *body).poll_frame(cx)).await
-            }
-        };
-        match frame {
-            None => break,
-            Some(Err(e)) => return Err(io::Error::other(e)),
-            Some(Ok(frame)) => {
-                let Ok(data) = frame.into_data() else {
-                    continue;
-                };
-                if data.is_empty() {
-                    continue;
-                }
-                socket::put_data(tcp, out, &data, chunked).await?;
-                if body.is_end_stream() {
-                    break;
-                }
-            }
-        }
-    }
-    if chunked {
-        out.extend_from_slice(framing::LAST_CHUNK);
-    }
-    Ok(())
+/// What ended first while a request was written: the writing, or the answer's head.
+enum First {
+    Written(io::Result<()>),
+    Answered(io::Result<Head>),
 }
 
 /// Reads the answer's head into `buf`, skipping interim answers.
