@@ -151,6 +151,10 @@ pub struct FrontMetrics {
     pub requests: Family<FrontLabels, Counter>,
     /// How long the agent took to start answering a passed request, in seconds.
     pub upstream_seconds: Histogram,
+    /// Client connections open now.
+    pub connections: Gauge,
+    /// Client connections closed unread because `--front-max-connections` were open.
+    pub connections_refused: Counter,
 }
 
 impl FrontMetrics {
@@ -185,6 +189,8 @@ impl Default for FrontMetrics {
         Self {
             requests: Family::default(),
             upstream_seconds: latency_histogram(),
+            connections: Gauge::default(),
+            connections_refused: Counter::default(),
         }
     }
 }
@@ -332,6 +338,16 @@ impl Metrics {
             "front_upstream_duration_seconds",
             "How long the agent took to start answering a request the front passed on",
             front.upstream_seconds.clone(),
+        );
+        registry.register(
+            "front_connections",
+            "Client connections the front holds open",
+            front.connections.clone(),
+        );
+        registry.register(
+            "front_connections_refused",
+            "Client connections closed unread because --front-max-connections were open",
+            front.connections_refused.clone(),
         );
         let traces = TraceMetrics::default();
         registry.register(

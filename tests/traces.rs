@@ -656,6 +656,8 @@ async fn a_front_request_is_a_server_span_and_its_agent_call_a_client_span_the_a
             timeout: Duration::from_secs(10),
             stream_idle: Duration::from_secs(60),
             max_body_bytes: 1 << 20,
+            send_timeout: Duration::from_secs(60),
+            max_connections: 100,
             card_refresh: Duration::from_secs(30),
             records: a2a_commands::registry::records::Limits {
                 cap: 100,

@@ -631,6 +631,16 @@ pub struct FrontArgs {
     #[arg(long, env = "A2A_COMMANDS_FRONT_MAX_BODY_BYTES")]
     pub front_max_body_bytes: Option<usize>,
 
+    /// How long an answer may wait for its client to take any of it before the front
+    /// closes the connection (nginx's send_timeout), in seconds [default: 60].
+    #[arg(long, env = "A2A_COMMANDS_FRONT_SEND_TIMEOUT_SECONDS")]
+    pub front_send_timeout_seconds: Option<u64>,
+
+    /// Most client connections the front holds open at once; past it a new connection
+    /// is closed at once, unread [default: 10000].
+    #[arg(long, env = "A2A_COMMANDS_FRONT_MAX_CONNECTIONS")]
+    pub front_max_connections: Option<usize>,
+
     /// How long the agent's card is kept when its answer sets no Cache-Control, in
     /// seconds [default: 30].
     #[arg(long, env = "A2A_COMMANDS_FRONT_CARD_REFRESH_SECONDS")]

@@ -63,6 +63,11 @@ pub const FRONT_TIMEOUT: Duration = Duration::from_secs(30);
 pub const FRONT_STREAM_IDLE: Duration = Duration::from_secs(300);
 /// The largest request body the front takes.
 pub const FRONT_MAX_BODY_BYTES: usize = 4 << 20;
+/// How long the front's answer may wait for its client to take any of it (nginx's
+/// `send_timeout`).
+pub const FRONT_SEND_TIMEOUT: Duration = Duration::from_secs(60);
+/// Most client connections the front holds open at once.
+pub const FRONT_MAX_CONNECTIONS: usize = 10_000;
 /// How long an agent card without caching headers is kept.
 pub const FRONT_CARD_REFRESH: Duration = Duration::from_secs(30);
 /// Most task records the front keeps.

@@ -24,6 +24,8 @@ pub(super) struct FrontFile {
     timeout_ms: Option<u64>,
     stream_idle_timeout_ms: Option<u64>,
     max_body_bytes: Option<usize>,
+    send_timeout_seconds: Option<u64>,
+    max_connections: Option<usize>,
     card_refresh_seconds: Option<u64>,
     records_max: Option<usize>,
     records_expiry_seconds: Option<u64>,
@@ -168,6 +170,14 @@ pub(super) fn front_options(
             .front_max_body_bytes
             .or(file.max_body_bytes)
             .unwrap_or(defaults::FRONT_MAX_BODY_BYTES),
+        send_timeout: args
+            .front_send_timeout_seconds
+            .or(file.send_timeout_seconds)
+            .map_or(defaults::FRONT_SEND_TIMEOUT, Duration::from_secs),
+        max_connections: args
+            .front_max_connections
+            .or(file.max_connections)
+            .unwrap_or(defaults::FRONT_MAX_CONNECTIONS),
         card_refresh: args
             .front_card_refresh_seconds
             .or(file.card_refresh_seconds)
@@ -196,9 +206,14 @@ pub(super) fn front_options(
         upstream_versions,
         jwt,
     };
-    if options.timeout.is_zero() || options.stream_idle.is_zero() || options.max_body_bytes == 0 {
+    if options.timeout.is_zero()
+        || options.stream_idle.is_zero()
+        || options.max_body_bytes == 0
+        || options.send_timeout.is_zero()
+        || options.max_connections == 0
+    {
         return Err(ConfigError(
-            "front-timeout-ms, front-stream-idle-timeout-ms and front-max-body-bytes: must be at least 1".into(),
+            "front-timeout-ms, front-stream-idle-timeout-ms, front-max-body-bytes, front-send-timeout-seconds and front-max-connections: must be at least 1".into(),
         ));
     }
     if options.records.cap == 0 || options.records.expiry.is_zero() {
@@ -350,6 +365,8 @@ pub(super) fn describe_front(front: &FrontOptions) -> serde_json::Value {
         "timeout_ms": front.timeout.as_millis() as u64,
         "stream_idle_timeout_ms": front.stream_idle.as_millis() as u64,
         "max_body_bytes": front.max_body_bytes,
+        "send_timeout_seconds": front.send_timeout.as_secs(),
+        "max_connections": front.max_connections,
         "card_refresh_seconds": front.card_refresh.as_secs(),
         "records_max": front.records.cap,
         "records_expiry_seconds": front.records.expiry.as_secs(),

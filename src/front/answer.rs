@@ -13,6 +13,7 @@ use crate::front::a2a;
 use crate::front::callers::Refused;
 use crate::front::context::Context;
 use crate::front::json_text;
+use crate::front::limits::Fault;
 use crate::front::operations::{is_http_json, Binding};
 use crate::front::upstream::UpstreamError;
 use crate::front::v03;
@@ -196,19 +197,54 @@ pub(super) fn upstream_failed(binding: Binding, id: &Value, error: &UpstreamErro
     answer
 }
 
-/// The answer to a body over the limit: nothing was forwarded.
-pub(super) fn too_large(ctx: &Context, binding: Binding) -> Answer {
+/// The answer to a request whose body could not be read or passed on whole: the
+/// status its fault deserves (413, 400, 408), in the binding's error shape, and the
+/// connection closed after it, since the rest of what it sent cannot be trusted to be
+/// framed as it says. `forwarded`: whether part of the body reached the agent before
+/// it failed (a body of unknown length is passed on as it comes, and cut there).
+pub(super) fn body_failed(
+    ctx: &Context,
+    binding: Binding,
+    fault: Fault,
+    forwarded: bool,
+) -> Answer {
     let limit = ctx.options.max_body_bytes;
-    let message = format!(
-        "the request body is over the front's limit of {limit} bytes; nothing was forwarded"
-    );
-    error_answer(
+    let (status, message) = match fault {
+        Fault::TooLarge if forwarded => (
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("the request body is over the front's limit of {limit} bytes; the agent received it cut short at the limit"),
+        ),
+        Fault::TooLarge => (
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("the request body is over the front's limit of {limit} bytes; nothing was forwarded"),
+        ),
+        Fault::Malformed => (
+            StatusCode::BAD_REQUEST,
+            "the request body's chunked framing is malformed".to_owned(),
+        ),
+        Fault::Cut => (
+            StatusCode::BAD_REQUEST,
+            "the request body ended before it was whole".to_owned(),
+        ),
+        Fault::TooSlow => (
+            StatusCode::REQUEST_TIMEOUT,
+            "the request body stopped arriving (--request-read-timeout-seconds)".to_owned(),
+        ),
+    };
+    // A transport's failure, so its HTTP status even on JSON-RPC (as an agent's is).
+    let mut answer = error_answer(
         binding,
         &Value::Null,
-        StatusCode::PAYLOAD_TOO_LARGE,
+        status,
         a2a::INVALID_REQUEST,
         &message,
-    )
+    );
+    *answer.status_mut() = status;
+    answer
+        .headers_mut()
+        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    mark(&mut answer, Outcome::Answered);
+    answer
 }
 
 /// The answer when the command could not be run at all (no registry yet).

@@ -2,7 +2,6 @@
 //! back as it streams (a small one read whole, so that its head and body leave in one
 //! write), never held open by an agent that stops sending.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -10,12 +9,12 @@ use axum::body::Body;
 use hyper::header::{self};
 use serde_json::Value;
 
-use crate::front::answer::too_large;
+use crate::front::answer::body_failed;
 use crate::front::answer::upstream_failed;
 use crate::front::context::Context;
 use crate::front::grpc::GrpcCall;
 use crate::front::grpc_agent::forward_grpc;
-use crate::front::limits::{self, read_to_end, Bound, Capped, Timed};
+use crate::front::limits::{self, read_to_end, Bound, Capped, Fault, FaultCell, Timed};
 use crate::front::operations::Binding;
 use crate::front::upstream::UpstreamError;
 use crate::http1::framing;
@@ -37,20 +36,21 @@ pub(super) async fn forward(ctx: &Context, request: Request, binding: Option<Bin
     let within = http_body::Body::size_hint(request.body())
         .exact()
         .is_some_and(|n| n <= max as u64);
+    let binding_or_rest = binding.unwrap_or(Binding::HttpJson);
     if !within && limits::declared_over(request.headers(), max) {
-        return too_large(ctx, binding.unwrap_or(Binding::HttpJson));
+        return body_failed(ctx, binding_or_rest, Fault::TooLarge, false);
     }
     let (mut parts, body) = request.into_parts();
     parts.uri = ctx
         .upstream
         .map_uri(std::mem::take(&mut parts.uri), ctx.public.path());
-    let mut crossed = None;
+    let mut fault = None;
     let body = if within {
         body
     } else {
-        let flag = Arc::new(AtomicBool::new(false));
-        crossed = Some(Arc::clone(&flag));
-        Body::new(Capped::new(body, max, flag))
+        let cell = Arc::new(FaultCell::default());
+        fault = Some(Arc::clone(&cell));
+        Body::new(Capped::new(body, max, cell))
     };
     let started = Instant::now();
     match ctx.upstream.send(Request::from_parts(parts, body)).await {
@@ -61,10 +61,11 @@ pub(super) async fn forward(ctx: &Context, request: Request, binding: Option<Bin
                 .observe(started.elapsed().as_secs_f64());
             Box::pin(whole_if_small(ctx, answer, binding)).await
         }
-        Err(_) if crossed.is_some_and(|c| c.load(Ordering::Relaxed)) => {
-            too_large(ctx, binding.unwrap_or(Binding::HttpJson))
-        }
-        Err(error) => upstream_failed(binding.unwrap_or(Binding::HttpJson), &Value::Null, &error),
+        // The client's body failed, not the agent: said as what it is.
+        Err(error) => match fault.and_then(|cell| cell.get()) {
+            Some(fault) => body_failed(ctx, binding_or_rest, fault, true),
+            None => upstream_failed(binding_or_rest, &Value::Null, &error),
+        },
     }
 }
 

@@ -22,7 +22,7 @@ use crate::front::grpc::{
 };
 use crate::front::join::frames_body;
 use crate::front::json_text;
-use crate::front::limits::{Capped, Timed};
+use crate::front::limits::{Capped, Fault, FaultCell, Timed};
 use crate::front::operations::Binding;
 use crate::front::upstream::own_call_headers;
 use crate::http1::head::{Answer, Headers, Request};
@@ -191,8 +191,8 @@ pub(super) async fn grpc_pass(ctx: &Context, request: Request, agent: &str) -> A
     // A call the front does not read is still cut at the body limit, and its answer
     // ended when the agent stops sending.
     let max = ctx.options.max_body_bytes;
-    let crossed = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let body = Body::new(Capped::new(body, max, std::sync::Arc::clone(&crossed)));
+    let fault = std::sync::Arc::new(FaultCell::default());
+    let body = Body::new(Capped::new(body, max, std::sync::Arc::clone(&fault)));
     match ctx
         .upstream
         .send_grpc(Request::from_parts(parts, body))
@@ -203,7 +203,7 @@ pub(super) async fn grpc_pass(ctx: &Context, request: Request, agent: &str) -> A
             let body = Body::new(Timed::new(body, ctx.options.stream_idle));
             Answer::from_parts(parts, body)
         }
-        Err(_) if crossed.load(std::sync::atomic::Ordering::Relaxed) => status_answer(
+        Err(_) if fault.get() == Some(Fault::TooLarge) => status_answer(
             Code::ResourceExhausted,
             &format!("the request is over the front's limit of {max} bytes"),
         ),

@@ -3,7 +3,7 @@
 //! and an answer that stops arriving ends instead of holding its client.
 
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -17,18 +17,84 @@ use tokio::time::Instant;
 use crate::http1::head::Headers;
 use crate::http1::timer::KeptTimer;
 
+/// A body's own error, whatever its type.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
 /// The error a bounded body ends with.
 #[derive(Debug, thiserror::Error)]
 pub enum Bound {
     /// The request body went past the limit.
     #[error("the request body is over the front's limit of {0} bytes")]
     TooLarge(usize),
-    /// No part of the answer arrived for this long.
-    #[error("the agent sent nothing more for {} ms", .0.as_millis())]
+    /// No part of the body arrived for this long.
+    #[error("nothing more arrived for {} ms", .0.as_millis())]
     Stalled(Duration),
-    /// The body itself failed.
+    /// The body itself failed (its error kept, so that [`fault_of`] can read it).
     #[error("{0}")]
-    Broken(String),
+    Broken(#[source] BoxError),
+}
+
+/// What went wrong with a request body as it was read: each is answered with its own
+/// status, never as if the agent had failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// Over the front's limit (413).
+    TooLarge = 1,
+    /// Its chunked framing is broken (400).
+    Malformed = 2,
+    /// It ended before its length, or its stream was reset (400).
+    Cut = 3,
+    /// It stopped arriving (408).
+    TooSlow = 4,
+}
+
+/// What a request body's error was, read down its chain of sources: the front's own
+/// bounds, `http_body_util`'s limit, and hyper's decoder (its errors are `io::Error`s:
+/// `UnexpectedEof` for a body cut short, `InvalidInput`/`InvalidData` for bad chunks).
+pub fn fault_of(error: &(dyn std::error::Error + 'static)) -> Fault {
+    let mut at = Some(error);
+    while let Some(error) = at {
+        if error.is::<http_body_util::LengthLimitError>() {
+            return Fault::TooLarge;
+        }
+        match error.downcast_ref::<Bound>() {
+            Some(Bound::TooLarge(_)) => return Fault::TooLarge,
+            Some(Bound::Stalled(_)) => return Fault::TooSlow,
+            _ => {}
+        }
+        if let Some(io) = error.downcast_ref::<std::io::Error>() {
+            match io.kind() {
+                std::io::ErrorKind::InvalidInput | std::io::ErrorKind::InvalidData => {
+                    return Fault::Malformed
+                }
+                std::io::ErrorKind::TimedOut => return Fault::TooSlow,
+                _ => {}
+            }
+        }
+        at = error.source();
+    }
+    Fault::Cut
+}
+
+/// Where a forwarded body says what went wrong with it, for the answer to say.
+#[derive(Debug, Default)]
+pub struct FaultCell(std::sync::atomic::AtomicU8);
+
+impl FaultCell {
+    fn set(&self, fault: Fault) {
+        self.0.store(fault as u8, Ordering::Relaxed);
+    }
+
+    /// The fault, once one has happened.
+    pub fn get(&self) -> Option<Fault> {
+        match self.0.load(Ordering::Relaxed) {
+            1 => Some(Fault::TooLarge),
+            2 => Some(Fault::Malformed),
+            3 => Some(Fault::Cut),
+            4 => Some(Fault::TooSlow),
+            _ => None,
+        }
+    }
 }
 
 /// Whether a request's declared length (`Content-Length`) is over `max` already.
@@ -73,22 +139,22 @@ where
 }
 
 /// A request body cut at `max` bytes: past it, the body fails (so the agent never gets
-/// a whole request over the limit) and `crossed` says why the forward failed.
+/// a whole request over the limit); `fault` says why it failed, when it does.
 pub struct Capped<B> {
     inner: B,
     left: usize,
     max: usize,
-    crossed: Arc<AtomicBool>,
+    fault: Arc<FaultCell>,
 }
 
 impl<B> Capped<B> {
-    /// `inner`, cut at `max` bytes; `crossed` is set when it is.
-    pub fn new(inner: B, max: usize, crossed: Arc<AtomicBool>) -> Self {
+    /// `inner`, cut at `max` bytes; `fault` is set when it fails.
+    pub fn new(inner: B, max: usize, fault: Arc<FaultCell>) -> Self {
         Self {
             inner,
             left: max,
             max,
-            crossed,
+            fault,
         }
     }
 }
@@ -96,7 +162,7 @@ impl<B> Capped<B> {
 impl<B> Body for Capped<B>
 where
     B: Body<Data = Bytes> + Unpin,
-    B::Error: std::fmt::Display,
+    B::Error: Into<BoxError>,
 {
     type Data = Bytes;
     type Error = Bound;
@@ -110,7 +176,7 @@ where
             Poll::Ready(Some(Ok(frame))) => {
                 if let Some(data) = frame.data_ref() {
                     if data.len() > this.left {
-                        this.crossed.store(true, Ordering::Relaxed);
+                        this.fault.set(Fault::TooLarge);
                         return Poll::Ready(Some(Err(Bound::TooLarge(this.max))));
                     }
                     this.left -= data.len();
@@ -118,7 +184,9 @@ where
                 Poll::Ready(Some(Ok(frame)))
             }
             Poll::Ready(Some(Err(error))) => {
-                Poll::Ready(Some(Err(Bound::Broken(error.to_string()))))
+                let error = error.into();
+                this.fault.set(fault_of(&*error));
+                Poll::Ready(Some(Err(Bound::Broken(error))))
             }
             Poll::Ready(None) => Poll::Ready(None),
             Poll::Pending => Poll::Pending,
@@ -174,7 +242,7 @@ impl<B> Timed<B> {
 impl<B> Body for Timed<B>
 where
     B: Body<Data = Bytes> + Unpin,
-    B::Error: std::fmt::Display,
+    B::Error: Into<BoxError>,
 {
     type Data = Bytes;
     type Error = Bound;
@@ -189,7 +257,7 @@ where
                 if this.per_frame {
                     this.deadline = None;
                 }
-                Poll::Ready(frame.map(|f| f.map_err(|e| Bound::Broken(e.to_string()))))
+                Poll::Ready(frame.map(|f| f.map_err(|e| Bound::Broken(e.into()))))
             }
             Poll::Pending => {
                 let gap = this.gap;
@@ -217,22 +285,56 @@ mod tests {
 
     #[tokio::test]
     async fn a_body_past_the_limit_fails_and_says_so() {
-        let crossed = Arc::new(AtomicBool::new(false));
+        let fault = Arc::new(FaultCell::default());
         let body = Capped::new(
             http_body_util::Full::new(Bytes::from(vec![0u8; 11])),
             10,
-            crossed.clone(),
+            fault.clone(),
         );
         assert!(matches!(body.collect().await, Err(Bound::TooLarge(10))));
-        assert!(crossed.load(Ordering::Relaxed));
-        let crossed = Arc::new(AtomicBool::new(false));
+        assert_eq!(fault.get(), Some(Fault::TooLarge));
+        let fault = Arc::new(FaultCell::default());
         let body = Capped::new(
             http_body_util::Full::new(Bytes::from(vec![0u8; 10])),
             10,
-            crossed.clone(),
+            fault.clone(),
         );
         assert_eq!(body.collect().await.unwrap().to_bytes().len(), 10);
-        assert!(!crossed.load(Ordering::Relaxed));
+        assert_eq!(fault.get(), None);
+    }
+
+    #[tokio::test]
+    async fn a_body_s_fault_is_read_down_its_chain() {
+        use std::io::{Error, ErrorKind};
+        let boxed = |e: Error| -> BoxError { Box::new(e) };
+        let over = http_body_util::Limited::new(http_body_util::Full::new(Bytes::from("ab")), 1)
+            .collect()
+            .await
+            .unwrap_err();
+        for (error, fault) in [
+            (
+                boxed(Error::new(ErrorKind::InvalidData, "bad chunk")),
+                Fault::Malformed,
+            ),
+            (
+                boxed(Error::new(ErrorKind::InvalidInput, "bad size")),
+                Fault::Malformed,
+            ),
+            (
+                boxed(Error::new(ErrorKind::UnexpectedEof, "cut")),
+                Fault::Cut,
+            ),
+            (
+                Box::new(Bound::Stalled(Duration::from_secs(1))) as BoxError,
+                Fault::TooSlow,
+            ),
+            (over, Fault::TooLarge),
+        ] {
+            assert_eq!(fault_of(&*error), fault, "{error}");
+            // Wrapped, as axum's body and the bounds wrap it: still found.
+            let wrapped = Bound::Broken(Box::new(axum::Error::new(error)));
+            assert_eq!(fault_of(&wrapped), fault);
+        }
     }
 
     #[tokio::test]

@@ -26,6 +26,10 @@ pub struct FrontOptions {
     pub stream_idle: Duration,
     /// Largest request body read, in bytes; larger ones are refused, nothing forwarded.
     pub max_body_bytes: usize,
+    /// How long an answer may wait for its client to take any of it.
+    pub send_timeout: Duration,
+    /// Most client connections held open at once.
+    pub max_connections: usize,
     /// How long the upstream's card is kept when its answer says nothing of caching.
     pub card_refresh: Duration,
     /// How many task records the front keeps, and for how long after their last use.

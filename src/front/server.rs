@@ -14,7 +14,7 @@ use hyper::header::{self, HeaderValue};
 use hyper::{Method, StatusCode};
 
 use crate::front::a2a;
-use crate::front::answer::too_large;
+use crate::front::answer::body_failed;
 use crate::front::answer::{mark, outcome, unauthenticated, with_request_id, Outcome};
 use crate::front::callers::{Verified, Verifier};
 use crate::front::card_serving::{card_answer, extended_card, has_card};
@@ -25,7 +25,7 @@ use crate::front::grpc::{self, GrpcCall};
 use crate::front::grpc_calls::{grpc_answer, grpc_call, GrpcRead};
 use crate::front::handled::Handled;
 use crate::front::join::{translate, Joiner};
-use crate::front::limits::read_to_end;
+use crate::front::limits::{fault_of, read_to_end};
 use crate::front::operations::{
     activates_us, asks_a2a_json, echo_activation, http_json_method, is_http_json, jsonrpc_method,
     known_method, looked_at, Binding, A2A_JSON,
@@ -36,6 +36,8 @@ use crate::front::tasks::{list_answer, rest_task_call};
 use crate::front::upstream::identity_only;
 use crate::http1::framing;
 use crate::http1::head::{Answer, Parts, Request};
+use crate::http1::rules::Refusal;
+use crate::http1::serve::Handler;
 use crate::metrics::{metrics, FrontLabels};
 use crate::run::Runner;
 use crate::telemetry::{CallSpan, KeyValue, SpanKind, Tracer, W3c};
@@ -65,6 +67,16 @@ impl Front {
         self.ctx.options.max_body_bytes
     }
 
+    /// How long an answer may wait for its client to take any of it.
+    pub fn send_timeout(&self) -> std::time::Duration {
+        self.ctx.options.send_timeout
+    }
+
+    /// Most client connections held open at once.
+    pub fn max_connections(&self) -> usize {
+        self.ctx.options.max_connections
+    }
+
     /// Where clients reach the front.
     pub fn public_url(&self) -> &url::Url {
         &self.ctx.public
@@ -75,11 +87,13 @@ impl Front {
     pub async fn has_card(&self) -> bool {
         has_card(&self.ctx).await
     }
+}
 
+impl Handler for Front {
     /// One request, counted by binding, method and result (the listener that calls it
     /// is the transport's, with the API listener's connection limits).
-    pub async fn handle(&self, request: Request) -> Answer {
-        handle(&self.ctx, request).await
+    fn handle(&self, request: Request) -> impl std::future::Future<Output = Answer> + Send {
+        handle(&self.ctx, request)
     }
 }
 
@@ -198,21 +212,19 @@ pub(super) async fn route(
         mark(&mut answer, Outcome::Answered);
         return answer;
     }
-    // Refused as nginx refuses them: a request whose authority is missing or said twice
-    // is malformed, and one about the server as a whole (`OPTIONS *`) would reach the
-    // agent as a request for a path `/*`.
-    let malformed = if !request.has_host_as_required() {
-        Some("an HTTP/1.1 request needs exactly one Host header (RFC 9112, section 3.2)")
-    } else if path == "*" {
-        Some("the front does not pass on a request for the server as a whole (OPTIONS *)")
-    } else {
-        None
-    };
-    if let Some(why) = malformed {
-        let mut answer = Answer::new(Body::from(why));
-        *answer.status_mut() = StatusCode::BAD_REQUEST;
-        mark(&mut answer, Outcome::Answered);
-        return answer;
+    // Refused as nginx refuses them: a request whose authority is missing or said twice,
+    // whose target is of no form the front serves, or whose body is framed more than
+    // one way (a smuggling primitive) is malformed, and one about the server as a whole
+    // (`OPTIONS *`) would reach the agent as a request for a path `/*`. The connection
+    // closes after the answer: what follows such a head cannot be trusted.
+    let refusal = request.refusal().or_else(|| {
+        (path == "*").then_some(Refusal {
+            status: StatusCode::BAD_REQUEST,
+            why: "the front does not pass on a request for the server as a whole (OPTIONS *)",
+        })
+    });
+    if let Some(refusal) = refusal {
+        return refused(refusal);
     }
     let is_card = method == Method::GET
         && (path.ends_with("/.well-known/agent-card.json")
@@ -251,6 +263,18 @@ pub(super) async fn route(
         };
     }
     dispatch(ctx, request, path, method, is_card, rpc).await
+}
+
+/// The answer to a request refused on its head: its status, a sentence, and the
+/// connection closed after it.
+fn refused(refusal: Refusal) -> Answer {
+    let mut answer = Answer::new(Body::from(refusal.why));
+    *answer.status_mut() = refusal.status;
+    answer
+        .headers_mut()
+        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    mark(&mut answer, Outcome::Answered);
+    answer
 }
 
 /// Where an HTTP request goes (a gRPC call the front reads comes here too, as the
@@ -345,7 +369,7 @@ pub(super) async fn post(
     let limited = http_body_util::Limited::new(body, ctx.options.max_body_bytes);
     let bytes = match read_to_end(limited).await {
         Ok(bytes) => bytes,
-        Err(_) => return too_large(ctx, binding),
+        Err(error) => return body_failed(ctx, binding, fault_of(&*error), false),
     };
     // The JSON-RPC method, read once: it says what is looked at, and labels metrics.
     let rpc_method = (binding == Binding::JsonRpc).then(|| jsonrpc_method(&bytes));

@@ -13,6 +13,8 @@ use hyper::header::{HeaderMap, HeaderName, HeaderValue};
 use hyper::http::Extensions;
 use hyper::{Method, StatusCode, Uri, Version};
 
+use crate::http1::rules::{self, Refusal};
+
 /// The longest header name kept as read (`http`'s `HeaderName` takes no longer one):
 /// the parsers refuse a longer one, so every name read converts to `http`'s.
 pub const MAX_NAME: usize = (1 << 16) - 1;
@@ -272,17 +274,17 @@ impl Request {
         &self.parts.uri
     }
 
-    /// Whether its `Host` lines are as RFC 9112 (section 3.2) requires: exactly one in
-    /// an HTTP/1.1 request, at most one before; HTTP/2 names the authority in a
-    /// pseudo-header instead, so its requests are not held to it.
-    pub fn has_host_as_required(&self) -> bool {
-        let mut hosts = self.parts.headers.get_all("host");
-        let (first, second) = (hosts.next(), hosts.next());
-        match self.parts.version {
-            Version::HTTP_11 => first.is_some() && second.is_none(),
-            Version::HTTP_09 | Version::HTTP_10 => second.is_none(),
-            _ => true,
-        }
+    /// Why the request must be refused before any of it is believed, if it must: its
+    /// `Host` lines, its target's form, the lines that frame its body
+    /// ([`rules::head_refusal`]).
+    pub fn refusal(&self) -> Option<Refusal> {
+        let lines = self.parts.headers.iter().map(|(n, v)| (n, v.as_bytes()));
+        rules::head_refusal(
+            self.parts.version,
+            &self.parts.method,
+            &self.parts.uri,
+            lines,
+        )
     }
 
     /// The header lines.
@@ -492,7 +494,9 @@ mod tests {
                 headers: read(hosts),
                 ..Parts::default()
             };
-            Request::from_parts(parts, Body::empty()).has_host_as_required()
+            Request::from_parts(parts, Body::empty())
+                .refusal()
+                .is_none()
         };
         let one = [("Host", "a")];
         let two = [("host", "a"), ("HOST", "b")];

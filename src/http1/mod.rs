@@ -1,17 +1,20 @@
-//! HTTP/1.1 on the wire, for the front's hop: what its own server loop
-//! (`transport/front_http1`) and its client of the agent ([`client`]) share. Message
-//! framing ([`framing`]: lengths, chunks, the date line), socket reads that clear
-//! their readiness when they empty the socket ([`socket`]), the server's half of a
-//! message (a plain request head parsed, an answer framed: [`server`]), the client's
-//! request head ([`request`]), one client connection, a timer kept across a
-//! connection's requests ([`timer`]), and the request and answer carried from one to
-//! the other, their header lines as they came ([`head`]).
+//! HTTP/1.1 on the wire, for the front's hop: both halves of it. The server's loop
+//! ([`serve`]: one task per client connection, generic over what answers a request),
+//! the client of the agent ([`client`]: one connection), and what they share: what a
+//! head must be before it is believed ([`rules`]), message framing ([`framing`]:
+//! lengths, chunks, the date line), socket reads that clear their readiness when they
+//! empty the socket ([`socket`]), the server's half of a message (a plain request head
+//! parsed, an answer framed: [`server`]), the client's request head ([`request`]), a
+//! timer kept across a connection's requests ([`timer`]), and the request and answer
+//! carried from one to the other, their header lines as they came ([`head`]).
 //! Below the front and the transport; it knows nothing of A2A.
 
 pub mod client;
 pub mod framing;
 pub mod head;
 pub mod request;
+pub mod rules;
+pub mod serve;
 pub mod server;
 pub mod socket;
 pub mod timer;

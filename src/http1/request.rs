@@ -114,7 +114,7 @@ async fn write_body(
                 if data.is_empty() {
                     continue;
                 }
-                socket::put_data(tcp, out, &data, chunked).await?;
+                socket::put_data(tcp, out, &data, chunked, None).await?;
                 if body.is_end_stream() {
                     break;
                 }

@@ -13,6 +13,7 @@ use hyper::{Method, StatusCode, Uri, Version};
 
 use crate::http1::framing;
 use crate::http1::head::{AnswerParts, Headers, Parts, MAX_NAME};
+use crate::http1::rules::{self, Refusal};
 
 /// The most header lines a head may have (hyper's default).
 const MAX_HEADERS: usize = 100;
@@ -27,13 +28,33 @@ pub enum Head {
     Partial,
     /// Not the plain shape: the connection is hyper's from here.
     Unusual,
+    /// A head that must not be served by anyone: it is answered, and the connection
+    /// closed.
+    Refused(Refusal),
 }
 
-/// Whether the bytes begin HTTP/2's connection preface (or could, when so few).
-pub fn looks_like_http2(buf: &[u8]) -> bool {
-    const PREFACE: &[u8] = b"PRI * HTTP/2.0";
+/// How far the bytes are HTTP/2's connection preface.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Preface {
+    /// Its request line is there whole.
+    Whole,
+    /// What is there begins it: more bytes will tell.
+    Begun,
+    /// They are something else.
+    No,
+}
+
+/// Whether the bytes begin with HTTP/2's connection preface.
+pub fn preface(buf: &[u8]) -> Preface {
+    const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n";
     let n = buf.len().min(PREFACE.len());
-    buf[..n] == PREFACE[..n]
+    if buf[..n] != PREFACE[..n] {
+        Preface::No
+    } else if n == PREFACE.len() {
+        Preface::Whole
+    } else {
+        Preface::Begun
+    }
 }
 
 /// Parses the head at the start of `buf` and, when it is a plain one, takes it out
@@ -50,43 +71,70 @@ pub fn parse_head(buf: &mut BytesMut, max_body: usize) -> Head {
     ) {
         Ok(httparse::Status::Complete(len)) => len,
         Ok(httparse::Status::Partial) => return put_back(buf, all, Head::Partial),
-        Err(_) => return put_back(buf, all, Head::Unusual),
-    };
-    let method = match parsed.method {
-        _ if parsed.version != Some(1) => return put_back(buf, all, Head::Unusual),
-        Some("GET") => Method::GET,
-        Some("POST") => Method::POST,
-        Some("HEAD" | "CONNECT") | None => return put_back(buf, all, Head::Unusual),
-        Some(other) => match Method::from_bytes(other.as_bytes()) {
-            Ok(method) => method,
-            Err(_) => return put_back(buf, all, Head::Unusual),
-        },
+        // What httparse refuses, hyper's server (the same parser, configured alike)
+        // refuses too: said here at once, whichever byte it was (a bare CR among them).
+        Err(httparse::Error::TooManyHeaders) => {
+            return put_back(buf, all, Head::Refused(Refusal::TOO_MANY_LINES))
+        }
+        Err(_) => return put_back(buf, all, Head::Refused(Refusal::MALFORMED)),
     };
     let Ok(uri) = Uri::from_maybe_shared(all.slice_ref(parsed.path.unwrap_or_default().as_bytes()))
     else {
         return put_back(buf, all, Head::Unusual);
     };
+    // A head not served here is hyper's, once nothing in it must be refused: its
+    // framing is checked whichever line made it unusual (a `Connection: close` before
+    // a `Transfer-Encoding` among them).
+    let version = if parsed.version == Some(1) {
+        Version::HTTP_11
+    } else {
+        Version::HTTP_10
+    };
+    let named = Method::from_bytes(parsed.method.unwrap_or_default().as_bytes());
+    let unusual = || {
+        let Ok(method) = &named else {
+            return Head::Refused(Refusal::MALFORMED);
+        };
+        let lines = parsed.headers.iter().map(|h| (h.name.as_bytes(), h.value));
+        let refused = rules::head_refusal(version, method, &uri, lines);
+        refused.map_or(Head::Unusual, Head::Refused)
+    };
+    let method = match &named {
+        _ if version != Version::HTTP_11 => None,
+        Ok(method) if method == Method::HEAD || method == Method::CONNECT => None,
+        Ok(method) => Some(method.clone()),
+        Err(_) => None,
+    };
+    let Some(method) = method else {
+        let head = unusual();
+        return put_back(buf, all, head);
+    };
     let mut length = None;
     let mut headers = Headers::with_capacity(parsed.headers.len());
     for h in parsed.headers.iter() {
         let name = h.name.as_bytes();
-        if name.eq_ignore_ascii_case(b"content-length") {
+        let plain = if name.eq_ignore_ascii_case(b"content-length") {
             match (length, framing::parse_length(h.value)) {
-                (None, Some(n)) if n <= max_body => length = Some(n),
-                _ => return put_back(buf, all, Head::Unusual),
+                (None, Some(n)) if n <= max_body => {
+                    length = Some(n);
+                    true
+                }
+                _ => false,
             }
-        } else if name.eq_ignore_ascii_case(b"transfer-encoding")
-            || name.eq_ignore_ascii_case(b"expect")
-            || name.eq_ignore_ascii_case(b"upgrade")
-            || name.eq_ignore_ascii_case(b"te")
-            || (name.eq_ignore_ascii_case(b"connection")
-                && !h.value.eq_ignore_ascii_case(b"keep-alive"))
-        {
-            return put_back(buf, all, Head::Unusual);
-        }
-        if name.len() > MAX_NAME {
-            // Longer than `http` takes: hyper's to refuse.
-            return put_back(buf, all, Head::Unusual);
+        } else {
+            // A body framed by chunks, and the rest of what hyper's server handles.
+            !(name.eq_ignore_ascii_case(b"transfer-encoding")
+                || name.eq_ignore_ascii_case(b"expect")
+                || name.eq_ignore_ascii_case(b"upgrade")
+                || name.eq_ignore_ascii_case(b"te")
+                || (name.eq_ignore_ascii_case(b"connection")
+                    && !h.value.eq_ignore_ascii_case(b"keep-alive"))
+                // Longer than `http` takes: hyper's to refuse.
+                || name.len() > MAX_NAME)
+        };
+        if !plain {
+            let head = unusual();
+            return put_back(buf, all, head);
         }
         // The name as it came (httparse took it only if it is a token): no type made.
         headers.push_read(
@@ -97,11 +145,27 @@ pub fn parse_head(buf: &mut BytesMut, max_body: usize) -> Head {
     let parts = Parts {
         method,
         uri,
-        version: Version::HTTP_11,
+        version,
         headers,
         extensions: Default::default(),
     };
     Head::Plain(parts, length.unwrap_or(0), all.slice(len..))
+}
+
+/// Writes the answer to a refused request: its status, `connection: close`, and the
+/// sentence that says why.
+pub fn write_refusal(out: &mut Vec<u8>, refusal: Refusal) {
+    out.extend_from_slice(b"HTTP/1.1 ");
+    out.extend_from_slice(refusal.status.as_str().as_bytes());
+    out.push(b' ');
+    out.extend_from_slice(refusal.status.canonical_reason().unwrap_or("").as_bytes());
+    out.extend_from_slice(b"\r\ncontent-type: text/plain; charset=utf-8\r\nconnection: close\r\n");
+    out.extend_from_slice(b"content-length: ");
+    out.extend_from_slice(itoa::Buffer::new().format(refusal.why.len()).as_bytes());
+    out.extend_from_slice(b"\r\ndate: ");
+    out.extend_from_slice(&framing::http_date());
+    out.extend_from_slice(b"\r\n\r\n");
+    out.extend_from_slice(refusal.why.as_bytes());
 }
 
 /// Puts the bytes a head was parsed from back, for more to be read or for hyper.
@@ -256,29 +320,56 @@ mod tests {
     fn unusual_heads_go_to_hyper() {
         for head in [
             "GET / HTTP/1.0\r\n\r\n",
-            "HEAD / HTTP/1.1\r\n\r\n",
-            "CONNECT a:1 HTTP/1.1\r\n\r\n",
-            "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n",
-            "POST / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\n",
-            "POST / HTTP/1.1\r\nContent-Length: +1\r\n\r\n",
-            "POST / HTTP/1.1\r\nContent-Length: 2048\r\n\r\n",
-            "POST / HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 1\r\n\r\n",
-            "GET / HTTP/1.1\r\nConnection: close\r\n\r\n",
-            "GET / HTTP/1.1\r\nUpgrade: h2c\r\nConnection: Upgrade\r\n\r\n",
-            "GET / HTTP/1.1\r\nTE: trailers\r\n\r\n",
-            "GET /\u{1} HTTP/1.1\r\n\r\n",
+            "HEAD / HTTP/1.1\r\nHost: h\r\n\r\n",
+            "CONNECT a:1 HTTP/1.1\r\nHost: h\r\n\r\n",
+            "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n",
+            "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\n",
+            "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: +1\r\n\r\n",
+            "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 2048\r\n\r\n",
+            "POST / HTTP/1.1\r\nHost: h\r\nExpect: 100-continue\r\nContent-Length: 1\r\n\r\n",
+            "GET / HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n",
+            "GET / HTTP/1.1\r\nHost: h\r\nUpgrade: h2c\r\nConnection: Upgrade\r\n\r\n",
+            "GET / HTTP/1.1\r\nHost: h\r\nTE: trailers\r\n\r\n",
         ] {
             assert!(matches!(parsed(head), Head::Unusual), "{head:?}");
         }
+        // Refused here, not handed on: what no server may read, and framings that can
+        // be read more than one way.
+        for (head, status) in [
+            ("GET /\u{1} HTTP/1.1\r\n\r\n", 400),
+            ("GET / HTTP/1.1\r\nConnection: close\r\n\r\n", 400),
+            ("GET any-target HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n", 400),
+            ("POST /x HTTP/1.1\rHost: h\r\n\r\n", 400),
+            ("GET / HTTP/2.0\r\n\r\n", 400),
+            ("POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", 501),
+            ("POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked, chunked\r\n\r\n", 400),
+            (
+                "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n",
+                400,
+            ),
+        ] {
+            let Head::Refused(refusal) = parsed(head) else {
+                panic!("{head:?} not refused");
+            };
+            assert_eq!(refusal.status.as_u16(), status, "{head:?}");
+        }
+        let many = format!(
+            "GET / HTTP/1.1\r\n{}\r\n",
+            "a: 1\r\n".repeat(MAX_HEADERS + 1)
+        );
+        let Head::Refused(refusal) = parsed(&many) else {
+            panic!("too many lines taken");
+        };
+        assert_eq!(refusal.status, StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE);
         // A name longer than `http`'s names may be: hyper refuses it.
-        let long = format!("GET / HTTP/1.1\r\n{}: 1\r\n\r\n", "x".repeat(MAX_NAME + 1));
+        let long = format!("GET / HTTP/1.1\r\nHost: h\r\n{}: 1\r\n\r\n", "x".repeat(MAX_NAME + 1));
         let mut buf = BytesMut::from(long.as_bytes());
         assert!(matches!(parse_head(&mut buf, 1024), Head::Unusual));
         let mut partial = BytesMut::from(&b"GET / HTTP/1.1\r\nHost"[..]);
         assert!(matches!(parse_head(&mut partial, 1024), Head::Partial));
         assert_eq!(&partial[..], b"GET / HTTP/1.1\r\nHost", "put back whole");
-        assert!(looks_like_http2(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"));
-        assert!(looks_like_http2(b"PR"));
-        assert!(!looks_like_http2(b"POST / HTTP/1.1"));
+        assert_eq!(preface(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"), Preface::Whole);
+        assert_eq!(preface(b"PR"), Preface::Begun);
+        assert_eq!(preface(b"POST / HTTP/1.1"), Preface::No);
     }
 }

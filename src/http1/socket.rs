@@ -7,9 +7,10 @@
 use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
+use std::time::Duration;
 
 use bytes::{Buf, Bytes, BytesMut};
-use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, Interest, ReadBuf};
 use tokio::net::TcpStream;
 
 use crate::http1::framing;
@@ -53,26 +54,79 @@ pub fn closed_while_idle(tcp: &TcpStream) -> bool {
 
 /// Writes all of `bytes` to `tcp`, waiting for room as needed. It takes the socket
 /// shared, so that its answer can be read while a request is still being written.
-pub async fn write_all(tcp: &TcpStream, mut bytes: &[u8]) -> io::Result<()> {
+pub async fn write_all(tcp: &TcpStream, bytes: &[u8]) -> io::Result<()> {
+    write_all_within(tcp, bytes, None).await
+}
+
+/// [`write_all`], failing with `TimedOut` when the other end takes none of the bytes
+/// for `within` (nginx's `send_timeout`): a client that stops reading does not hold
+/// its answer, and the connection, for ever. The timer is made only when a write has to
+/// wait, which a socket with room never does.
+pub async fn write_all_within(
+    tcp: &TcpStream,
+    mut bytes: &[u8],
+    within: Option<Duration>,
+) -> io::Result<()> {
+    let mut timer: Option<Pin<Box<tokio::time::Sleep>>> = None;
     while !bytes.is_empty() {
         match tcp.try_write(bytes) {
             Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-            Ok(n) => bytes = &bytes[n..],
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => tcp.writable().await?,
+            Ok(n) => {
+                bytes = &bytes[n..];
+                // Some were taken: the other end reads, and the wait starts again.
+                timer = None;
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => match within {
+                None => tcp.writable().await?,
+                Some(within) => {
+                    let timer = timer.get_or_insert_with(|| Box::pin(tokio::time::sleep(within)));
+                    tokio::select! {
+                        biased;
+                        writable = tcp.writable() => writable?,
+                        () = timer.as_mut() => return Err(io::ErrorKind::TimedOut.into()),
+                    }
+                }
+            },
             Err(e) => return Err(e),
         }
     }
     Ok(())
 }
 
+/// Ends a connection after an answer that closes it: its sending side is shut, then
+/// what the client still sends is read and dropped for a short while (nginx's lingering
+/// close). A socket closed with unread bytes resets the connection, and the reset can
+/// reach the client before it has read the answer.
+pub async fn linger(tcp: &mut TcpStream) {
+    /// How long the client's bytes are read and dropped at the most.
+    const LINGER: Duration = Duration::from_secs(2);
+    /// How many of them are read at the most.
+    const AT_MOST: usize = 1 << 20;
+    if tcp.shutdown().await.is_err() {
+        return;
+    }
+    let mut scratch = vec![0u8; 16 * 1024];
+    let mut dropped = 0;
+    let _ = tokio::time::timeout(LINGER, async {
+        while dropped < AT_MOST {
+            match tcp.read(&mut scratch).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => dropped += n,
+            }
+        }
+    })
+    .await;
+}
+
 /// Puts one data frame of a body after what `out` holds (chunk-framed when `chunked`):
 /// a small one is copied there, to go in the same write as the rest; a large one is
-/// written now, after `out`.
+/// written now, after `out`, each write waiting at most `within`.
 pub async fn put_data(
     tcp: &TcpStream,
     out: &mut Vec<u8>,
     data: &[u8],
     chunked: bool,
+    within: Option<Duration>,
 ) -> io::Result<()> {
     if chunked {
         framing::push_chunk_size(out, data.len());
@@ -80,9 +134,9 @@ pub async fn put_data(
     if data.len() <= COPY_AT_MOST {
         out.extend_from_slice(data);
     } else {
-        write_all(tcp, out).await?;
+        write_all_within(tcp, out, within).await?;
         out.clear();
-        write_all(tcp, data).await?;
+        write_all_within(tcp, data, within).await?;
     }
     if chunked {
         out.extend_from_slice(b"\r\n");

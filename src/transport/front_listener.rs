@@ -2,7 +2,7 @@
 //! timeout, the header list size, HTTP/2's concurrent streams and keep-alive pings), and
 //! each request is handed to the front. HTTP/1.1 and HTTP/2 (prior knowledge) both.
 //! Each connection lives on one of the front's event loops (one a core), served first
-//! by the front's own HTTP/1.1 loop (`front_http1`), and by hyper's server once that
+//! by the front's own HTTP/1.1 loop (`http1::serve`), and by hyper's server once that
 //! loop hands it over (HTTP/2, and the HTTP/1.1 requests it does not serve).
 
 use std::convert::Infallible;
@@ -25,13 +25,15 @@ use tonic_health::server::HealthReporter;
 use tonic_health::ServingStatus;
 
 use crate::config::Limits;
+use crate::front::limits::Timed;
 use crate::front::records::Records;
 use crate::front::{Front, FrontOptions};
 use crate::http1::head::Request;
+use crate::http1::serve::Handler as _;
+use crate::http1::serve::{self as http1_serve, Protocol};
 use crate::registry::Registry;
 use crate::run::Runner;
 use crate::telemetry::Tracer;
-use crate::transport::front_http1;
 use crate::transport::layers::idle::{CallEnd, IdleIo};
 
 /// The health service name of the front: SERVING while it has a card to serve.
@@ -143,7 +145,7 @@ const MIN_HTTP1_BUFFER: usize = 8192;
 
 /// Serves `listener` with `front` until `stop` resolves; then waits (at most `drain`)
 /// for the requests in flight. HTTP/1.1 connections are served by the front's own loop
-/// (`front_http1`), which hands what it does not serve to hyper's server, as it does
+/// (`http1::serve`), which hands what it does not serve to hyper's server, as it does
 /// HTTP/2.
 pub async fn serve(
     front: Arc<Front>,
@@ -159,7 +161,10 @@ pub async fn serve(
     builder
         .http1()
         .timer(TokioTimer::new())
-        .max_buf_size(max_head);
+        .max_buf_size(max_head)
+        // A head that stops arriving closes its connection (hyper says nothing then);
+        // the front's own loop answers it 408.
+        .header_read_timeout(limits.request_read_timeout);
     builder
         .http2()
         .timer(TokioTimer::new())
@@ -167,11 +172,18 @@ pub async fn serve(
         .max_header_list_size(limits.max_header_list_bytes)
         .keep_alive_interval(limits.keepalive)
         .keep_alive_timeout(limits.keepalive_timeout);
-    let builder = Arc::new(builder);
-    let settings = front_http1::Settings {
+    // A connection handed over speaks what its first bytes said, and only that: an
+    // HTTP/1.1 connection never turns into HTTP/2 on a preface sent later.
+    let builders = Arc::new(Builders {
+        http1: builder.clone().http1_only(),
+        http2: builder.http2_only(),
+    });
+    let settings = http1_serve::Settings {
         idle: limits.idle_timeout,
         max_head,
         max_body: front.max_body_bytes(),
+        read: limits.request_read_timeout,
+        send: Some(front.send_timeout()),
     };
     // Every connection's task is tracked, and told of the drain by `draining`.
     let connections = TaskTracker::new();
@@ -183,6 +195,11 @@ pub async fn serve(
             None
         }
     };
+    // Connections open now: past the bound a new one is closed unread, as nginx does
+    // past `worker_connections`, so that a flood of idle connections cannot take every
+    // descriptor the sidecar has.
+    let open = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let max_connections = front.max_connections();
     let mut stop = std::pin::pin!(stop);
     loop {
         let accepted = tokio::select! {
@@ -198,6 +215,15 @@ pub async fn serve(
                 continue;
             }
         };
+        let Some(slot) = Slot::take(&open, max_connections) else {
+            crate::metrics::metrics().front.connections_refused.inc();
+            tracing::debug!(
+                max_connections,
+                "a front connection was closed unread: --front-max-connections are open"
+            );
+            drop(tcp);
+            continue;
+        };
         // No Nagle: an answer written in more than one segment would otherwise wait for
         // the client's delayed ACK (up to 200 ms on Linux).
         let _ = tcp.set_nodelay(true);
@@ -212,9 +238,10 @@ pub async fn serve(
             },
         };
         let served = connection(
+            slot,
             tcp,
             Arc::clone(&front),
-            Arc::clone(&builder),
+            Arc::clone(&builders),
             settings,
             draining.clone(),
         );
@@ -252,6 +279,35 @@ where
     fn execute(&self, future: F) {
         self.0.spawn(future);
     }
+}
+
+/// One open client connection's place under `--front-max-connections`, given back
+/// when the connection's task ends.
+struct Slot(Arc<std::sync::atomic::AtomicUsize>);
+
+impl Slot {
+    /// A place, if fewer than `max` are taken.
+    fn take(open: &Arc<std::sync::atomic::AtomicUsize>, max: usize) -> Option<Self> {
+        use std::sync::atomic::Ordering::Relaxed;
+        open.fetch_update(Relaxed, Relaxed, |n| (n < max).then_some(n + 1))
+            .ok()?;
+        crate::metrics::metrics().front.connections.inc();
+        Some(Self(Arc::clone(open)))
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+        crate::metrics::metrics().front.connections.dec();
+    }
+}
+
+/// hyper's servers for the connections the front's own loop hands over, one for each
+/// protocol.
+struct Builders {
+    http1: auto::Builder<OnRuntime>,
+    http2: auto::Builder<OnRuntime>,
 }
 
 /// An accepted connection: still on the accepting runtime, or taken off it to be
@@ -314,10 +370,11 @@ impl Drop for Loops {
 /// One client connection, on the loop it was given: the front's own HTTP/1.1 loop,
 /// then hyper's server if it is handed over.
 async fn connection(
+    _slot: Slot,
     tcp: Accepted,
     front: Arc<Front>,
-    builder: Arc<auto::Builder<OnRuntime>>,
-    settings: front_http1::Settings,
+    builders: Arc<Builders>,
+    settings: http1_serve::Settings,
     draining: CancellationToken,
 ) {
     let tcp = match tcp {
@@ -331,12 +388,16 @@ async fn connection(
         },
     };
     let drained = draining.clone().cancelled_owned();
-    match front_http1::serve(tcp, &front, settings, drained).await {
-        front_http1::Ended::Closed => {}
-        front_http1::Ended::HandOver(io) => {
+    match http1_serve::serve(tcp, &*front, settings, drained).await {
+        http1_serve::Ended::Closed => {}
+        http1_serve::Ended::HandOver(io, protocol) => {
+            let builder = match protocol {
+                Protocol::Http1 => &builders.http1,
+                Protocol::Http2 => &builders.http2,
+            };
             // Boxed: an idle connection's task holds only the loop's state.
-            let idle = settings.idle;
-            Box::pin(serve_with_hyper(io, front, &builder, idle, draining)).await;
+            let (idle, read) = (settings.idle, settings.read);
+            Box::pin(serve_with_hyper(io, front, builder, (idle, read), draining)).await;
         }
     }
 }
@@ -347,7 +408,7 @@ async fn serve_with_hyper(
     io: crate::http1::socket::Prefixed,
     front: Arc<Front>,
     builder: &auto::Builder<OnRuntime>,
-    idle: Option<Duration>,
+    (idle, read): (Option<Duration>, Option<Duration>),
     draining: CancellationToken,
 ) {
     let io = IdleIo::new(io, idle);
@@ -359,7 +420,13 @@ async fn serve_with_hyper(
         // service future while the connection lives, and the front's future is
         // kilobytes that an idle connection would otherwise hold.
         Box::pin(async move {
-            let answer = front.handle(Request::from(request.map(Body::new))).await;
+            // A body that stops arriving fails (and is answered 408) rather than hold
+            // its request, and the agent's connection, open.
+            let request = match read {
+                Some(gap) => request.map(|body| Body::new(Timed::new(body, gap))),
+                None => request.map(Body::new),
+            };
+            let answer = front.handle(Request::from(request)).await;
             Ok::<_, Infallible>(answer.into_http().map(|body| Counted { body, _end: end }))
         }) as Pin<Box<dyn Future<Output = Result<_, Infallible>> + Send>>
     });

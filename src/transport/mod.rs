@@ -16,7 +16,6 @@ pub mod answers;
 pub mod auth;
 pub mod call_log;
 pub mod convert;
-pub mod front_http1;
 pub mod front_listener;
 pub mod layers;
 pub mod list_specs;

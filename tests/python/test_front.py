@@ -607,7 +607,9 @@ def test_with_the_agent_down_commands_still_answer_and_the_rest_fails_naming_it(
         task = command.json()["result"]["task"]
         assert task["status"]["message"]["metadata"] == {"command": "status"}
         big = httpx.post(url, content=b"x" * (5 << 20), headers={"content-type": "application/json"}, timeout=30)
-        assert big.status_code == 200 and "over the front's limit" in big.json()["error"]["message"]
+        # A body over the limit is the client's fault, said in its own status on every
+        # binding (JSON-RPC's error object with it).
+        assert big.status_code == 413 and "over the front's limit" in big.json()["error"]["message"]
     finally:
         proc.terminate()
         assert proc.wait(timeout=30) == 0

@@ -1,16 +1,18 @@
-//! The front's HTTP/1.1 connections, served by a loop of our own: one task per client
-//! connection that reads the head in place, hands the request to the front, and writes
-//! its answer's head and body in one write. Between requests a connection holds no
-//! buffer at all (nginx frees a keep-alive connection's buffers the same way; hyper's
-//! connection keeps 16 KiB for its whole life).
+//! The server's loop for HTTP/1.1: one task per client connection that reads the head
+//! in place, hands the request to a [`Handler`] (the front), and writes its answer's
+//! head and body in one write. Between requests a connection holds no buffer at all
+//! (nginx frees a keep-alive connection's buffers the same way; hyper's connection keeps
+//! 16 KiB for its whole life).
 //!
+//! Every head is held to [`rules`](crate::http1::rules) first: one that does not parse,
+//! frames its body more than one way, or stops arriving is answered here (400, 501,
+//! 408) and the connection closed, whichever server would have read the rest.
 //! Only the plain shape is served here: HTTP/1.1, a body of known length within the
 //! front's limit, and none of `Transfer-Encoding`, `Expect`, `Upgrade`, `TE`, or a
 //! `Connection` other than `keep-alive`; any method but HEAD and CONNECT. Anything
-//! else (HTTP/2's preface, HTTP/1.0, a head that does not parse or is too large) is
-//! handed over, with the bytes read so far, to hyper's server for the rest of the
-//! connection ([`Ended::HandOver`]), so that every unusual request still gets hyper's
-//! answer, error or not.
+//! else is handed over, with the bytes read so far, to hyper's server for the rest of
+//! the connection ([`Ended::HandOver`]): HTTP/2 when its preface is the connection's
+//! first bytes, HTTP/1.1 otherwise (a preface later on is refused, never a switch).
 
 use std::future::{poll_fn, Future};
 use std::pin::Pin;
@@ -20,16 +22,22 @@ use std::time::Duration;
 use axum::body::Body;
 use bytes::{Buf, Bytes, BytesMut};
 use hyper::body::Body as _;
-use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio::time::{Instant, Sleep};
 use tokio_util::sync::WaitForCancellationFutureOwned;
 
-use crate::front::Front;
 use crate::http1::head::{Answer, Request};
+use crate::http1::rules::Refusal;
+use crate::http1::server::Head;
 use crate::http1::socket::{self, Prefixed};
 use crate::http1::timer::KeptTimer;
 use crate::http1::{framing, server};
+
+/// What answers the requests of a connection (the front).
+pub trait Handler {
+    /// The answer to `request`.
+    fn handle(&self, request: Request) -> impl Future<Output = Answer> + Send;
+}
 
 /// How a connection served here may behave.
 #[derive(Clone, Copy, Debug)]
@@ -41,9 +49,16 @@ pub struct Settings {
     /// The largest body read here before the front sees the request (the front's own
     /// limit: a larger one is hyper's to stream, and the front's to refuse).
     pub max_body: usize,
+    /// How long a request's head, and then its body, may take to arrive once begun
+    /// (`None`: the head hyper's 30 s, the body for ever); past it, 408.
+    pub read: Option<Duration>,
+    /// How long an answer may wait for the client to take any of it (`None`: for
+    /// ever); past it, the connection is closed.
+    pub send: Option<Duration>,
 }
 
-/// How long a request head may take to arrive once it has begun (hyper's default).
+/// How long a request head may take to arrive once it has begun, when no read timeout
+/// is set (hyper's default).
 const HEAD_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The first read's size: a plain request (head and JSON body) fits in it.
@@ -54,11 +69,20 @@ const BODY_READ: usize = 64 * 1024;
 
 /// How a connection served here ended.
 pub enum Ended {
-    /// Closed: by the client, the idle timeout, the drain, or an error.
+    /// Closed: by the client, the idle timeout, the drain, a refusal, or an error.
     Closed,
     /// A request this loop does not serve: the connection and the bytes read from it so
-    /// far, for hyper's server.
-    HandOver(Prefixed),
+    /// far, for hyper's server, in the protocol it is to speak.
+    HandOver(Prefixed, Protocol),
+}
+
+/// What hyper's server is to speak on a connection handed over.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Protocol {
+    /// HTTP/1.1 (and 1.0): a request this loop does not serve.
+    Http1,
+    /// HTTP/2 with prior knowledge: its preface was the connection's first bytes.
+    Http2,
 }
 
 /// Serves HTTP/1.1 requests on `tcp` with `front` until the connection ends or is
@@ -66,7 +90,7 @@ pub enum Ended {
 /// closes, and a busy one after its answer (which says `connection: close`).
 pub async fn serve(
     tcp: TcpStream,
-    front: &Front,
+    handler: &impl Handler,
     settings: Settings,
     draining: WaitForCancellationFutureOwned,
 ) -> Ended {
@@ -78,16 +102,25 @@ pub async fn serve(
         idle_timer: KeptTimer::default(),
         draining: Box::pin(draining),
         drained: false,
+        served: false,
     };
     loop {
         let request = match conn.read_request().await {
             Next::Request(request) => request,
             Next::Closed => return Ended::Closed,
-            Next::HandOver(read) => return Ended::HandOver(Prefixed::new(read, conn.tcp)),
+            Next::Refused(refusal) => {
+                // Boxed: an idle connection's task holds only the loop's state.
+                Box::pin(conn.refuse(refusal)).await;
+                return Ended::Closed;
+            }
+            Next::HandOver(read, protocol) => {
+                return Ended::HandOver(Prefixed::new(read, conn.tcp), protocol)
+            }
         };
+        conn.served = true;
         // Written into its box where it lies: made on the stack and moved in, the
         // future's whole size (kilobytes, for its largest state) was copied per request.
-        let mut handling = Box::into_pin(Box::write(Box::new_uninit(), front.handle(request)));
+        let mut handling = Box::into_pin(Box::write(Box::new_uninit(), handler.handle(request)));
         let answer = poll_fn(|cx| {
             if let Poll::Ready(answer) = handling.as_mut().poll(cx) {
                 return Poll::Ready(Some(answer));
@@ -120,6 +153,19 @@ struct Connection {
     draining: Pin<Box<WaitForCancellationFutureOwned>>,
     /// The drain has begun: the next answer is the connection's last.
     drained: bool,
+    /// A request has been taken: an HTTP/2 preface is no longer a connection's first
+    /// bytes.
+    served: bool,
+}
+
+/// How a wait for a request's bytes ended.
+enum Wait {
+    /// There are bytes to read.
+    Readable,
+    /// The connection is to close with nothing said.
+    Close,
+    /// The head did not come in time.
+    TooSlow,
 }
 
 /// What the connection's next bytes are.
@@ -128,20 +174,23 @@ struct Connection {
 enum Next {
     Request(Request),
     Closed,
-    HandOver(Bytes),
+    Refused(Refusal),
+    HandOver(Bytes, Protocol),
 }
 
 impl Connection {
     /// Reads the next request, head and body, waiting (with no buffer held) for it to
-    /// begin.
+    /// begin. Once begun, its head must come whole within the read timeout, and then
+    /// its body with no gap as long; else it is answered 408.
     async fn read_request(&mut self) -> Next {
-        let mut head_deadline: Option<Pin<Box<Sleep>>> = None;
+        let mut deadline: Option<Pin<Box<Sleep>>> = None;
         let (head, length, rest) = loop {
             if self.buf.is_empty() {
                 // Idle: nothing held but the socket until the client writes.
                 self.buf = BytesMut::new();
-                if !poll_fn(|cx| self.poll_waiting(cx, None)).await {
-                    return Next::Closed;
+                match poll_fn(|cx| self.poll_waiting(cx, None)).await {
+                    Wait::Readable => {}
+                    Wait::Close | Wait::TooSlow => return Next::Closed,
                 }
             } else {
                 // Empty lines before a request (a client's stray CRLF after a body) are
@@ -155,20 +204,33 @@ impl Connection {
                     self.buf.advance(blank);
                     continue;
                 }
-                if server::looks_like_http2(&self.buf) {
-                    return Next::HandOver(self.buf.split().freeze());
-                }
-                match server::parse_head(&mut self.buf, self.settings.max_body) {
-                    server::Head::Plain(head, length, rest) => break (head, length, rest),
-                    server::Head::Unusual => return Next::HandOver(self.buf.split().freeze()),
-                    server::Head::Partial if self.buf.len() >= self.settings.max_head => {
-                        return Next::HandOver(self.buf.split().freeze())
+                let parsed = match server::preface(&self.buf) {
+                    // Prior knowledge is the connection's first bytes, or nothing: later
+                    // it would turn an HTTP/1.1 connection into HTTP/2 (h2c smuggling).
+                    server::Preface::Whole if self.served => Head::Refused(Refusal::LATE_PREFACE),
+                    server::Preface::Whole => {
+                        return Next::HandOver(self.buf.split().freeze(), Protocol::Http2)
                     }
-                    server::Head::Partial => {
-                        let deadline = head_deadline
-                            .get_or_insert_with(|| Box::pin(tokio::time::sleep(HEAD_TIMEOUT)));
-                        if !poll_fn(|cx| self.poll_waiting(cx, Some(deadline.as_mut()))).await {
-                            return Next::Closed;
+                    server::Preface::Begun if !self.served => Head::Partial,
+                    _ => server::parse_head(&mut self.buf, self.settings.max_body),
+                };
+                match parsed {
+                    Head::Plain(head, length, rest) => break (head, length, rest),
+                    Head::Refused(refusal) => return Next::Refused(refusal),
+                    Head::Unusual => {
+                        return Next::HandOver(self.buf.split().freeze(), Protocol::Http1)
+                    }
+                    Head::Partial if self.buf.len() >= self.settings.max_head => {
+                        return Next::HandOver(self.buf.split().freeze(), Protocol::Http1)
+                    }
+                    Head::Partial => {
+                        let within = self.settings.read.unwrap_or(HEAD_TIMEOUT);
+                        let deadline =
+                            deadline.get_or_insert_with(|| Box::pin(tokio::time::sleep(within)));
+                        match poll_fn(|cx| self.poll_waiting(cx, Some(deadline.as_mut()))).await {
+                            Wait::Readable => {}
+                            Wait::Close => return Next::Closed,
+                            Wait::TooSlow => return Next::Refused(Refusal::TOO_SLOW),
                         }
                     }
                 }
@@ -191,8 +253,30 @@ impl Connection {
             while self.buf.len() < length {
                 // Room as the bytes come, not the whole length a head claims.
                 let wanted = (length - self.buf.len()).min(BODY_READ);
-                if poll_fn(|cx| self.tcp.poll_read_ready(cx)).await.is_err() {
-                    return Next::Closed;
+                let timed = self.settings.read.is_some();
+                if let Some(read) = self.settings.read {
+                    // A gap between reads: put off as each read brings bytes.
+                    let until = Instant::now() + read;
+                    match deadline.as_mut() {
+                        Some(deadline) => deadline.as_mut().reset(until),
+                        None => deadline = Some(Box::pin(tokio::time::sleep_until(until))),
+                    }
+                }
+                let waited = poll_fn(|cx| match self.tcp.poll_read_ready(cx) {
+                    Poll::Ready(Ok(())) => Poll::Ready(Wait::Readable),
+                    Poll::Ready(Err(_)) => Poll::Ready(Wait::Close),
+                    Poll::Pending => match deadline.as_mut() {
+                        Some(deadline) if timed => {
+                            deadline.as_mut().poll(cx).map(|()| Wait::TooSlow)
+                        }
+                        _ => Poll::Pending,
+                    },
+                })
+                .await;
+                match waited {
+                    Wait::Readable => {}
+                    Wait::Close => return Next::Closed,
+                    Wait::TooSlow => return Next::Refused(Refusal::TOO_SLOW),
                 }
                 if let Ok(false) = self.read_some(wanted) {
                     return Next::Closed;
@@ -206,6 +290,19 @@ impl Connection {
             Body::from(body)
         };
         Next::Request(Request::from_parts(head, body))
+    }
+
+    /// Answers a refused request and closes the connection: the rest of what it sent
+    /// cannot be trusted to be framed as it says.
+    async fn refuse(&mut self, refusal: Refusal) {
+        let mut out = Vec::with_capacity(256);
+        server::write_refusal(&mut out, refusal);
+        if socket::write_all_within(&self.tcp, &out, self.settings.send)
+            .await
+            .is_ok()
+        {
+            socket::linger(&mut self.tcp).await;
+        }
     }
 
     /// Reads what the socket has, up to `wanted` more bytes of room: `Ok(false)` at
@@ -225,23 +322,22 @@ impl Connection {
         }
     }
 
-    /// Waits for bytes to read: `true` when there are some, `false` when the
-    /// connection should close (the idle timeout, the head's deadline, or the drain
-    /// before a whole head has come).
-    fn poll_waiting(&mut self, cx: &mut Context<'_>, head: Option<Pin<&mut Sleep>>) -> Poll<bool> {
+    /// Waits for bytes to read, or for the connection to be closed (the idle timeout,
+    /// or the drain before a whole head has come), or for the head's deadline.
+    fn poll_waiting(&mut self, cx: &mut Context<'_>, head: Option<Pin<&mut Sleep>>) -> Poll<Wait> {
         if self.tcp.poll_read_ready(cx).is_ready() {
-            return Poll::Ready(true);
+            return Poll::Ready(Wait::Readable);
         }
         if head.is_some_and(|deadline| deadline.poll(cx).is_ready()) {
-            return Poll::Ready(false);
+            return Poll::Ready(Wait::TooSlow);
         }
         // A head begun but not finished is no request yet: the drain closes it, as
         // hyper closes a connection that has not begun a message.
         if self.draining.as_mut().poll(cx).is_ready() {
-            return Poll::Ready(false);
+            return Poll::Ready(Wait::Close);
         }
         if self.idle_expired(cx) {
-            return Poll::Ready(false);
+            return Poll::Ready(Wait::Close);
         }
         Poll::Pending
     }
@@ -293,7 +389,7 @@ impl Connection {
         let mut out = Vec::with_capacity(256 + copied);
         let keep = server::write_head(&mut out, &parts, shape, self.drained);
         if shape == server::Framing::None {
-            self.tcp.write_all(&out).await?;
+            socket::write_all_within(&self.tcp, &out, self.settings.send).await?;
             return Ok(keep);
         }
         let chunked = shape == server::Framing::Chunked;
@@ -311,7 +407,7 @@ impl Connection {
                     // Not there yet: what is ready goes now, and the client is watched
                     // while the rest comes.
                     if !out.is_empty() {
-                        self.tcp.write_all(&out).await?;
+                        socket::write_all_within(&self.tcp, &out, self.settings.send).await?;
                         out.clear();
                     }
                     let next = poll_fn(|cx| {
@@ -333,7 +429,7 @@ impl Connection {
                 // the failure: the client sees it end early, as hyper ends it.
                 Some(Err(_)) => {
                     if !out.is_empty() {
-                        self.tcp.write_all(&out).await?;
+                        socket::write_all_within(&self.tcp, &out, self.settings.send).await?;
                     }
                     return Ok(false);
                 }
@@ -348,12 +444,14 @@ impl Connection {
                     }
                     if data.len() as u64 > left {
                         let allowed = &data[..usize::try_from(left).unwrap_or(data.len())];
-                        socket::put_data(&self.tcp, &mut out, allowed, chunked).await?;
-                        self.tcp.write_all(&out).await?;
+                        socket::put_data(&self.tcp, &mut out, allowed, chunked, self.settings.send)
+                            .await?;
+                        socket::write_all_within(&self.tcp, &out, self.settings.send).await?;
                         return Ok(false);
                     }
                     left -= data.len() as u64;
-                    socket::put_data(&self.tcp, &mut out, &data, chunked).await?;
+                    socket::put_data(&self.tcp, &mut out, &data, chunked, self.settings.send)
+                        .await?;
                     if body.is_end_stream() {
                         break;
                     }
@@ -364,7 +462,7 @@ impl Connection {
             out.extend_from_slice(framing::LAST_CHUNK);
         }
         if !out.is_empty() {
-            self.tcp.write_all(&out).await?;
+            socket::write_all_within(&self.tcp, &out, self.settings.send).await?;
         }
         if !chunked && left > 0 {
             // Shorter than its length: the client sees it cut, by the close.
