@@ -7,7 +7,6 @@
 
 use std::future::{poll_fn, Future};
 use std::io;
-use std::mem::MaybeUninit;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -15,18 +14,16 @@ use std::task::{Context, Poll};
 use axum::body::Body;
 use bytes::{Bytes, BytesMut};
 use hyper::body::{Body as _, Frame, SizeHint};
-use hyper::{Method, StatusCode, Version};
+use hyper::Method;
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
-use crate::http1::framing::{self, Chunked, Step};
-use crate::http1::head::{Answer, AnswerParts, Headers, Request, MAX_NAME};
+use crate::http1::answer::{broken, parse_answer, Parsed, Reading};
+use crate::http1::framing::Step;
+use crate::http1::head::{Answer, AnswerParts, Request};
 use crate::http1::request::{request_framing, write_request, write_request_head};
 use crate::http1::socket;
 use crate::http1::timer::KeptTimer;
-
-/// The most header lines an answer's head may have (hyper's default).
-const MAX_HEADERS: usize = 100;
 
 /// The largest answer head read (hyper's client reads up to about as much).
 const MAX_HEAD: usize = 400 * 1024;
@@ -46,10 +43,6 @@ pub trait Keep: Send + Sync + 'static {
 pub struct Connection {
     tcp: TcpStream,
     timer: KeptTimer,
-}
-
-fn broken(what: &'static str) -> io::Error {
-    io::Error::new(io::ErrorKind::InvalidData, what)
 }
 
 fn cut_short() -> io::Error {
@@ -230,130 +223,6 @@ async fn read_more(tcp: &TcpStream, buf: &mut BytesMut) -> io::Result<bool> {
     }
 }
 
-/// What an answer's head said.
-enum Parsed {
-    /// The final answer: its head, how its body is read, and whether the connection
-    /// may be used again after it.
-    Final(AnswerParts, Reading, bool),
-    /// An interim (1xx) answer, dropped.
-    Interim,
-}
-
-/// Parses an answer's head at the start of `buf` (taking it out when complete).
-fn parse_answer(buf: &mut BytesMut, head_only: bool) -> io::Result<Option<Parsed>> {
-    let mut headers = [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_HEADERS];
-    let mut parsed = httparse::Response::new(&mut []);
-    let len = match httparse::ParserConfig::default().parse_response_with_uninit_headers(
-        &mut parsed,
-        buf,
-        &mut headers,
-    ) {
-        Ok(httparse::Status::Complete(len)) => len,
-        Ok(httparse::Status::Partial) => return Ok(None),
-        Err(e) => return Err(io::Error::new(io::ErrorKind::InvalidData, e)),
-    };
-    let status = parsed
-        .code
-        .and_then(|code| StatusCode::from_u16(code).ok())
-        .ok_or_else(|| broken("invalid status"))?;
-    if status.is_informational() {
-        if status == StatusCode::SWITCHING_PROTOCOLS {
-            return Err(broken("unexpected 101 Switching Protocols"));
-        }
-        let _ = buf.split_to(len);
-        return Ok(Some(Parsed::Interim));
-    }
-    let version = if parsed.version == Some(0) {
-        Version::HTTP_10
-    } else {
-        Version::HTTP_11
-    };
-    let reason = parsed
-        .reason
-        .filter(|r| Some(*r) != status.canonical_reason())
-        .map(|r| Bytes::copy_from_slice(r.as_bytes()));
-    let mut length: Option<usize> = None;
-    let mut chunked = None;
-    let mut saw_close = false;
-    let mut saw_keep_alive = false;
-    // Offsets into the head: the names and values are made slices of it once it is
-    // taken out.
-    let start = buf.as_ptr() as usize;
-    let at = |bytes: &[u8]| (bytes.as_ptr() as usize - start, bytes.len());
-    let mut lines = Vec::with_capacity(parsed.headers.len());
-    for h in parsed.headers.iter() {
-        // httparse took the name only if it is a token: no type is made of it.
-        let name = h.name.as_bytes();
-        if name.len() > MAX_NAME {
-            return Err(broken("invalid header name"));
-        }
-        if name.eq_ignore_ascii_case(b"content-length") {
-            let n =
-                framing::parse_length(h.value).ok_or_else(|| broken("invalid content-length"))?;
-            if length.is_some_and(|l| l != n) {
-                return Err(broken("conflicting content-length"));
-            }
-            length = Some(n);
-        } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
-            chunked = Some(framing::ends_chunked(h.value));
-        } else if name.eq_ignore_ascii_case(b"connection") {
-            saw_close |= framing::has_token(h.value, b"close");
-            saw_keep_alive |= framing::has_token(h.value, b"keep-alive");
-        }
-        lines.push((at(name), at(h.value)));
-    }
-    // Both framings named: the coding wins and the length is dropped (RFC 9112, 6.3), so
-    // the client is never told a length the body does not have; and the connection is
-    // not used again, as the RFC asks of a proxy.
-    let both = chunked.is_some() && length.is_some();
-    let head = buf.split_to(len).freeze();
-    let mut headers = Headers::with_capacity(lines.len());
-    for ((name, n), (value, v)) in lines {
-        let name = head.slice(name..name + n);
-        if both && name.eq_ignore_ascii_case(b"content-length") {
-            continue;
-        }
-        headers.push_read(name, framing::parsed_value(head.slice(value..value + v)));
-    }
-    let reading =
-        if head_only || matches!(status, StatusCode::NO_CONTENT | StatusCode::NOT_MODIFIED) {
-            Reading::Length(0)
-        } else {
-            match (chunked, length) {
-                (Some(true), _) => Reading::Chunked(Chunked::Size),
-                // A coding that does not end in chunks: the body runs to the close.
-                (Some(false), _) | (None, None) => Reading::ToClose,
-                (None, Some(n)) => Reading::Length(n as u64),
-            }
-        };
-    // `close` once said stays said; `keep-alive` only keeps an HTTP/1.0 answer's.
-    let close = saw_close || (version == Version::HTTP_10 && !saw_keep_alive) || both;
-    let reusable = !close && reading != Reading::ToClose;
-    let mut answer = AnswerParts {
-        status,
-        version,
-        headers,
-        extensions: Default::default(),
-    };
-    if let Some(reason) = reason {
-        if let Ok(reason) = hyper::ext::ReasonPhrase::try_from(reason) {
-            answer.extensions.insert(reason);
-        }
-    }
-    Ok(Some(Parsed::Final(answer, reading, reusable)))
-}
-
-/// How the rest of an answer's body is read.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Reading {
-    /// This many bytes are left.
-    Length(u64),
-    /// Chunks.
-    Chunked(Chunked),
-    /// Until the agent closes the connection.
-    ToClose,
-}
-
 /// An answer's body, read from its connection by whoever polls it.
 struct AnswerBody {
     conn: Option<Connection>,
@@ -459,7 +328,8 @@ impl hyper::body::Body for AnswerBody {
     }
 
     fn is_end_stream(&self) -> bool {
-        self.reading == Reading::Length(0) || self.reading == Reading::Chunked(Chunked::Done)
+        self.reading == Reading::Length(0)
+            || matches!(self.reading, Reading::Chunked(state) if state.is_done())
     }
 
     fn size_hint(&self) -> SizeHint {
@@ -484,6 +354,8 @@ impl Drop for AnswerBody {
 mod tests {
     use super::*;
 
+    use crate::http1::head::Headers;
+    use hyper::StatusCode;
     use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
     /// A body larger than loopback's socket buffers can hold unread.
@@ -565,77 +437,5 @@ mod tests {
         let answer = send_large(&address).await.expect("the agent's answer");
         assert_eq!(answer.status(), StatusCode::OK);
         assert_eq!(agent.await.unwrap(), LARGE, "the body was sent whole");
-    }
-
-    fn parse(text: &str) -> (AnswerParts, Reading, bool, BytesMut) {
-        let mut buf = BytesMut::from(text.as_bytes());
-        match parse_answer(&mut buf, false).unwrap().unwrap() {
-            Parsed::Final(head, reading, reusable) => (head, reading, reusable, buf),
-            Parsed::Interim => panic!("interim"),
-        }
-    }
-
-    #[test]
-    fn answers_are_framed_as_their_heads_say() {
-        let (head, reading, reusable, rest) =
-            parse("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nX-A: 1\r\n\r\nok");
-        assert_eq!(head.status, StatusCode::OK);
-        assert_eq!(head.headers.get("x-a").unwrap(), "1");
-        assert_eq!((reading, reusable), (Reading::Length(2), true));
-        assert_eq!(&rest[..], b"ok");
-        let (head, reading, reusable, _) =
-            parse("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 9\r\n\r\n");
-        assert_eq!(
-            (reading, reusable),
-            (Reading::Chunked(Chunked::Size), false)
-        );
-        assert!(
-            head.headers.get("content-length").is_none(),
-            "the length is dropped"
-        );
-        let (_, _, reusable, _) = parse(
-            "HTTP/1.1 200 OK\r\nConnection: close\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n",
-        );
-        assert!(!reusable, "close once said stays said");
-        let (_, _, reusable, _) =
-            parse("HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n");
-        assert!(reusable);
-        let (_, reading, reusable, _) = parse("HTTP/1.1 200 OK\r\n\r\n");
-        assert_eq!((reading, reusable), (Reading::ToClose, false));
-        let (_, _, reusable, _) =
-            parse("HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
-        assert!(!reusable);
-        let (_, _, reusable, _) = parse("HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n");
-        assert!(!reusable);
-        let (_, reading, _, _) = parse("HTTP/1.1 204 No Content\r\n\r\n");
-        assert_eq!(reading, Reading::Length(0));
-        let (head, _, _, _) = parse("HTTP/1.1 200 Fine\r\nContent-Length: 0\r\n\r\n");
-        assert_eq!(
-            head.extensions
-                .get::<hyper::ext::ReasonPhrase>()
-                .unwrap()
-                .as_bytes(),
-            b"Fine"
-        );
-    }
-
-    #[test]
-    fn bad_heads_are_errors_and_interim_ones_are_skipped() {
-        let mut buf = BytesMut::from(&b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n"[..]);
-        assert!(matches!(
-            parse_answer(&mut buf, false),
-            Ok(Some(Parsed::Interim))
-        ));
-        assert_eq!(&buf[..], b"HTTP/1.1 200 OK\r\n");
-        assert!(matches!(parse_answer(&mut buf, false), Ok(None)));
-        for bad in [
-            "HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
-            "HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n",
-            "HTTP/1.1 101 Switching Protocols\r\n\r\n",
-            "NOT HTTP\r\n\r\n",
-        ] {
-            let mut buf = BytesMut::from(bad.as_bytes());
-            assert!(parse_answer(&mut buf, false).is_err(), "{bad}");
-        }
     }
 }

@@ -94,28 +94,48 @@ pub fn http_date() -> [u8; 29] {
 /// Why a chunked body could not be read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum ChunkError {
-    /// A size line that is not hex, too long, or overflows.
+    /// A size line that is not hex, too long, overflows, or whose extension holds a
+    /// control byte (a bare CR among them).
     #[error("invalid chunk size line")]
     Size,
     /// A chunk's data not followed by CRLF.
     #[error("invalid chunk end")]
     End,
-    /// More trailer bytes than are read.
-    #[error("chunked trailers too large")]
-    Trailers,
+    /// More extension bytes, or trailer bytes or lines, than a body may carry.
+    #[error("chunked framing too large")]
+    TooLarge,
+    /// A trailer line that is not a field.
+    #[error("invalid chunked trailer")]
+    Trailer,
 }
 
-/// Reads a chunked body out of a buffer as its bytes arrive.
+/// The most extension bytes all of a body's size lines may carry together (hyper's
+/// bound): a body of one-byte chunks cannot carry its weight again in extensions.
+const MAX_EXTENSIONS: usize = 16 * 1024;
+
+/// The most trailer lines read after a chunked body (as many as a head's).
+const MAX_TRAILER_LINES: usize = 100;
+
+/// Reads a chunked body out of a buffer as its bytes arrive, bounding what its framing
+/// may carry over the whole body (extensions, trailers), not only per line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Chunked {
+pub struct Chunked {
+    part: Part,
+    /// Extension bytes read so far.
+    extensions: usize,
+}
+
+/// Where in a chunked body the reading is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Part {
     /// Before a size line.
     Size,
     /// Inside a chunk's data: this many bytes are left.
     Data(u64),
     /// After a chunk's data: its CRLF.
     DataEnd,
-    /// After the last chunk: trailer lines until an empty one (this many read so far).
-    Trailers(usize),
+    /// After the last chunk: trailer lines until an empty one (bytes and lines so far).
+    Trailers(usize, usize),
     /// The body has ended.
     Done,
 }
@@ -131,13 +151,32 @@ pub enum Step {
     Done,
 }
 
+impl Default for Chunked {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl Chunked {
+    /// A body not begun.
+    pub const fn new() -> Self {
+        Self {
+            part: Part::Size,
+            extensions: 0,
+        }
+    }
+
+    /// Whether the body has ended.
+    pub fn is_done(&self) -> bool {
+        self.part == Part::Done
+    }
+
     /// Takes what it can from `buf`: data, or the framing around it.
     pub fn step(&mut self, buf: &mut BytesMut) -> Result<Step, ChunkError> {
         loop {
-            match *self {
-                Chunked::Done => return Ok(Step::Done),
-                Chunked::Size => {
+            match self.part {
+                Part::Done => return Ok(Step::Done),
+                Part::Size => {
                     let Some(end) = memchr::memchr(b'\n', buf) else {
                         return if buf.len() > MAX_CHUNK_LINE {
                             Err(ChunkError::Size)
@@ -145,29 +184,36 @@ impl Chunked {
                             Ok(Step::More)
                         };
                     };
-                    let size = chunk_size(&buf[..end])?;
+                    if end > MAX_CHUNK_LINE {
+                        return Err(ChunkError::Size);
+                    }
+                    let (size, extension) = chunk_size(&buf[..end])?;
+                    self.extensions += extension;
+                    if self.extensions > MAX_EXTENSIONS {
+                        return Err(ChunkError::TooLarge);
+                    }
                     buf.advance(end + 1);
-                    *self = if size == 0 {
-                        Chunked::Trailers(0)
+                    self.part = if size == 0 {
+                        Part::Trailers(0, 0)
                     } else {
-                        Chunked::Data(size)
+                        Part::Data(size)
                     };
                 }
-                Chunked::Data(left) => {
+                Part::Data(left) => {
                     if buf.is_empty() {
                         return Ok(Step::More);
                     }
                     let n = usize::try_from(left).map_or(buf.len(), |left| left.min(buf.len()));
                     let data = buf.split_to(n).freeze();
                     let left = left - n as u64;
-                    *self = if left == 0 {
-                        Chunked::DataEnd
+                    self.part = if left == 0 {
+                        Part::DataEnd
                     } else {
-                        Chunked::Data(left)
+                        Part::Data(left)
                     };
                     return Ok(Step::Data(data));
                 }
-                Chunked::DataEnd => {
+                Part::DataEnd => {
                     if buf.len() < 2 {
                         return Ok(Step::More);
                     }
@@ -175,34 +221,68 @@ impl Chunked {
                         return Err(ChunkError::End);
                     }
                     buf.advance(2);
-                    *self = Chunked::Size;
+                    self.part = Part::Size;
                 }
-                Chunked::Trailers(read) => {
+                Part::Trailers(read, lines) => {
                     let Some(end) = memchr::memchr(b'\n', buf) else {
                         return if read + buf.len() > MAX_TRAILERS {
-                            Err(ChunkError::Trailers)
+                            Err(ChunkError::TooLarge)
                         } else {
                             Ok(Step::More)
                         };
                     };
-                    let empty = buf[..end] == *b"\r" || end == 0;
+                    let line = buf[..end].strip_suffix(b"\r").ok_or(ChunkError::Trailer)?;
+                    if line.is_empty() {
+                        buf.advance(end + 1);
+                        self.part = Part::Done;
+                        continue;
+                    }
+                    if read + end + 1 > MAX_TRAILERS || lines + 1 > MAX_TRAILER_LINES {
+                        return Err(ChunkError::TooLarge);
+                    }
+                    if !is_field(line) {
+                        return Err(ChunkError::Trailer);
+                    }
                     buf.advance(end + 1);
-                    *self = if empty {
-                        Chunked::Done
-                    } else {
-                        Chunked::Trailers(read + end + 1)
-                    };
+                    self.part = Part::Trailers(read + end + 1, lines + 1);
                 }
             }
         }
     }
 }
 
-/// A size line's size (before any `;` extension; spaces and tabs allowed after the
-/// digits, as hyper allows them).
-fn chunk_size(line: &[u8]) -> Result<u64, ChunkError> {
+/// Whether a line is a field, `name: value` (RFC 9110, 5.1 and 5.5): a token for its
+/// name, and no control byte but HTAB in its value; no obsolete folding.
+fn is_field(line: &[u8]) -> bool {
+    let Some(colon) = memchr::memchr(b':', line) else {
+        return false;
+    };
+    let (name, value) = (&line[..colon], &line[colon + 1..]);
+    !name.is_empty() && name.iter().all(|&b| is_token(b)) && value.iter().all(|&b| is_value(b))
+}
+
+/// A byte of a token (RFC 9110, 5.6.2).
+fn is_token(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+}
+
+/// A byte a field's value or a chunk extension may hold: visible ASCII, space, HTAB
+/// and obs-text; never a control byte (a bare CR, a NUL).
+fn is_value(b: u8) -> bool {
+    b == b'\t' || b >= b' ' && b != 0x7f
+}
+
+/// A size line's size and how many extension bytes it carries (after any `;`; spaces
+/// and tabs allowed after the digits, as hyper allows them).
+fn chunk_size(line: &[u8]) -> Result<(u64, usize), ChunkError> {
     let line = line.strip_suffix(b"\r").ok_or(ChunkError::Size)?;
-    let digits = line.split(|&b| b == b';').next().unwrap_or_default();
+    let (digits, extension) = match memchr::memchr(b';', line) {
+        Some(at) => (&line[..at], &line[at..]),
+        None => (line, &[][..]),
+    };
+    if !extension.iter().all(|&b| is_value(b)) {
+        return Err(ChunkError::Size);
+    }
     let digits = digits.trim_ascii_end();
     if digits.is_empty() || digits.len() > 16 {
         return Err(ChunkError::Size);
@@ -217,7 +297,7 @@ fn chunk_size(line: &[u8]) -> Result<u64, ChunkError> {
         };
         size = size.checked_mul(16).ok_or(ChunkError::Size)? + u64::from(d);
     }
-    Ok(size)
+    Ok((size, extension.len()))
 }
 
 #[cfg(test)]
@@ -262,7 +342,7 @@ mod tests {
     }
 
     fn read_all(wire: &[u8], pieces: usize) -> Result<Vec<u8>, ChunkError> {
-        let mut state = Chunked::Size;
+        let mut state = Chunked::new();
         let mut buf = BytesMut::new();
         let mut body = Vec::new();
         for piece in wire.chunks(pieces) {
@@ -299,6 +379,40 @@ mod tests {
             Err(ChunkError::Size)
         );
         assert_eq!(read_all(b"1\r\nab\r\n", 8), Err(ChunkError::End));
+        // Extensions: no control byte in one, and a bound over the whole body.
+        assert_eq!(
+            read_all(b"1;a\rb\r\na\r\n0\r\n\r\n", 64),
+            Err(ChunkError::Size)
+        );
+        assert_eq!(
+            read_all(b"1;a\0\r\na\r\n0\r\n\r\n", 64),
+            Err(ChunkError::Size)
+        );
+        let extension = format!(";{}", "e".repeat(1000));
+        let many: String = (0..17).map(|_| format!("1{extension}\r\na\r\n")).collect();
+        assert_eq!(read_all(many.as_bytes(), 4096), Err(ChunkError::TooLarge));
+        let fewer: String = (0..15).map(|_| format!("1{extension}\r\na\r\n")).collect();
+        assert_eq!(
+            read_all(format!("{fewer}0\r\n\r\n").as_bytes(), 4096)
+                .unwrap()
+                .len(),
+            15
+        );
+        // Trailers are fields, under a bound of lines.
+        for bad in [
+            "0\r\nno colon\r\n\r\n",
+            "0\r\n: v\r\n\r\n",
+            "0\r\nx: a\rb\r\n\r\n",
+            "0\r\n x: 1\r\n\r\n",
+        ] {
+            assert_eq!(
+                read_all(bad.as_bytes(), 64),
+                Err(ChunkError::Trailer),
+                "{bad:?}"
+            );
+        }
+        let lines = format!("0\r\n{}\r\n", "x: 1\r\n".repeat(MAX_TRAILER_LINES + 1));
+        assert_eq!(read_all(lines.as_bytes(), 4096), Err(ChunkError::TooLarge));
     }
 
     #[test]

@@ -362,7 +362,10 @@ mod tests {
         };
         assert_eq!(refusal.status, StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE);
         // A name longer than `http`'s names may be: hyper refuses it.
-        let long = format!("GET / HTTP/1.1\r\nHost: h\r\n{}: 1\r\n\r\n", "x".repeat(MAX_NAME + 1));
+        let long = format!(
+            "GET / HTTP/1.1\r\nHost: h\r\n{}: 1\r\n\r\n",
+            "x".repeat(MAX_NAME + 1)
+        );
         let mut buf = BytesMut::from(long.as_bytes());
         assert!(matches!(parse_head(&mut buf, 1024), Head::Unusual));
         let mut partial = BytesMut::from(&b"GET / HTTP/1.1\r\nHost"[..]);
