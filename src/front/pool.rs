@@ -8,11 +8,21 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::http1::client::{Connection, Keep};
+use axum::body::Body;
+
+use crate::http1::client::{closed_unanswered, Connection, Keep};
 use crate::http1::head::{Answer, Request};
 
 /// Idle connections kept at most; one more is closed as it comes back.
 const MAX_IDLE: usize = 256;
+/// A connection idle at least this long may have been closed by the agent's own idle
+/// timeout as the request went out; a request sent on it is kept (when small and
+/// whole) to be sent again on a new connection if the agent closed it unanswered.
+const REPLAY_AFTER: Duration = Duration::from_secs(1);
+/// The largest body kept for such a replay.
+const REPLAY_AT_MOST: u64 = 64 * 1024;
+/// How much sooner than an agent's `Keep-Alive: timeout=` its connection is given up.
+const KEEP_ALIVE_MARGIN: Duration = Duration::from_secs(1);
 /// How long an idle connection is kept (hyper-util's client keeps one as long). No
 /// timer enforces it: an older one is closed when the next connection comes back, so
 /// with no traffic at all the last ones stay open (at most [`MAX_IDLE`]) until the
@@ -28,6 +38,9 @@ pub struct Pool {
     address: String,
     /// Slot 0 for threads that are no loop of the front's; then one a loop.
     idle: Box<[Slot]>,
+    /// How long a connection waits before a request sent on it is kept for a replay
+    /// ([`REPLAY_AFTER`]).
+    replay_after: Duration,
 }
 
 /// One loop's idle connections, on a cache line of its own: loops side by side would
@@ -76,6 +89,7 @@ impl Pool {
         Self {
             address,
             idle: (0..=MAX_LOOPS).map(|_| Slot::default()).collect(),
+            replay_after: REPLAY_AFTER,
         }
     }
 
@@ -88,16 +102,41 @@ impl Pool {
         request: Request,
         deadline: tokio::time::Instant,
     ) -> Result<Answer, PoolError> {
-        let conn = match self.checkout() {
-            Some(conn) => conn,
-            // A timer of its own: connections are made seldom.
-            None => {
-                match tokio::time::timeout_at(deadline, Connection::connect(&self.address)).await {
-                    Ok(made) => made.map_err(PoolError::Connect)?,
-                    Err(_) => return Err(PoolError::TimedOut),
-                }
-            }
+        let Some((conn, idle_for)) = self.checkout() else {
+            let conn = self.connect(deadline).await?;
+            return self.send_on(conn, request, deadline).await;
         };
+        if idle_for < self.replay_after {
+            return self.send_on(conn, request, deadline).await;
+        }
+        let (request, again) = replayable(request).await?;
+        match (self.send_on(conn, request, deadline).await, again) {
+            // The agent's idle timeout closed the connection as the request went out:
+            // it never read it, so it goes again on a new connection (RFC 9112, 9.3.1).
+            (Err(PoolError::Http(e)), Some(again)) if closed_unanswered(&e) => {
+                let conn = self.connect(deadline).await?;
+                self.send_on(conn, again, deadline).await
+            }
+            (sent, _) => sent,
+        }
+    }
+
+    /// A new connection, made by `deadline`.
+    async fn connect(&self, deadline: tokio::time::Instant) -> Result<Connection, PoolError> {
+        // A timer of its own: connections are made seldom.
+        match tokio::time::timeout_at(deadline, Connection::connect(&self.address)).await {
+            Ok(made) => made.map_err(PoolError::Connect),
+            Err(_) => Err(PoolError::TimedOut),
+        }
+    }
+
+    /// Sends `request` on `conn`.
+    async fn send_on(
+        self: &Arc<Self>,
+        conn: Connection,
+        request: Request,
+        deadline: tokio::time::Instant,
+    ) -> Result<Answer, PoolError> {
         let keep: Arc<dyn Keep> = Arc::clone(self) as Arc<dyn Keep>;
         conn.send(request, keep, deadline)
             .await
@@ -107,14 +146,21 @@ impl Pool {
             })
     }
 
-    /// The most recently used idle connection that is still open.
-    fn checkout(&self) -> Option<Connection> {
+    /// The most recently used idle connection that is still open, and how long it
+    /// waited.
+    fn checkout(&self) -> Option<(Connection, Duration)> {
         loop {
             let idle = self.slot().lock().expect("not poisoned").pop_back()?;
-            // Closed by the agent while it waited (its idle timeout): nothing of the
-            // request has gone, and it goes on another.
-            if !idle.conn.is_closed() {
-                return Some(idle.conn);
+            let idle_for = idle.since.elapsed();
+            // Closed by the agent while it waited (its idle timeout), or about to be by
+            // what its `Keep-Alive` said: nothing of the request has gone, and it goes
+            // on another.
+            let expiring = idle
+                .conn
+                .keep_alive()
+                .is_some_and(|timeout| idle_for + KEEP_ALIVE_MARGIN >= timeout);
+            if !expiring && !idle.conn.is_closed() {
+                return Some((idle.conn, idle_for));
             }
         }
     }
@@ -132,6 +178,26 @@ impl Pool {
         }
         idle.push_back(Idle { conn, since: now });
     }
+}
+
+/// `request`, and a copy of it to send again when its body is small and whole; a body
+/// that fails as it is read fails the request (its fault said by the body's bound).
+async fn replayable(request: Request) -> Result<(Request, Option<Request>), PoolError> {
+    use http_body_util::BodyExt as _;
+    let small = http_body::Body::size_hint(request.body())
+        .exact()
+        .is_some_and(|n| n <= REPLAY_AT_MOST);
+    if !small {
+        return Ok((request, None));
+    }
+    let (parts, body) = request.into_parts();
+    let bytes = body
+        .collect()
+        .await
+        .map_err(|e| PoolError::Http(std::io::Error::other(e)))?
+        .to_bytes();
+    let again = Request::from_parts(parts.clone(), Body::from(bytes.clone()));
+    Ok((Request::from_parts(parts, Body::from(bytes)), Some(again)))
 }
 
 impl Pool {
@@ -290,6 +356,66 @@ mod tests {
             .unwrap_err();
         assert!(matches!(error, PoolError::TimedOut), "{error}");
         assert!(tokio::time::Instant::now() >= second + timeout);
+    }
+
+    #[tokio::test]
+    async fn a_request_the_agent_closed_its_idle_connection_on_goes_again_unread() {
+        // The agent answers one request, then closes that connection as the next
+        // arrives, unread (its idle timeout firing as the request went out); a new
+        // connection is answered.
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap().to_string();
+        let (seen, mut heads) = mpsc::unbounded_channel::<usize>();
+        tokio::spawn(async move {
+            let (mut tcp, _) = listener.accept().await.unwrap();
+            let mut buf = [0u8; 1024];
+            let _ = tcp.read(&mut buf).await.unwrap();
+            tcp.write_all(OK).await.unwrap();
+            let n = tcp.read(&mut buf).await.unwrap();
+            seen.send(n).unwrap();
+            drop(tcp);
+            let (mut tcp, _) = listener.accept().await.unwrap();
+            let n = tcp.read(&mut buf).await.unwrap();
+            seen.send(n).unwrap();
+            tcp.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nagain")
+                .await
+                .unwrap();
+            std::future::pending::<()>().await;
+        });
+        let mut pool = Pool::new(address.clone());
+        // Every kept connection counts as one the agent may have timed out.
+        pool.replay_after = Duration::ZERO;
+        let pool = Arc::new(pool);
+        let first = pool.send(get(&address), soon()).await.unwrap();
+        first.into_body().collect().await.unwrap();
+        let post = hyper::Request::post("/y")
+            .header(hyper::header::HOST, &address)
+            .header(hyper::header::CONTENT_LENGTH, "4")
+            .body(axum::body::Body::from("body"))
+            .unwrap();
+        let answer = pool.send(Request::from(post), soon()).await.unwrap();
+        let body = answer.into_body().collect().await.unwrap().to_bytes();
+        assert_eq!(&body[..], b"again");
+        let (closed_on, answered_on) = (heads.recv().await.unwrap(), heads.recv().await.unwrap());
+        assert!(
+            closed_on > 0 && closed_on == answered_on,
+            "the same request, sent again whole"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_connection_is_given_up_before_the_agent_s_keep_alive_timeout() {
+        // An agent that says it keeps idle connections one second: the front's margin is
+        // a second, so each request goes on a new connection.
+        const SAID: &[u8] =
+            b"HTTP/1.1 200 OK\r\nkeep-alive: timeout=1\r\ncontent-length: 2\r\n\r\nok";
+        let (address, accepted, _) = agent(SAID, false).await;
+        let pool = Arc::new(Pool::new(address.clone()));
+        for _ in 0..2 {
+            let answer = pool.send(get(&address), soon()).await.unwrap();
+            answer.into_body().collect().await.unwrap();
+        }
+        assert_eq!(accepted.load(Ordering::SeqCst), 2);
     }
 
     #[tokio::test]

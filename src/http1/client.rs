@@ -10,6 +10,7 @@ use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use axum::body::Body;
 use bytes::{Bytes, BytesMut};
@@ -43,6 +44,23 @@ pub trait Keep: Send + Sync + 'static {
 pub struct Connection {
     tcp: TcpStream,
     timer: KeptTimer,
+    /// How long the agent said it keeps the connection open while idle
+    /// (`Keep-Alive: timeout=`), once an answer has said so.
+    keep_alive: Option<Duration>,
+}
+
+/// Whether `error` says the agent closed the connection before any byte of an answer:
+/// on a connection it had kept idle, that is its idle timeout, not a failure of the
+/// request, which it never read (RFC 9112, 9.3.1).
+pub fn closed_unanswered(error: &io::Error) -> bool {
+    error.kind() == io::ErrorKind::ConnectionAborted
+}
+
+fn unanswered() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::ConnectionAborted,
+        "connection closed before an answer began",
+    )
 }
 
 fn cut_short() -> io::Error {
@@ -61,6 +79,7 @@ impl Connection {
         Ok(Self {
             tcp,
             timer: KeptTimer::default(),
+            keep_alive: None,
         })
     }
 
@@ -68,6 +87,11 @@ impl Connection {
     /// waited: such a connection is not used again.
     pub fn is_closed(&self) -> bool {
         socket::closed_while_idle(&self.tcp)
+    }
+
+    /// How long the agent said it keeps this connection while idle, if it said.
+    pub fn keep_alive(&self) -> Option<Duration> {
+        self.keep_alive
     }
 
     /// Sends `request` (its URI in origin form, its `Host` and framing headers the
@@ -99,6 +123,9 @@ impl Connection {
         };
         self.timer = timer;
         let (head, buf, reading, reusable) = sent?;
+        if let Some(timeout) = head.headers.get("keep-alive").and_then(keep_alive_timeout) {
+            self.keep_alive = Some(timeout);
+        }
         let body = AnswerBody {
             conn: Some(self),
             buf,
@@ -164,9 +191,11 @@ async fn written_and_answered(
     match first {
         First::Written(Ok(())) => answer.await,
         // The agent closed the connection while the request was written: it may have
-        // answered first, and its answer says more than the write's error.
+        // answered first, and its answer says more than the write's error (as does its
+        // closing the connection with no answer at all).
         First::Written(Err(e)) => match answer.await {
             Ok((head, reading, _)) => Ok((head, reading, false)),
+            Err(closed) if closed_unanswered(&closed) => Err(closed),
             Err(_) => Err(e),
         },
         First::Answered(Ok((head, reading, reusable))) => {
@@ -205,10 +234,27 @@ async fn read_head(tcp: &TcpStream, buf: &mut BytesMut, head_only: bool) -> io::
             }
         }
         buf.reserve(READ);
-        if !read_more(tcp, buf).await? {
-            return Err(cut_short());
+        match read_more(tcp, buf).await {
+            Ok(true) => {}
+            // Nothing of an answer came: the agent closed the connection unanswered.
+            Ok(false) if buf.is_empty() => return Err(unanswered()),
+            Err(e) if buf.is_empty() && e.kind() == io::ErrorKind::ConnectionReset => {
+                return Err(unanswered())
+            }
+            Ok(false) => return Err(cut_short()),
+            Err(e) => return Err(e),
         }
     }
+}
+
+/// The `timeout=` of a `Keep-Alive` value, in seconds.
+fn keep_alive_timeout(value: &hyper::header::HeaderValue) -> Option<Duration> {
+    value.as_bytes().split(|&b| b == b',').find_map(|param| {
+        let (name, seconds) = std::str::from_utf8(param).ok()?.split_once('=')?;
+        name.trim()
+            .eq_ignore_ascii_case("timeout")
+            .then(|| seconds.trim().parse().ok().map(Duration::from_secs))?
+    })
 }
 
 /// Reads what the socket has into `buf` (waiting for some): `false` at its end.

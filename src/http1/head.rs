@@ -221,7 +221,7 @@ impl From<HeaderMap> for Headers {
 }
 
 /// A request's head: what `http`'s request parts hold, with [`Headers`] for its map.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Parts {
     /// The method.
     pub method: Method,

@@ -2,9 +2,7 @@
 //! its request line and headers written in one buffer, and its body after them (in the
 //! same write when it is there). [`super::client`] watches for the answer meanwhile.
 
-use std::future::poll_fn;
 use std::io;
-use std::pin::Pin;
 use std::task::Poll;
 
 use axum::body::Body;
@@ -12,6 +10,7 @@ use hyper::body::Body as _;
 use hyper::header;
 use tokio::net::TcpStream;
 
+use crate::http1::body::{write_body, Delimited, Written};
 use crate::http1::framing;
 use crate::http1::head::{Headers, Parts};
 use crate::http1::socket;
@@ -21,20 +20,35 @@ use crate::http1::socket;
 pub enum Framing {
     /// No body: the headers as the caller gave them.
     Empty,
-    /// `Content-Length`: the caller's (`None`), or the body's own.
-    Length(Option<u64>),
+    /// `Content-Length`: the caller's (`declared`), or the body's own; the body is held
+    /// to it.
+    Length {
+        /// The length.
+        length: u64,
+        /// Whether the caller's own `Content-Length` line says it.
+        declared: bool,
+    },
     /// Chunks: a body of no known length, with no `Content-Length`.
     Chunked,
 }
 
 /// The request's framing, as hyper's client chooses it.
 pub fn request_framing(headers: &Headers, body: &Body) -> Framing {
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| framing::parse_length(v.as_bytes()));
     if body.is_end_stream() {
         Framing::Empty
-    } else if headers.contains_key(header::CONTENT_LENGTH) {
-        Framing::Length(None)
-    } else if let Some(n) = body.size_hint().exact() {
-        Framing::Length(Some(n))
+    } else if let Some(length) = declared {
+        Framing::Length {
+            length: length as u64,
+            declared: true,
+        }
+    } else if let Some(length) = body.size_hint().exact() {
+        Framing::Length {
+            length,
+            declared: false,
+        }
     } else {
         Framing::Chunked
     }
@@ -47,8 +61,15 @@ pub fn write_request_head(out: &mut Vec<u8>, parts: &Parts, framing: Framing) {
     let target = parts.uri.path_and_query().map_or("/", |p| p.as_str());
     out.extend_from_slice(target.as_bytes());
     out.extend_from_slice(b" HTTP/1.1\r\n");
+    let own_length = !matches!(framing, Framing::Length { declared: true, .. });
     for (name, value) in parts.headers.iter() {
-        if name.eq_ignore_ascii_case(b"transfer-encoding") {
+        // The framing lines are the body's own, written below (a caller's length that
+        // is not the one the body is held to never goes).
+        if name.eq_ignore_ascii_case(b"transfer-encoding")
+            || (own_length
+                && framing != Framing::Empty
+                && name.eq_ignore_ascii_case(b"content-length"))
+        {
             continue;
         }
         out.extend_from_slice(name);
@@ -57,9 +78,12 @@ pub fn write_request_head(out: &mut Vec<u8>, parts: &Parts, framing: Framing) {
         out.extend_from_slice(b"\r\n");
     }
     match framing {
-        Framing::Length(Some(n)) => {
+        Framing::Length {
+            length,
+            declared: false,
+        } => {
             out.extend_from_slice(b"content-length: ");
-            out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
+            out.extend_from_slice(itoa::Buffer::new().format(length).as_bytes());
             out.extend_from_slice(b"\r\n");
         }
         Framing::Chunked => out.extend_from_slice(b"transfer-encoding: chunked\r\n"),
@@ -69,60 +93,28 @@ pub fn write_request_head(out: &mut Vec<u8>, parts: &Parts, framing: Framing) {
 }
 
 /// Writes a request: `out` (its head, and what of its body is copied after it), then
-/// its body's frames as they come.
+/// its body's frames as they come, held to its framing: a body that runs over or ends
+/// short of its length fails the request (its connection is not used again).
 pub async fn write_request(
     tcp: &TcpStream,
-    mut out: Vec<u8>,
+    out: Vec<u8>,
     mut body: Body,
     framing: Framing,
 ) -> io::Result<()> {
-    if framing != Framing::Empty {
-        write_body(tcp, &mut out, &mut body, framing == Framing::Chunked).await?;
+    let delimited = match framing {
+        Framing::Empty => return socket::write_all(tcp, &out).await,
+        Framing::Length { length, .. } => Delimited::Length(length),
+        Framing::Chunked => Delimited::Chunked,
+    };
+    match write_body(tcp, out, &mut body, delimited, None, |_| Poll::Pending).await? {
+        Written::Whole => Ok(()),
+        Written::Over => Err(broken("the request body is longer than its Content-Length")),
+        Written::Short => Err(broken("the request body ended before its Content-Length")),
+        Written::Failed(e) => Err(io::Error::other(e)),
+        Written::Gone => unreachable!("nothing is watched while a request is written"),
     }
-    if !out.is_empty() {
-        socket::write_all(tcp, &out).await?;
-    }
-    Ok(())
 }
 
-/// Writes the request's body after its head (in `out`): what is there at once goes in
-/// the same write; the rest as it comes.
-async fn write_body(
-    tcp: &TcpStream,
-    out: &mut Vec<u8>,
-    body: &mut Body,
-    chunked: bool,
-) -> io::Result<()> {
-    loop {
-        let frame = match poll_fn(|cx| Poll::Ready(Pin::new(&mut *body).poll_frame(cx))).await {
-            Poll::Ready(frame) => frame,
-            Poll::Pending => {
-                if !out.is_empty() {
-                    socket::write_all(tcp, out).await?;
-                    out.clear();
-                }
-                poll_fn(|cx| Pin::new(&mut *body).poll_frame(cx)).await
-            }
-        };
-        match frame {
-            None => break,
-            Some(Err(e)) => return Err(io::Error::other(e)),
-            Some(Ok(frame)) => {
-                let Ok(data) = frame.into_data() else {
-                    continue;
-                };
-                if data.is_empty() {
-                    continue;
-                }
-                socket::put_data(tcp, out, &data, chunked, None).await?;
-                if body.is_end_stream() {
-                    break;
-                }
-            }
-        }
-    }
-    if chunked {
-        out.extend_from_slice(framing::LAST_CHUNK);
-    }
-    Ok(())
+fn broken(what: &'static str) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, what)
 }

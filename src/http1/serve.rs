@@ -21,17 +21,17 @@ use std::time::Duration;
 
 use axum::body::Body;
 use bytes::{Buf, Bytes, BytesMut};
-use hyper::body::Body as _;
 use tokio::net::TcpStream;
 use tokio::time::{Instant, Sleep};
 use tokio_util::sync::WaitForCancellationFutureOwned;
 
+use crate::http1::body::{write_body, Delimited};
 use crate::http1::head::{Answer, Request};
 use crate::http1::rules::Refusal;
 use crate::http1::server::Head;
 use crate::http1::socket::{self, Prefixed};
 use crate::http1::timer::KeptTimer;
-use crate::http1::{framing, server};
+use crate::http1::server;
 
 /// What answers the requests of a connection (the front).
 pub trait Handler {
@@ -305,21 +305,10 @@ impl Connection {
         }
     }
 
-    /// Reads what the socket has, up to `wanted` more bytes of room: `Ok(false)` at
-    /// its end or on an error, `Err(())` when nothing was there after all.
+    /// Reads what the socket has, up to `wanted` more bytes of room (see
+    /// [`read_from`]).
     fn read_some(&mut self, wanted: usize) -> Result<bool, ()> {
-        self.buf.reserve(wanted);
-        match socket::read_into(&self.tcp, &mut self.buf) {
-            Ok(0) => Ok(false),
-            Ok(_) => Ok(true),
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                if self.buf.is_empty() {
-                    self.buf = BytesMut::new();
-                }
-                Err(())
-            }
-            Err(_) => Ok(false),
-        }
+        read_from(&self.tcp, &mut self.buf, wanted)
     }
 
     /// Waits for bytes to read, or for the connection to be closed (the idle timeout,
@@ -352,28 +341,16 @@ impl Connection {
         })
     }
 
-    /// Ready when the client has gone (its end of the stream, or an error) while its
-    /// request is answered. Bytes it sends meanwhile (a pipelined request) are kept,
-    /// and reading stops there until they are answered.
+    /// Ready when the client has gone while its request is answered (see
+    /// [`client_gone`]).
     fn poll_gone(&mut self, cx: &mut Context<'_>) -> Poll<()> {
-        if !self.drained && self.draining.as_mut().poll(cx).is_ready() {
-            self.drained = true;
-        }
-        loop {
-            // Bytes are waiting (a pipelined request): the client's end is not looked
-            // for until they are answered, as hyper does, so a client that pipelines
-            // and then closes its side still gets every answer.
-            if !self.buf.is_empty() {
-                return Poll::Pending;
-            }
-            if std::task::ready!(self.tcp.poll_read_ready(cx)).is_err() {
-                return Poll::Ready(());
-            }
-            match self.read_some(1024) {
-                Ok(true) | Err(()) => {}
-                Ok(false) => return Poll::Ready(()),
-            }
-        }
+        client_gone(
+            &self.tcp,
+            &mut self.buf,
+            &mut self.draining,
+            &mut self.drained,
+            cx,
+        )
     }
 
     /// Writes `answer`: `Ok(true)` when the connection may take another request.
@@ -392,82 +369,68 @@ impl Connection {
             socket::write_all_within(&self.tcp, &out, self.settings.send).await?;
             return Ok(keep);
         }
-        let chunked = shape == server::Framing::Chunked;
-        // What a length still allows: a body that says otherwise (an agent whose
-        // `Content-Length` was wrong) is cut there and the connection closed, so the
-        // client never reads one answer's bytes as the next's.
-        let mut left = match shape {
-            server::Framing::Length(n) => n,
-            _ => u64::MAX,
+        let delimited = match shape {
+            server::Framing::Length(n) => Delimited::Length(n),
+            _ => Delimited::Chunked,
         };
-        loop {
-            let frame = match poll_fn(|cx| Poll::Ready(Pin::new(&mut body).poll_frame(cx))).await {
-                Poll::Ready(frame) => frame,
-                Poll::Pending => {
-                    // Not there yet: what is ready goes now, and the client is watched
-                    // while the rest comes.
-                    if !out.is_empty() {
-                        socket::write_all_within(&self.tcp, &out, self.settings.send).await?;
-                        out.clear();
-                    }
-                    let next = poll_fn(|cx| {
-                        if let Poll::Ready(frame) = Pin::new(&mut body).poll_frame(cx) {
-                            return Poll::Ready(Some(frame));
-                        }
-                        self.poll_gone(cx).map(|()| None)
-                    })
-                    .await;
-                    match next {
-                        Some(frame) => frame,
-                        None => return Ok(false),
-                    }
-                }
-            };
-            match frame {
-                None => break,
-                // An answer that fails part way is cut short after what came before
-                // the failure: the client sees it end early, as hyper ends it.
-                Some(Err(_)) => {
-                    if !out.is_empty() {
-                        socket::write_all_within(&self.tcp, &out, self.settings.send).await?;
-                    }
-                    return Ok(false);
-                }
-                Some(Ok(frame)) => {
-                    let Ok(data) = frame.into_data() else {
-                        // Trailers: HTTP/1.1 answers here carry none (a request that
-                        // asks for them goes to hyper).
-                        continue;
-                    };
-                    if data.is_empty() {
-                        continue;
-                    }
-                    if data.len() as u64 > left {
-                        let allowed = &data[..usize::try_from(left).unwrap_or(data.len())];
-                        socket::put_data(&self.tcp, &mut out, allowed, chunked, self.settings.send)
-                            .await?;
-                        socket::write_all_within(&self.tcp, &out, self.settings.send).await?;
-                        return Ok(false);
-                    }
-                    left -= data.len() as u64;
-                    socket::put_data(&self.tcp, &mut out, &data, chunked, self.settings.send)
-                        .await?;
-                    if body.is_end_stream() {
-                        break;
-                    }
-                }
+        // A body that fails part way, or says otherwise than its length (an agent whose
+        // `Content-Length` was wrong), is cut there and the connection closed: the
+        // client sees it end early, and never reads one answer's bytes as the next's.
+        let send = self.settings.send;
+        let (tcp, buf) = (&self.tcp, &mut self.buf);
+        let (draining, drained) = (&mut self.draining, &mut self.drained);
+        let written = write_body(tcp, out, &mut body, delimited, send, |cx| {
+            client_gone(tcp, buf, draining, drained, cx)
+        })
+        .await?;
+        Ok(keep && written.is_whole())
+    }
+}
+
+/// Reads what `tcp` has into `buf`, up to `wanted` more bytes of room: `Ok(false)` at
+/// its end or on an error, `Err(())` when nothing was there after all.
+fn read_from(tcp: &TcpStream, buf: &mut BytesMut, wanted: usize) -> Result<bool, ()> {
+    buf.reserve(wanted);
+    match socket::read_into(tcp, buf) {
+        Ok(0) => Ok(false),
+        Ok(_) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+            if buf.is_empty() {
+                *buf = BytesMut::new();
             }
+            Err(())
         }
-        if chunked {
-            out.extend_from_slice(framing::LAST_CHUNK);
+        Err(_) => Ok(false),
+    }
+}
+
+/// Ready when the client has gone (its end of the stream, or an error) while its
+/// request is answered; notes the drain in `drained`. Bytes it sends meanwhile (a
+/// pipelined request) are kept in `buf`, and reading stops there until they are
+/// answered.
+fn client_gone(
+    tcp: &TcpStream,
+    buf: &mut BytesMut,
+    draining: &mut Pin<Box<WaitForCancellationFutureOwned>>,
+    drained: &mut bool,
+    cx: &mut Context<'_>,
+) -> Poll<()> {
+    if !*drained && draining.as_mut().poll(cx).is_ready() {
+        *drained = true;
+    }
+    loop {
+        // Bytes are waiting (a pipelined request): the client's end is not looked for
+        // until they are answered, as hyper does, so a client that pipelines and then
+        // closes its side still gets every answer.
+        if !buf.is_empty() {
+            return Poll::Pending;
         }
-        if !out.is_empty() {
-            socket::write_all_within(&self.tcp, &out, self.settings.send).await?;
+        if std::task::ready!(tcp.poll_read_ready(cx)).is_err() {
+            return Poll::Ready(());
         }
-        if !chunked && left > 0 {
-            // Shorter than its length: the client sees it cut, by the close.
-            return Ok(false);
+        match read_from(tcp, buf, 1024) {
+            Ok(true) | Err(()) => {}
+            Ok(false) => return Poll::Ready(()),
         }
-        Ok(keep)
     }
 }

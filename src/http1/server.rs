@@ -1,7 +1,7 @@
 //! The server's half of an HTTP/1.1 message, as hyper's server takes and gives it: a
 //! request head parsed in place (only the plain shape; anything else is for hyper), and
 //! an answer's framing and head. Used by the front's own loop
-//! (`transport/front_http1`), which owns the connection.
+//! (`http1::serve`), which owns the connection.
 
 use std::mem::MaybeUninit;
 

@@ -4,11 +4,12 @@
 //! rules, the registry and the handler clients; `routes` sits in front of it (clear
 //! statuses for undecodable requests; ListSpecs to `list_specs`, which answers from
 //! bytes cached per revision; Classify, Execute and Complete to the bytes `answers`
-//! writes from the rules' output; these four on `unary`, the server's own unary path);
+//! writes from the rules' output; these four on `unary`, the server's own unary path, the three on every message in
+//! `direct`);
 //! `layers` are what every connection and call passes first, one concern each, and the
 //! observing layer that logs and counts calls (written out by `call_log`); `server`
 //! wires the listeners, health, reflection, TLS and drain (`listen` builds their parts;
-//! `front_listener` starts and serves the front). `status` is the one place
+//! `front_listener` starts and serves the front, on `front_loops`). `status` is the one place
 //! errors become gRPC statuses; `watch_specs` streams the registry, and `trace` reads a
 //! call's trace context.
 
@@ -16,7 +17,9 @@ pub mod answers;
 pub mod auth;
 pub mod call_log;
 pub mod convert;
+pub mod direct;
 pub mod front_listener;
+pub mod front_loops;
 pub mod layers;
 pub mod list_specs;
 pub mod listen;

@@ -16,9 +16,10 @@ use tonic::server::NamedService;
 use tonic::Status;
 
 use crate::pb::command_service_server::CommandServiceServer;
+use crate::transport::direct::Direct;
 use crate::transport::list_specs::{self, CachedListSpecs};
 use crate::transport::service::{Api, SERVICE_NAME};
-use crate::transport::unary::{self, Direct, Limits};
+use crate::transport::unary::{self, Limits};
 use crate::wire;
 
 /// Rewrites the statuses tonic gives requests it cannot decode, which blame the server:

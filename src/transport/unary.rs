@@ -14,11 +14,9 @@
 //! hold both paths to it. `routes` sends these paths here; everything else goes to the
 //! generated service, which answers the same for anyone serving `Api` directly.
 
-use std::convert::Infallible;
-use std::future::{ready, Future};
+use std::future::Future;
 use std::marker::PhantomData;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Instant;
 
@@ -26,17 +24,13 @@ use bytes::{BufMut as _, Bytes, BytesMut};
 use http_body::Frame;
 use http_body_util::BodyExt as _;
 use tonic::body::Body;
-use tonic::codegen::{http, BoxFuture};
+use tonic::codegen::http;
 use tonic::{Code, Status};
 
 use crate::bodies::Trace;
 use crate::error::Error;
-use crate::pb;
-use crate::run::Whole;
-use crate::transport::service::{Api, SERVICE_NAME};
 use crate::transport::trace::{deadline_of, CallHeaders};
-use crate::views::{ClassifyView, CompleteView, ExecuteView};
-use crate::wire::{decode_bounded, read_bounded, Answer, Read, Scanned, GRPC_PREFIX};
+use crate::wire::{decode_bounded, Answer, Scanned, GRPC_PREFIX};
 
 /// What this server accepts of a request.
 #[derive(Clone, Copy, Debug)]
@@ -131,7 +125,7 @@ fn too_long(length: usize) -> Status {
 }
 
 /// A method's encoded answer, framed where it was written; an error as its status.
-fn framed(result: Result<Answer, Error>) -> Result<Bytes, Status> {
+pub(crate) fn framed(result: Result<Answer, Error>) -> Result<Bytes, Status> {
     let answer = result.map_err(Status::from)?;
     let length = answer.message().len();
     answer.framed().ok_or_else(|| too_long(length))
@@ -369,113 +363,4 @@ pub(crate) fn cut_short() -> Status {
 /// A message prefix whose compressed flag is neither 0 nor 1.
 pub(crate) fn bad_flag() -> Status {
     Status::invalid_argument("the request's message prefix has an invalid compressed flag (0 or 1)")
-}
-
-/// Classify, Execute and Complete, the methods on every message and keystroke.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Direct {
-    /// `Classify`.
-    Classify,
-    /// `Execute`.
-    Execute,
-    /// `Complete`.
-    Complete,
-}
-
-impl Direct {
-    /// The method `path` calls, if it is one of these.
-    pub fn of(path: &str) -> Option<Self> {
-        let method = path
-            .strip_prefix('/')?
-            .strip_prefix(SERVICE_NAME)?
-            .strip_prefix('/')?;
-        match method {
-            "Classify" => Some(Self::Classify),
-            "Execute" => Some(Self::Execute),
-            "Complete" => Some(Self::Complete),
-            _ => None,
-        }
-    }
-
-    /// Answers one call of this method on `api`.
-    pub fn call(
-        self,
-        api: &Arc<Api>,
-        request: http::Request<Body>,
-        limits: Limits,
-    ) -> BoxFuture<http::Response<Body>, Infallible> {
-        let api = Arc::clone(api);
-        match self {
-            Self::Classify => Box::pin(async move {
-                Ok(
-                    serve::<pb::ClassifyRequest, _, _>(request, limits, |bytes, _| {
-                        ready(classify(&api, &bytes, limits.max_elements))
-                    })
-                    .await,
-                )
-            }),
-            Self::Execute => Box::pin(async move {
-                Ok(
-                    serve::<pb::ExecuteRequest, _, _>(request, limits, |bytes, called| {
-                        execute(&api, bytes, called, limits.max_elements)
-                    })
-                    .await,
-                )
-            }),
-            Self::Complete => Box::pin(async move {
-                Ok(
-                    serve::<pb::CompleteRequest, _, _>(request, limits, |bytes, called| {
-                        complete(&api, bytes, called, limits.max_elements)
-                    })
-                    .await,
-                )
-            }),
-        }
-    }
-}
-
-/// Classify, from its request's bytes: read as their view when they have one
-/// (`views`), else decoded by prost.
-fn classify(api: &Api, bytes: &[u8], max_elements: usize) -> Result<Bytes, Status> {
-    let answer = match read_bounded(bytes, max_elements, ClassifyView::parse)? {
-        Read::Viewed(view) => api.classify(&view),
-        Read::Decoded(asked) => api.classify(&ClassifyView::of(&asked)),
-    };
-    framed(answer)
-}
-
-/// Execute, from its request's bytes: read as their view when they have one
-/// (`views`), else decoded by prost.
-async fn execute(
-    api: &Api,
-    bytes: Bytes,
-    Called { trace, deadline }: Called,
-    max_elements: usize,
-) -> Result<Bytes, Status> {
-    let answer = match read_bounded(&bytes, max_elements, ExecuteView::parse)? {
-        Read::Viewed(view) => {
-            api.execute(&view, Whole::Encoded(&bytes), &trace, deadline)
-                .await
-        }
-        Read::Decoded(asked) => {
-            let view = ExecuteView::of(&asked);
-            api.execute(&view, Whole::Request(&asked), &trace, deadline)
-                .await
-        }
-    };
-    framed(answer)
-}
-
-/// Complete, from its request's bytes, as [`execute`].
-async fn complete(
-    api: &Api,
-    bytes: Bytes,
-    Called { trace, .. }: Called,
-    max_elements: usize,
-) -> Result<Bytes, Status> {
-    let answer = match read_bounded(&bytes, max_elements, CompleteView::parse)? {
-        Read::Viewed(view) => api.complete(&view, &trace).await,
-        Read::Decoded(asked) => api.complete(&CompleteView::of(&asked), &trace).await,
-    };
-    framed(answer)
 }

@@ -1,0 +1,8 @@
+//! The HTTP/1.1 head parser on arbitrary bytes (see `checks/http1.rs`).
+
+#![no_main]
+
+#[path = "../checks/http1.rs"]
+mod checks;
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| checks::head(data));
