@@ -15,7 +15,8 @@ use axum::body::Body;
 use hyper::body::Body as _;
 use tokio::net::TcpStream;
 
-use crate::http1::{framing, socket};
+use crate::http1::framing;
+use crate::http1::socket;
 
 /// How a body is delimited as it is written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
