@@ -6,7 +6,6 @@ ones open are served."""
 from __future__ import annotations
 
 import socket
-import threading
 import time
 
 import httpx
@@ -17,33 +16,17 @@ from test_front_differential import Recorder
 BIG = 64 << 20  # far more than the sockets' buffers hold between the front and a client
 
 
-class BigAgent:
+class BigAgent(Recorder):
     """An agent whose every answer but its card is BIG bytes long."""
 
-    def __init__(self) -> None:
-        self.recorder = Recorder()  # serves the card, on its own port
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(16)
-        self.port = self.sock.getsockname()[1]
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
-
-    def _serve(self, conn: socket.socket) -> None:
+    def serve(self, conn: socket.socket) -> None:
         with conn:
             reader = conn.makefile("rb")
             line = reader.readline()
             while reader.readline() not in (b"\r\n", b"\n", b""):
                 pass
             if b"agent-card.json" in line:
-                card = self.recorder.card()
+                card = self.card()
                 conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: " + str(len(card)).encode()
                              + b"\r\nConnection: close\r\n\r\n" + card)
                 return
@@ -55,9 +38,6 @@ class BigAgent:
             except OSError:
                 return
 
-    def stop(self) -> None:
-        self.sock.close()
-        self.recorder.stop()
 
 
 def test_a_client_that_stops_reading_is_let_go(tmp_path):

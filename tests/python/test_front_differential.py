@@ -23,6 +23,7 @@ import pytest
 
 from conftest import start_server_line
 from ports import free_port
+from raw_server import RawServer
 
 # What the peers and the front are given alike: a request (head or body) may stop for
 # a second before it is answered 408 or closed, an idle connection two.
@@ -34,38 +35,25 @@ CLOSE = b"Connection: close\r\n"
 JSON_RPC = b'{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"t"}}'
 
 
-class Recorder:
+class Recorder(RawServer):
     """An agent on a raw socket that records every request that reaches it whole (its
     method, target and body, read by its Content-Length or its chunks) and answers each
     200 "ok". A request cut short is not recorded: it was not forwarded whole."""
 
     def __init__(self) -> None:
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(64)
-        self.port = self.sock.getsockname()[1]
         self.whole: list[tuple[str, str, bytes]] = []
         self.lock = threading.Lock()
-        threading.Thread(target=self._accept, daemon=True).start()
+        super().__init__()
 
     def card(self) -> bytes:
         return json.dumps({
             "name": "recorder", "description": "records", "version": "1",
-            "supportedInterfaces": [{"url": f"http://127.0.0.1:{self.port}", "protocolBinding": "JSONRPC",
-                                     "protocolVersion": "1.0"}],
+            "supportedInterfaces": [{"url": self.url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}],
             "capabilities": {}, "defaultInputModes": ["text/plain"],
             "defaultOutputModes": ["text/plain"], "skills": [],
         }).encode()
 
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
-
-    def _serve(self, conn: socket.socket) -> None:
+    def serve(self, conn: socket.socket) -> None:
         conn.settimeout(30)
         with conn:
             reader = conn.makefile("rb")
@@ -116,9 +104,6 @@ class Recorder:
         with self.lock:
             taken, self.whole = self.whole, []
         return taken
-
-    def stop(self) -> None:
-        self.sock.close()
 
 
 def wait_for_port(port: int) -> None:

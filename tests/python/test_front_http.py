@@ -24,6 +24,7 @@ import pytest
 
 from conftest import free_port, start_server_line
 from front_agent import Agent
+from raw_server import RawServer
 from test_front_sdks import start_agent
 
 EXTENSION = "https://madarauchiha-314.github.io/tiny-harness/a2a/ext/commands/v1"
@@ -186,7 +187,7 @@ def wait_for_port(port: int) -> None:
 
 # --- The raw agent ------------------------------------------------------------------
 
-class RawAgent:
+class RawAgent(RawServer):
     """A minimal A2A agent on a raw socket that records every request (method, path,
     headers, each header line's name, body bytes received) and answers as `mode` says: "echo" (a JSON-RPC
     message), "garbage" (GetTask answered with text that is not JSON), "stall" (a head
@@ -194,14 +195,10 @@ class RawAgent:
     one event, then nothing), "early" (413 on a request's head, its body never read)."""
 
     def __init__(self) -> None:
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(64)
-        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
         self.mode = "echo"
         self.seen: list[dict] = []
         self.release = threading.Event()
-        threading.Thread(target=self._accept, daemon=True).start()
+        super().__init__()
 
     def card(self) -> bytes:
         return json.dumps({
@@ -211,15 +208,7 @@ class RawAgent:
             "defaultOutputModes": ["text/plain"], "skills": [],
         }).encode()
 
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
-
-    def _serve(self, conn: socket.socket) -> None:
+    def serve(self, conn: socket.socket) -> None:
         with conn:
             reader = conn.makefile("rb")
             while True:
@@ -306,7 +295,7 @@ class RawAgent:
 
     def stop(self) -> None:
         self.release.set()
-        self.sock.close()
+        super().stop()
 
 
 @pytest.fixture
