@@ -5,6 +5,7 @@ import itertools
 import os
 import socket
 import sys
+import time
 
 _next_port = itertools.count(os.getpid() * 97)
 
@@ -34,3 +35,16 @@ def free_port() -> int:
                 continue
             return sock.getsockname()[1]
     raise AssertionError(f"no free port below {ephemeral_low}")
+
+
+def wait_for_port(port: int) -> None:
+    """Returns once something listens on 127.0.0.1:`port` (a process that binds its own
+    port says nothing when it is ready)."""
+    deadline = time.monotonic() + 30  # a bound against a hang; readiness is the connect
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            assert time.monotonic() < deadline, f"nothing listens on {port}"
+            time.sleep(0.05)

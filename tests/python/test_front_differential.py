@@ -22,7 +22,7 @@ import time
 import pytest
 
 from conftest import start_server_line
-from ports import free_port
+from ports import free_port, wait_for_port
 from raw_server import RawServer
 
 # What the peers and the front are given alike: a request (head or body) may stop for
@@ -105,16 +105,6 @@ class Recorder(RawServer):
             taken, self.whole = self.whole, []
         return taken
 
-
-def wait_for_port(port: int) -> None:
-    deadline = time.monotonic() + 30  # a bound against a hang; readiness is the connect
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
-        except OSError:
-            assert time.monotonic() < deadline, f"nothing listens on {port}"
-            time.sleep(0.05)
 
 
 def start_nginx(tmp, agent: Recorder):

@@ -24,6 +24,7 @@ import pytest
 
 from conftest import free_port, start_server_line
 from front_agent import Agent
+from ports import wait_for_port
 from raw_server import RawServer
 from test_front_sdks import start_agent
 
@@ -173,16 +174,6 @@ http {{
         agent.terminate()
         agent.wait(timeout=30)
 
-
-def wait_for_port(port: int) -> None:
-    deadline = time.monotonic() + 30  # a bound against a hang; readiness is the connect
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
-        except OSError:
-            assert time.monotonic() < deadline, f"nothing listens on {port}"
-            time.sleep(0.05)
 
 
 # --- The raw agent ------------------------------------------------------------------
