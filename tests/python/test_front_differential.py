@@ -43,6 +43,9 @@ class Recorder(RawServer):
     def __init__(self) -> None:
         self.whole: list[tuple[str, str, bytes]] = []
         self.lock = threading.Lock()
+        # When set, every request but the card's is answered with these bytes as they
+        # are, and the connection then closed (the answer-side cases).
+        self.answer: bytes | None = None
         super().__init__()
 
     def card(self) -> bytes:
@@ -97,6 +100,9 @@ class Recorder(RawServer):
             return True
         with self.lock:
             self.whole.append((method, target, body))
+        if self.answer is not None:
+            conn.sendall(self.answer)
+            return False
         conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nok")
         return True
 
@@ -192,9 +198,9 @@ def exchange(port: int, parts: list[bytes]) -> bytes:
     return answer
 
 
-def statuses(answer: bytes) -> list[int]:
-    """The status of each answer on the connection, in order (1xx included), each body
-    skipped by its Content-Length or its chunks."""
+def messages(answer: bytes, head_only: bool = False) -> list[tuple[int, bytes]]:
+    """Each answer on the connection, in order (1xx included): its status and its body,
+    read by its Content-Length, its chunks, or to the close."""
     found = []
     while answer.startswith(b"HTTP/1."):
         head, sep, rest = answer.partition(b"\r\n\r\n")
@@ -202,17 +208,30 @@ def statuses(answer: bytes) -> list[int]:
             break
         lines = head.split(b"\r\n")
         status = int(lines[0].split(b" ")[1])
-        found.append(status)
         fields = {n.strip().lower(): v.strip() for n, _, v in (line.partition(b":") for line in lines[1:])}
-        if 100 <= status < 200 or status in (204, 304):
-            answer = rest
-        elif b"content-length" in fields:
-            answer = rest[int(fields[b"content-length"]):]
+        if head_only or 100 <= status < 200 or status in (204, 304):
+            body, answer = b"", rest
         elif fields.get(b"transfer-encoding", b"").lower() == b"chunked":
-            answer = rest.partition(b"\r\n0\r\n\r\n")[2]
+            body = b""
+            while True:
+                size_line, _, rest = rest.partition(b"\r\n")
+                size = int(size_line.split(b";")[0] or b"0", 16)
+                if size == 0:
+                    answer = rest.partition(b"\r\n")[2]
+                    break
+                body, rest = body + rest[:size], rest[size + 2:]
+        elif b"content-length" in fields:
+            length = int(fields[b"content-length"])
+            body, answer = rest[:length], rest[length:]
         else:
-            break  # delimited by the close
+            body, answer = rest, b""  # delimited by the close
+        found.append((status, body))
     return found
+
+
+def statuses(answer: bytes) -> list[int]:
+    """The status of each answer on the connection, in order (1xx included)."""
+    return [status for status, _ in messages(answer)]
 
 
 def chunked(*pieces: bytes) -> bytes:
@@ -385,3 +404,56 @@ def test_each_finding_is_refused_with_its_status_and_the_connection_closed(proxi
     assert got and got[-1] == status, (name, answer[:400])
     # Whatever came before it (a request served) is the agent's; the refused one is not.
     assert len(agent.take()) == len(got) - 1, name
+
+
+# --- The answer side: the same answer from each proxy's agent, and what the client gets.
+
+OK_BODY = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+ANSWERS: list[tuple[str, bytes, bytes]] = [
+    # (name, the request's method line, the agent's answer as it is sent)
+    ("plain", b"GET", OK_BODY),
+    ("CL and TE", b"GET", b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n"),
+    ("length longer than the body", b"GET", b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nok"),
+    ("body longer than the length", b"GET", b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 200 OK\r\n"
+                                            b"Content-Length: 4\r\n\r\nevil"),
+    ("interim then final", b"GET", b"HTTP/1.1 100 Continue\r\n\r\n" + OK_BODY),
+    ("204 with a body", b"GET", b"HTTP/1.1 204 No Content\r\nContent-Length: 4\r\n\r\nevil"),
+    ("304 with a body", b"GET", b"HTTP/1.1 304 Not Modified\r\nContent-Length: 4\r\n\r\nevil"),
+    ("HEAD answered with a body", b"HEAD", b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nevil"),
+    ("close-delimited", b"GET", b"HTTP/1.1 200 OK\r\n\r\nto the close"),
+    ("HTTP/1.0 chunked", b"GET", b"HTTP/1.0 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n"),
+    ("150 header lines", b"GET", b"HTTP/1.1 200 OK\r\n" + b"X-A: 1\r\n" * 149 + b"Content-Length: 2\r\n\r\nok"),
+    ("obs-fold in the answer", b"GET", b"HTTP/1.1 200 OK\r\nX-A: a\r\n b\r\nContent-Length: 2\r\n\r\nok"),
+    ("space before a colon", b"GET", b"HTTP/1.1 200 OK\r\nContent-Length : 2\r\n\r\nok"),
+    ("two lengths", b"GET", b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 4\r\n\r\nokok"),
+    ("a status of four digits", b"GET", b"HTTP/1.1 2000 OK\r\nContent-Length: 2\r\n\r\nok"),
+    ("chunk extension with a bare CR", b"GET", b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                                               b"2;a\rb\r\nok\r\n0\r\n\r\n"),
+    ("a trailer that is no field", b"GET", b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                                           b"2\r\nok\r\n0\r\nno field\r\n\r\n"),
+]
+
+
+def test_the_front_passes_on_no_answer_both_peers_refuse(proxies):
+    table = []
+    problems = []
+    for name, method, answer in ANSWERS:
+        seen = {}
+        for proxy, (port, agent) in proxies.items():
+            agent.answer = answer
+            try:
+                got = exchange(port, [method + b" /x HTTP/1.1\r\n" + H + CLOSE + b"\r\n"])
+            finally:
+                agent.answer = None
+            agent.take()
+            seen[proxy] = messages(got, head_only=method == b"HEAD")
+        table.append(f"{name:32} " + "  ".join(f"{p} {[(st, b[:12]) for st, b in m]}" for p, m in seen.items()))
+        # What reached the client as a success, by each proxy.
+        passed = {p: [b for st, b in m if 200 <= st < 300] for p, m in seen.items()}
+        if passed["front"] and not passed["nginx"] and not passed["haproxy"]:
+            problems.append(f"{name}: the front passed on {passed['front']}, which both peers refuse")
+        # Bytes after an answer's end are never a second answer, nor part of this one.
+        if any(b"evil" in b for _, b in seen["front"]):
+            problems.append(f"{name}: the client got bytes past the answer's end: {seen['front']}")
+    print("\n".join(table))
+    assert not problems, "\n".join(problems + [""] + table)
