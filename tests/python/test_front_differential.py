@@ -4,8 +4,12 @@ proxy, each before a recording agent of its own, and what reached each agent com
 The corpus is ours, from RFC 9112 §§2-7 and the request-smuggling literature: CL.TE,
 TE.CL and TE.TE, obfuscated fields, chunk edge cases, LF-only lines and bare CRs,
 obs-fold, request-line forms, Host rules, pipelining, Expect, Upgrade, h2c, bodies and
-heads that stop arriving. A case where the front forwards a request that both peers
-refuse is a failure. Where the front refuses what both forward, `STRICTER` says why.
+heads that stop arriving; and on the answer side (`ANSWERS`), the same agent answer
+through each proxy: CL+TE, lengths short and long, 1xx, 204/304/HEAD with bodies,
+close-delimited bodies, HTTP/1.0 chunked, many lines, malformed fields and chunks. A
+case where the front forwards a request, or passes on an answer, that both peers refuse
+is a failure. Where the front refuses a request both forward, `STRICTER` says why; an
+answer it refuses is the agent's failure, and the client gets a 502 naming it.
 
 Each proxy closes a connection soon after its last answer (keep-alive and read timeouts
 of a second or two), so a case ends when the proxy closes; no case waits on a sleep."""
