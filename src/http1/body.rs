@@ -15,17 +15,8 @@ use axum::body::Body;
 use hyper::body::Body as _;
 use tokio::net::TcpStream;
 
-use crate::http1::framing;
+use crate::http1::framing::{self, Framing};
 use crate::http1::socket;
-
-/// How a body is delimited as it is written.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Delimited {
-    /// By a length: exactly this many bytes.
-    Length(u64),
-    /// By chunks, ended by the last chunk.
-    Chunked,
-}
 
 /// How the writing of a body ended.
 #[derive(Debug)]
@@ -51,21 +42,25 @@ impl Written {
 }
 
 /// Writes `body` after `out` (its head, and whatever is copied after it) on `tcp`, as
-/// `delimited` says, each write waiting at most `within` for the other end. What the
+/// `framing` says (`None`: `out` alone), each write waiting at most `within` for the other end. What the
 /// body has at once goes in the same write as the head; while it has nothing, `watch`
 /// is polled too, and its readiness (the other end gone) ends the writing.
 pub async fn write_body(
     tcp: &TcpStream,
     mut out: Vec<u8>,
     body: &mut Body,
-    delimited: Delimited,
+    framing: Framing,
     within: Option<Duration>,
     mut watch: impl FnMut(&mut Context<'_>) -> Poll<()>,
 ) -> io::Result<Written> {
-    let chunked = delimited == Delimited::Chunked;
-    let mut left = match delimited {
-        Delimited::Length(n) => n,
-        Delimited::Chunked => u64::MAX,
+    let chunked = framing == Framing::Chunked;
+    let mut left = match framing {
+        Framing::None => {
+            socket::write_all_within(tcp, &out, within).await?;
+            return Ok(Written::Whole);
+        }
+        Framing::Length(n) => n,
+        Framing::Chunked => u64::MAX,
     };
     let written = loop {
         let frame = match poll_fn(|cx| Poll::Ready(Pin::new(&mut *body).poll_frame(cx))).await {
@@ -136,9 +131,9 @@ mod tests {
     use tokio::io::AsyncReadExt as _;
     use tokio::net::TcpListener;
 
-    /// Writes `parts` as a body delimited by `delimited`; what the other end read, and
+    /// Writes `parts` as a body framed by `framing`; what the other end read, and
     /// how the writing ended.
-    async fn written(parts: &[&'static str], delimited: Delimited) -> (Vec<u8>, Written) {
+    async fn written(parts: &[&'static str], framing: Framing) -> (Vec<u8>, Written) {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap();
         let reader = tokio::spawn(async move {
@@ -156,7 +151,7 @@ mod tests {
             .collect::<Vec<_>>();
         let mut body = Body::new(StreamBody::new(tokio_stream::iter(frames)));
         let out = b"HEAD\r\n".to_vec();
-        let ended = write_body(&tcp, out, &mut body, delimited, None, |_| Poll::Pending)
+        let ended = write_body(&tcp, out, &mut body, framing, None, |_| Poll::Pending)
             .await
             .unwrap();
         drop(tcp);
@@ -165,19 +160,19 @@ mod tests {
 
     #[tokio::test]
     async fn a_body_is_held_to_its_length() {
-        let (read, ended) = written(&["he", "llo"], Delimited::Length(5)).await;
+        let (read, ended) = written(&["he", "llo"], Framing::Length(5)).await;
         assert_eq!((&read[..], ended.is_whole()), (&b"HEAD\r\nhello"[..], true));
-        let (read, ended) = written(&["he", "llo!"], Delimited::Length(5)).await;
+        let (read, ended) = written(&["he", "llo!"], Framing::Length(5)).await;
         assert_eq!(read, b"HEAD\r\nhello", "cut at its length");
         assert!(matches!(ended, Written::Over));
-        let (read, ended) = written(&["he"], Delimited::Length(5)).await;
+        let (read, ended) = written(&["he"], Framing::Length(5)).await;
         assert_eq!(read, b"HEAD\r\nhe");
         assert!(matches!(ended, Written::Short));
     }
 
     #[tokio::test]
     async fn a_chunked_body_ends_with_its_last_chunk() {
-        let (read, ended) = written(&["he", "", "llo"], Delimited::Chunked).await;
+        let (read, ended) = written(&["he", "", "llo"], Framing::Chunked).await;
         assert_eq!(read, b"HEAD\r\n2\r\nhe\r\n3\r\nllo\r\n0\r\n\r\n");
         assert!(ended.is_whole());
     }

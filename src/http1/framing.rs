@@ -15,6 +15,18 @@ const MAX_TRAILERS: usize = 64 * 1024;
 /// The last chunk of a chunked body, with no trailers.
 pub const LAST_CHUNK: &[u8] = b"0\r\n\r\n";
 
+/// How a message's body is delimited on the wire, whichever half writes it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Framing {
+    /// No body (204, 304, an empty body).
+    None,
+    /// `Content-Length`: exactly this many bytes.
+    Length(u64),
+    /// `Transfer-Encoding: chunked`: a body whose length is not known, ended by its
+    /// last chunk.
+    Chunked,
+}
+
 /// A `Content-Length` value: digits only, as hyper takes it (a list is refused).
 pub fn parse_length(value: &[u8]) -> Option<usize> {
     if value.is_empty() || value.len() > 19 {

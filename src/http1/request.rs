@@ -10,45 +10,22 @@ use hyper::body::Body as _;
 use hyper::header;
 use tokio::net::TcpStream;
 
-use crate::http1::body::{write_body, Delimited, Written};
-use crate::http1::framing;
+use crate::http1::body::{write_body, Written};
+use crate::http1::framing::{self, Framing};
 use crate::http1::head::{Headers, Parts};
-use crate::http1::socket;
 
-/// How a request's body goes on the wire.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Framing {
-    /// No body: the headers as the caller gave them.
-    Empty,
-    /// `Content-Length`: the caller's (`declared`), or the body's own; the body is held
-    /// to it.
-    Length {
-        /// The length.
-        length: u64,
-        /// Whether the caller's own `Content-Length` line says it.
-        declared: bool,
-    },
-    /// Chunks: a body of no known length, with no `Content-Length`.
-    Chunked,
-}
-
-/// The request's framing, as hyper's client chooses it.
+/// The request's framing, as hyper's client chooses it: none for an empty body, the
+/// caller's `Content-Length`, the body's own length, or chunks.
 pub fn request_framing(headers: &Headers, body: &Body) -> Framing {
-    let declared = headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| framing::parse_length(v.as_bytes()));
     if body.is_end_stream() {
-        Framing::Empty
-    } else if let Some(length) = declared {
-        Framing::Length {
-            length: length as u64,
-            declared: true,
-        }
+        Framing::None
+    } else if let Some(length) = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| framing::parse_length(v.as_bytes()))
+    {
+        Framing::Length(length as u64)
     } else if let Some(length) = body.size_hint().exact() {
-        Framing::Length {
-            length,
-            declared: false,
-        }
+        Framing::Length(length)
     } else {
         Framing::Chunked
     }
@@ -61,16 +38,21 @@ pub fn write_request_head(out: &mut Vec<u8>, parts: &Parts, framing: Framing) {
     let target = parts.uri.path_and_query().map_or("/", |p| p.as_str());
     out.extend_from_slice(target.as_bytes());
     out.extend_from_slice(b" HTTP/1.1\r\n");
-    let own_length = !matches!(framing, Framing::Length { declared: true, .. });
+    // The caller's length line goes as it came when it is the body's framing; any other
+    // is left out, and the framing's own written below (a length the body is not held to
+    // never goes).
+    let mut length_said = false;
     for (name, value) in parts.headers.iter() {
-        // The framing lines are the body's own, written below (a caller's length that
-        // is not the one the body is held to never goes).
-        if name.eq_ignore_ascii_case(b"transfer-encoding")
-            || (own_length
-                && framing != Framing::Empty
-                && name.eq_ignore_ascii_case(b"content-length"))
-        {
+        if name.eq_ignore_ascii_case(b"transfer-encoding") {
             continue;
+        }
+        if name.eq_ignore_ascii_case(b"content-length") {
+            let said = framing::parse_length(value.as_bytes()).map(|n| n as u64);
+            match framing {
+                Framing::None => {}
+                Framing::Length(n) if !length_said && said == Some(n) => length_said = true,
+                _ => continue,
+            }
         }
         out.extend_from_slice(name);
         out.extend_from_slice(b": ");
@@ -78,10 +60,7 @@ pub fn write_request_head(out: &mut Vec<u8>, parts: &Parts, framing: Framing) {
         out.extend_from_slice(b"\r\n");
     }
     match framing {
-        Framing::Length {
-            length,
-            declared: false,
-        } => {
+        Framing::Length(length) if !length_said => {
             out.extend_from_slice(b"content-length: ");
             out.extend_from_slice(itoa::Buffer::new().format(length).as_bytes());
             out.extend_from_slice(b"\r\n");
@@ -101,12 +80,7 @@ pub async fn write_request(
     mut body: Body,
     framing: Framing,
 ) -> io::Result<()> {
-    let delimited = match framing {
-        Framing::Empty => return socket::write_all(tcp, &out).await,
-        Framing::Length { length, .. } => Delimited::Length(length),
-        Framing::Chunked => Delimited::Chunked,
-    };
-    match write_body(tcp, out, &mut body, delimited, None, |_| Poll::Pending).await? {
+    match write_body(tcp, out, &mut body, framing, None, |_| Poll::Pending).await? {
         Written::Whole => Ok(()),
         Written::Over => Err(broken("the request body is longer than its Content-Length")),
         Written::Short => Err(broken("the request body ended before its Content-Length")),

@@ -25,13 +25,14 @@ use tokio::net::TcpStream;
 use tokio::time::{Instant, Sleep};
 use tokio_util::sync::WaitForCancellationFutureOwned;
 
-use crate::http1::body::{write_body, Delimited};
+use crate::http1::body::write_body;
+use crate::http1::framing::Framing;
 use crate::http1::head::{Answer, Request};
 use crate::http1::rules::Refusal;
+use crate::http1::server;
 use crate::http1::server::Head;
 use crate::http1::socket::{self, Prefixed};
 use crate::http1::timer::KeptTimer;
-use crate::http1::server;
 
 /// What answers the requests of a connection (the front).
 pub trait Handler {
@@ -360,26 +361,18 @@ impl Connection {
         // Room for the head and, when it will be copied after it, a body of known
         // length: grown later, the head would be copied again.
         let copied = match shape {
-            server::Framing::Length(n) if n <= socket::COPY_AT_MOST as u64 => n as usize,
+            Framing::Length(n) if n <= socket::COPY_AT_MOST as u64 => n as usize,
             _ => 0,
         };
         let mut out = Vec::with_capacity(256 + copied);
         let keep = server::write_head(&mut out, &parts, shape, self.drained);
-        if shape == server::Framing::None {
-            socket::write_all_within(&self.tcp, &out, self.settings.send).await?;
-            return Ok(keep);
-        }
-        let delimited = match shape {
-            server::Framing::Length(n) => Delimited::Length(n),
-            _ => Delimited::Chunked,
-        };
         // A body that fails part way, or says otherwise than its length (an agent whose
         // `Content-Length` was wrong), is cut there and the connection closed: the
         // client sees it end early, and never reads one answer's bytes as the next's.
         let send = self.settings.send;
         let (tcp, buf) = (&self.tcp, &mut self.buf);
         let (draining, drained) = (&mut self.draining, &mut self.drained);
-        let written = write_body(tcp, out, &mut body, delimited, send, |cx| {
+        let written = write_body(tcp, out, &mut body, shape, send, |cx| {
             client_gone(tcp, buf, draining, drained, cx)
         })
         .await?;

@@ -11,7 +11,7 @@ use hyper::body::Body as _;
 use hyper::header;
 use hyper::{Method, StatusCode, Uri, Version};
 
-use crate::http1::framing;
+use crate::http1::framing::{self, Framing};
 use crate::http1::head::{AnswerParts, Headers, Parts, MAX_NAME};
 use crate::http1::rules::{self, Refusal};
 
@@ -174,17 +174,6 @@ fn put_back(buf: &mut BytesMut, all: Bytes, head: Head) -> Head {
         .try_into_mut()
         .unwrap_or_else(|all| BytesMut::from(&all[..]));
     head
-}
-
-/// How an answer's body is delimited on the wire.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Framing {
-    /// No body (204, 304, or an empty body).
-    None,
-    /// `Content-Length`.
-    Length(u64),
-    /// `Transfer-Encoding: chunked`: a body whose length is not known.
-    Chunked,
 }
 
 /// The answer's framing, as hyper's server chooses it: the body's own exact length
