@@ -6,7 +6,11 @@
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+// A clock read cheaply: a connection's idle time is looked at on every request, and a
+// few milliseconds of resolution are plenty for bounds of seconds.
+use coarsetime::Instant;
 
 use axum::body::Body;
 
@@ -151,7 +155,7 @@ impl Pool {
     fn checkout(&self) -> Option<(Connection, Duration)> {
         loop {
             let idle = self.slot().lock().expect("not poisoned").pop_back()?;
-            let idle_for = idle.since.elapsed();
+            let idle_for = Duration::from(idle.since.elapsed());
             // Closed by the agent while it waited (its idle timeout), or about to be by
             // what its `Keep-Alive` said: nothing of the request has gone, and it goes
             // on another.
@@ -170,10 +174,9 @@ impl Pool {
     fn checkin(&self, conn: Connection) {
         let now = Instant::now();
         let mut idle = self.slot().lock().expect("not poisoned");
-        while idle
-            .front()
-            .is_some_and(|oldest| idle.len() >= MAX_IDLE || now - oldest.since > IDLE_FOR)
-        {
+        while idle.front().is_some_and(|oldest| {
+            idle.len() >= MAX_IDLE || Duration::from(now.duration_since(oldest.since)) > IDLE_FOR
+        }) {
             idle.pop_front();
         }
         idle.push_back(Idle { conn, since: now });
