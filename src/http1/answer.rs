@@ -4,12 +4,30 @@
 
 use std::io;
 use std::mem::MaybeUninit;
+use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use hyper::{StatusCode, Version};
 
 use crate::http1::framing::{self, Chunked};
 use crate::http1::head::{AnswerParts, Headers, MAX_NAME};
+
+/// Whether an answer's connection may be used again after it, and, when it may, how
+/// long the agent said it keeps it while idle (`Keep-Alive: timeout=`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reuse {
+    /// It may not: the connection closes with the answer.
+    No,
+    /// It may, for as long as the agent said, if it said.
+    Yes(Option<Duration>),
+}
+
+impl Reuse {
+    /// Whether the connection may be used again.
+    pub fn may(self) -> bool {
+        matches!(self, Reuse::Yes(_))
+    }
+}
 
 /// The most header lines an answer's head may have. hyper takes 100, nginx as many as
 /// fit its 4 or 8 KiB `proxy_buffer_size` (some 150 short ones); agents that set many
@@ -25,7 +43,7 @@ pub(crate) fn broken(what: &'static str) -> io::Error {
 pub enum Parsed {
     /// The final answer: its head, how its body is read, and whether the connection
     /// may be used again after it.
-    Final(AnswerParts, Reading, bool),
+    Final(AnswerParts, Reading, Reuse),
     /// An interim (1xx) answer, dropped.
     Interim,
 }
@@ -69,6 +87,7 @@ pub fn parse_answer(buf: &mut BytesMut, head_only: bool) -> io::Result<Option<Pa
     let mut chunked = None;
     let mut saw_close = false;
     let mut saw_keep_alive = false;
+    let mut keep_for = None;
     // Offsets into the head: the names and values are made slices of it once it is
     // taken out.
     let start = buf.as_ptr() as usize;
@@ -92,6 +111,8 @@ pub fn parse_answer(buf: &mut BytesMut, head_only: bool) -> io::Result<Option<Pa
         } else if name.eq_ignore_ascii_case(b"connection") {
             saw_close |= framing::has_token(h.value, b"close");
             saw_keep_alive |= framing::has_token(h.value, b"keep-alive");
+        } else if name.len() == 10 && name.eq_ignore_ascii_case(b"keep-alive") {
+            keep_for = keep_alive_timeout(h.value);
         }
         lines.push((at(name), at(h.value)));
     }
@@ -126,7 +147,11 @@ pub fn parse_answer(buf: &mut BytesMut, head_only: bool) -> io::Result<Option<Pa
         };
     // `close` once said stays said; `keep-alive` only keeps an HTTP/1.0 answer's.
     let close = saw_close || (version == Version::HTTP_10 && !saw_keep_alive) || both;
-    let reusable = !close && reading != Reading::ToClose;
+    let reuse = if close || reading == Reading::ToClose {
+        Reuse::No
+    } else {
+        Reuse::Yes(keep_for)
+    };
     let mut answer = AnswerParts {
         status,
         version,
@@ -138,7 +163,17 @@ pub fn parse_answer(buf: &mut BytesMut, head_only: bool) -> io::Result<Option<Pa
             answer.extensions.insert(reason);
         }
     }
-    Ok(Some(Parsed::Final(answer, reading, reusable)))
+    Ok(Some(Parsed::Final(answer, reading, reuse)))
+}
+
+/// The `timeout=` of a `Keep-Alive` value, in seconds.
+fn keep_alive_timeout(value: &[u8]) -> Option<Duration> {
+    value.split(|&b| b == b',').find_map(|param| {
+        let (name, seconds) = std::str::from_utf8(param).ok()?.split_once('=')?;
+        name.trim()
+            .eq_ignore_ascii_case("timeout")
+            .then(|| seconds.trim().parse().ok().map(Duration::from_secs))?
+    })
 }
 
 /// How the rest of an answer's body is read.
@@ -159,7 +194,7 @@ mod tests {
     fn parse(text: &str) -> (AnswerParts, Reading, bool, BytesMut) {
         let mut buf = BytesMut::from(text.as_bytes());
         match parse_answer(&mut buf, false).unwrap().unwrap() {
-            Parsed::Final(head, reading, reusable) => (head, reading, reusable, buf),
+            Parsed::Final(head, reading, reuse) => (head, reading, reuse.may(), buf),
             Parsed::Interim => panic!("interim"),
         }
     }
@@ -206,6 +241,17 @@ mod tests {
                 .as_bytes(),
             b"Fine"
         );
+    }
+
+    #[test]
+    fn an_agent_s_keep_alive_timeout_is_read() {
+        let mut buf = BytesMut::from(
+            &b"HTTP/1.1 200 OK\r\nKeep-Alive: max=5, timeout=7\r\nContent-Length: 0\r\n\r\n"[..],
+        );
+        let Ok(Some(Parsed::Final(_, _, reuse))) = parse_answer(&mut buf, false) else {
+            panic!("not a final answer");
+        };
+        assert_eq!(reuse, Reuse::Yes(Some(Duration::from_secs(7))));
     }
 
     #[test]

@@ -19,7 +19,7 @@ use hyper::Method;
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
-use crate::http1::answer::{broken, parse_answer, Parsed, Reading};
+use crate::http1::answer::{broken, parse_answer, Parsed, Reading, Reuse};
 use crate::http1::framing::Step;
 use crate::http1::head::{Answer, AnswerParts, Request};
 use crate::http1::request::{request_framing, write_request, write_request_head};
@@ -122,15 +122,15 @@ impl Connection {
             .await
         };
         self.timer = timer;
-        let (head, buf, reading, reusable) = sent?;
-        if let Some(timeout) = head.headers.get("keep-alive").and_then(keep_alive_timeout) {
+        let (head, buf, reading, reuse) = sent?;
+        if let Reuse::Yes(Some(timeout)) = reuse {
             self.keep_alive = Some(timeout);
         }
         let body = AnswerBody {
             conn: Some(self),
             buf,
             reading,
-            reusable,
+            reusable: reuse.may(),
             keep,
         };
         Ok(Answer::from_parts(head, Body::new(body)))
@@ -141,7 +141,7 @@ impl Connection {
     async fn exchange(
         &mut self,
         request: Request,
-    ) -> io::Result<(AnswerParts, BytesMut, Reading, bool)> {
+    ) -> io::Result<(AnswerParts, BytesMut, Reading, Reuse)> {
         let head_only = request.method() == Method::HEAD;
         let (parts, body) = request.into_parts();
         let framing = request_framing(&parts.headers, &body);
@@ -157,18 +157,18 @@ impl Connection {
         // Not carried across the awaits below.
         drop(parts);
         let mut buf = BytesMut::new();
-        let (head, reading, reusable) = {
+        let (head, reading, reuse) = {
             let writing = std::pin::pin!(write_request(&self.tcp, out, body, framing));
             let answer = std::pin::pin!(read_head(&self.tcp, &mut buf, head_only));
             written_and_answered(writing, answer).await?
         };
-        Ok((head, buf, reading, reusable))
+        Ok((head, buf, reading, reuse))
     }
 }
 
 /// The answer's head, how its body is read, and whether the connection may be used
 /// again after it.
-type Head = (AnswerParts, Reading, bool);
+type Head = (AnswerParts, Reading, Reuse);
 
 /// Waits for the request to be written (`writing`) and its answer's head to be read
 /// (`answer`), watching for the answer while the request is written: an agent may
@@ -194,19 +194,19 @@ async fn written_and_answered(
         // answered first, and its answer says more than the write's error (as does its
         // closing the connection with no answer at all).
         First::Written(Err(e)) => match answer.await {
-            Ok((head, reading, _)) => Ok((head, reading, false)),
+            Ok((head, reading, _)) => Ok((head, reading, Reuse::No)),
             Err(closed) if closed_unanswered(&closed) => Err(closed),
             Err(_) => Err(e),
         },
-        First::Answered(Ok((head, reading, reusable))) => {
+        First::Answered(Ok((head, reading, reuse))) => {
             let refused =
-                !reusable || head.status.is_client_error() || head.status.is_server_error();
+                !reuse.may() || head.status.is_client_error() || head.status.is_server_error();
             if refused {
-                return Ok((head, reading, false));
+                return Ok((head, reading, Reuse::No));
             }
             // Answered early but still reading: the rest of the body is sent.
             let written = writing.await.is_ok();
-            Ok((head, reading, reusable && written))
+            Ok((head, reading, if written { reuse } else { Reuse::No }))
         }
         First::Answered(Err(e)) => Err(e),
     }
@@ -223,9 +223,7 @@ async fn read_head(tcp: &TcpStream, buf: &mut BytesMut, head_only: bool) -> io::
     loop {
         if !buf.is_empty() {
             match parse_answer(buf, head_only)? {
-                Some(Parsed::Final(head, reading, reusable)) => {
-                    return Ok((head, reading, reusable))
-                }
+                Some(Parsed::Final(head, reading, reuse)) => return Ok((head, reading, reuse)),
                 // An interim answer (100 Continue and the like): the final one follows,
                 // perhaps already read.
                 Some(Parsed::Interim) => continue,
@@ -245,16 +243,6 @@ async fn read_head(tcp: &TcpStream, buf: &mut BytesMut, head_only: bool) -> io::
             Err(e) => return Err(e),
         }
     }
-}
-
-/// The `timeout=` of a `Keep-Alive` value, in seconds.
-fn keep_alive_timeout(value: &hyper::header::HeaderValue) -> Option<Duration> {
-    value.as_bytes().split(|&b| b == b',').find_map(|param| {
-        let (name, seconds) = std::str::from_utf8(param).ok()?.split_once('=')?;
-        name.trim()
-            .eq_ignore_ascii_case("timeout")
-            .then(|| seconds.trim().parse().ok().map(Duration::from_secs))?
-    })
 }
 
 /// Reads what the socket has into `buf` (waiting for some): `false` at its end.

@@ -233,6 +233,9 @@ pub struct Parts {
     pub headers: Headers,
     /// What the layers above attach to it.
     pub extensions: Extensions,
+    /// Whether the head has been held to [`rules`] already: the front's own loop does
+    /// so as it parses it, and [`Request::refusal`] does not read it a second time.
+    pub checked: bool,
 }
 
 /// A request through the front: its head and its body.
@@ -278,6 +281,9 @@ impl Request {
     /// `Host` lines, its target's form, the lines that frame its body
     /// ([`rules::head_refusal`]).
     pub fn refusal(&self) -> Option<Refusal> {
+        if self.parts.checked {
+            return None;
+        }
         let lines = self.parts.headers.iter().map(|(n, v)| (n, v.as_bytes()));
         rules::head_refusal(
             self.parts.version,
@@ -339,6 +345,7 @@ impl From<hyper::Request<Body>> for Request {
                 version: parts.version,
                 headers,
                 extensions: parts.extensions,
+                checked: false,
             },
             body,
         }

@@ -69,6 +69,17 @@ pub fn head_refusal<'a>(
         .or_else(|| lines.framing_refusal(version))
 }
 
+/// Why a plain head is refused, if it is: one the front's own loop parsed, whose body is
+/// framed by one `Content-Length` or none (its lines counted as it read them: `hosts`).
+pub fn plain_refusal(
+    version: Version,
+    method: &Method,
+    target: &Uri,
+    hosts: usize,
+) -> Option<Refusal> {
+    host_refusal(version, hosts).or_else(|| target_refusal(method, target))
+}
+
 /// What one pass over a head counts.
 #[derive(Default)]
 struct Lines {

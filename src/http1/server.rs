@@ -110,10 +110,14 @@ pub fn parse_head(buf: &mut BytesMut, max_body: usize) -> Head {
         return put_back(buf, all, head);
     };
     let mut length = None;
+    let mut hosts = 0;
     let mut headers = Headers::with_capacity(parsed.headers.len());
     for h in parsed.headers.iter() {
         let name = h.name.as_bytes();
-        let plain = if name.eq_ignore_ascii_case(b"content-length") {
+        let plain = if name.len() == 4 && name.eq_ignore_ascii_case(b"host") {
+            hosts += 1;
+            true
+        } else if name.eq_ignore_ascii_case(b"content-length") {
             match (length, framing::parse_length(h.value)) {
                 (None, Some(n)) if n <= max_body => {
                     length = Some(n);
@@ -142,12 +146,20 @@ pub fn parse_head(buf: &mut BytesMut, max_body: usize) -> Head {
             framing::parsed_value(all.slice_ref(h.value)),
         );
     }
+    // Its one `Host` and its target held to the rules here, as its lines were read (its
+    // framing is one length or none, or it would be hyper's): the front does not read
+    // them again.
+    if let Some(refusal) = rules::plain_refusal(version, &method, &uri, hosts) {
+        drop(headers);
+        return put_back(buf, all, Head::Refused(refusal));
+    }
     let parts = Parts {
         method,
         uri,
         version,
         headers,
         extensions: Default::default(),
+        checked: true,
     };
     Head::Plain(parts, length.unwrap_or(0), all.slice(len..))
 }
@@ -295,12 +307,15 @@ mod tests {
     #[test]
     fn header_names_are_taken_in_any_case() {
         let Head::Plain(request, ..) =
-            parsed("POST / HTTP/1.1\r\nX-Version: 1.0\r\nX-Extensions: u\r\nX-Versions: 2\r\n\r\n")
+            parsed("POST / HTTP/1.1\r\nX-Version: 1.0\r\nX-Extensions: u\r\nX-Versions: 2\r\nHost: h\r\n\r\n")
         else {
             panic!("not plain");
         };
         let names: Vec<_> = request.headers.iter().map(|(n, _)| n).collect();
-        assert_eq!(names, [&b"X-Version"[..], b"X-Extensions", b"X-Versions"]);
+        assert_eq!(
+            names,
+            [&b"X-Version"[..], b"X-Extensions", b"X-Versions", b"Host"]
+        );
         assert_eq!(request.headers.get("x-version").unwrap(), "1.0");
         assert_eq!(request.headers.get("x-extensions").unwrap(), "u");
     }
