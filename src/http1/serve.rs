@@ -254,7 +254,6 @@ impl Connection {
             while self.buf.len() < length {
                 // Room as the bytes come, not the whole length a head claims.
                 let wanted = (length - self.buf.len()).min(BODY_READ);
-                let timed = self.settings.read.is_some();
                 if let Some(read) = self.settings.read {
                     // A gap between reads: put off as each read brings bytes.
                     let until = Instant::now() + read;
@@ -263,14 +262,14 @@ impl Connection {
                         None => deadline = Some(Box::pin(tokio::time::sleep_until(until))),
                     }
                 }
+                // With no read timeout the head's deadline (if any) does not bound the body.
+                let mut gap = self.settings.read.and(deadline.as_mut());
                 let waited = poll_fn(|cx| match self.tcp.poll_read_ready(cx) {
                     Poll::Ready(Ok(())) => Poll::Ready(Wait::Readable),
                     Poll::Ready(Err(_)) => Poll::Ready(Wait::Close),
-                    Poll::Pending => match deadline.as_mut() {
-                        Some(deadline) if timed => {
-                            deadline.as_mut().poll(cx).map(|()| Wait::TooSlow)
-                        }
-                        _ => Poll::Pending,
+                    Poll::Pending => match gap.as_mut() {
+                        Some(deadline) => deadline.as_mut().poll(cx).map(|()| Wait::TooSlow),
+                        None => Poll::Pending,
                     },
                 })
                 .await;
