@@ -16,6 +16,8 @@
 #   bash scripts/front-callgrind.sh          # FRONT_CALLGRIND_CALLS (2000) a row
 #   CALLGRIND_KEEP=DIR FRONT_CALLGRIND_ARGS=--cache-sim=yes bash scripts/front-callgrind.sh
 #                                            # each row's dump kept, with simulated cache misses
+#   FRONT_CALLGRIND_BIN=/path/to/a2a-commands bash scripts/front-callgrind.sh
+#                                            # another build counted (say, an older commit's), none made
 set -euo pipefail
 cd "$(dirname "$0")/.."
 for tool in h2load valgrind callgrind_annotate callgrind_control go; do
@@ -23,7 +25,11 @@ for tool in h2load valgrind callgrind_annotate callgrind_control go; do
 done
 calls=${FRONT_CALLGRIND_CALLS:-2000}
 
-cargo build --release --locked --bin a2a-commands
+bin=${FRONT_CALLGRIND_BIN:-}
+if [ -z "$bin" ]; then
+  cargo build --release --locked --bin a2a-commands
+  bin=./target/release/a2a-commands
+fi
 dir=$(mktemp -d)
 (cd tests/agents/go && go build -o "$dir/agent" .)
 "$dir/agent" >"$dir/agent.out" &
@@ -31,7 +37,7 @@ agent_pid=$!
 # --fair-sched: without it the server can spin for minutes in sled's start-up under
 # valgrind (as in scripts/callgrind.sh).
 valgrind --tool=callgrind --fair-sched=yes ${FRONT_CALLGRIND_ARGS:-} --callgrind-out-file="$dir/cg.out" \
-  ./target/release/a2a-commands serve --listen 127.0.0.1:0 --health-listen off \
+  "$bin" serve --listen 127.0.0.1:0 --health-listen off \
   --data-dir "$dir/data" --log-format json --call-log-sample 1000000 \
   --front-upstream "$(for _ in $(seq 100); do [ -s "$dir/agent.out" ] && break; sleep 0.1; done; head -1 "$dir/agent.out")" \
   --front-listen 127.0.0.1:0 --front-default-role assignee 2>"$dir/server.log" &

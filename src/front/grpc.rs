@@ -16,6 +16,7 @@ use tonic::Code;
 use crate::front::a2a;
 use crate::front::callers::Refused;
 use crate::http1::head::{Answer, Headers};
+use crate::http1::token::same_name;
 use crate::pb::a2a_v1 as pb;
 
 /// The gRPC path every A2A method has, before the method's name.
@@ -334,7 +335,7 @@ pub(super) fn metadata(from: &Headers) -> Headers {
     headers.retain(|name, _| {
         !["content-type", "content-length", "accept", "host", "te"]
             .iter()
-            .any(|framing| name.eq_ignore_ascii_case(framing.as_bytes()))
+            .any(|framing| same_name(name, framing.as_bytes()))
     });
     headers.insert(
         header::CONTENT_TYPE,

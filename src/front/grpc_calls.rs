@@ -22,6 +22,7 @@ use crate::front::grpc_agent::{grpc_pass, grpc_upstream, status_answer, AgentSta
 use crate::front::join::{event_end, frames_body};
 use crate::front::json_text;
 use crate::http1::head::{Answer, Headers, Request};
+use crate::http1::token::same_name;
 
 /// A gRPC call as the front read it.
 pub(super) enum GrpcRead {
@@ -234,7 +235,7 @@ pub(super) async fn grpc_call(ctx: &Context, request: Request) -> GrpcRead {
     headers.retain(|name, _| {
         !["content-type", "content-length", "te"]
             .iter()
-            .any(|framing| name.eq_ignore_ascii_case(framing.as_bytes()))
+            .any(|framing| same_name(name, framing.as_bytes()))
     });
     headers.insert(
         header::CONTENT_TYPE,

@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use crate::front::a2a;
 use crate::http1::head::Headers;
+use crate::http1::token::same_name;
 use crate::rules::card::EXTENSION_URI;
 
 /// Which A2A binding a request came on, for the shape of its answer.
@@ -95,8 +96,7 @@ pub(super) fn asks_a2a_json(headers: &Headers) -> bool {
 /// `X-A2A-Extensions`).
 pub(super) fn activates_us(headers: &Headers) -> bool {
     headers.iter().any(|(name, value)| {
-        (name.eq_ignore_ascii_case(b"a2a-extensions")
-            || name.eq_ignore_ascii_case(b"x-a2a-extensions"))
+        (same_name(name, b"a2a-extensions") || same_name(name, b"x-a2a-extensions"))
             && value
                 .to_str()
                 .is_ok_and(|v| v.split(',').any(|uri| uri.trim() == EXTENSION_URI))

@@ -38,6 +38,7 @@ use crate::http1::framing;
 use crate::http1::head::{Answer, Parts, Request};
 use crate::http1::rules::Refusal;
 use crate::http1::serve::Handler;
+use crate::http1::token::same_name;
 use crate::metrics::{metrics, FrontLabels};
 use crate::run::Runner;
 use crate::telemetry::{CallSpan, KeyValue, SpanKind, Tracer, W3c};
@@ -406,10 +407,10 @@ pub(super) async fn post(
         // (h2) lets through repeated lines that agree, which some agents refuse.
         let (mut lengths, mut declared, mut coded) = (0, None, false);
         for (name, value) in parts.headers.iter() {
-            if name.eq_ignore_ascii_case(b"content-length") {
+            if same_name(name, b"content-length") {
                 lengths += 1;
                 declared = framing::parse_length(value.as_bytes());
-            } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
+            } else if same_name(name, b"transfer-encoding") {
                 coded = true;
             }
         }

@@ -16,6 +16,7 @@ use hyper_util::rt::TokioExecutor;
 
 use crate::front::pool::{Pool, PoolError};
 use crate::http1::head::{Answer, Headers, Request};
+use crate::http1::token::same_name;
 use crate::telemetry::{CallSpan, KeyValue, SpanKind, Tracer};
 
 /// Whether a header (named in any case) belongs to one connection, never forwarded
@@ -33,9 +34,7 @@ fn is_hop_by_hop(name: &[u8]) -> bool {
         19 => &["proxy-authorization"],
         _ => &[],
     };
-    candidates
-        .iter()
-        .any(|c| name.eq_ignore_ascii_case(c.as_bytes()))
+    candidates.iter().any(|c| same_name(name, c.as_bytes()))
 }
 
 /// Why an upstream call gave no answer.
@@ -324,9 +323,7 @@ pub fn strip_hop_by_hop(headers: &mut Headers) {
         .map(|name| name.trim_ascii().to_vec())
         .filter(|name| !name.is_empty())
         .collect();
-    headers.retain(|name, _| {
-        !is_hop_by_hop(name) && !named.iter().any(|n| n.eq_ignore_ascii_case(name))
-    });
+    headers.retain(|name, _| !is_hop_by_hop(name) && !named.iter().any(|n| same_name(n, name)));
 }
 
 /// An error and its causes, in one line.

@@ -11,6 +11,7 @@ use hyper::{StatusCode, Version};
 
 use crate::http1::framing::{self, Chunked};
 use crate::http1::head::{AnswerParts, Headers, MAX_NAME};
+use crate::http1::token::same_name;
 
 /// Whether an answer's connection may be used again after it, and, when it may, how
 /// long the agent said it keeps it while idle (`Keep-Alive: timeout=`).
@@ -99,19 +100,19 @@ pub fn parse_answer(buf: &mut BytesMut, head_only: bool) -> io::Result<Option<Pa
         if name.len() > MAX_NAME {
             return Err(broken("invalid header name"));
         }
-        if name.eq_ignore_ascii_case(b"content-length") {
+        if same_name(name, b"content-length") {
             let n =
                 framing::parse_length(h.value).ok_or_else(|| broken("invalid content-length"))?;
             if length.is_some_and(|l| l != n) {
                 return Err(broken("conflicting content-length"));
             }
             length = Some(n);
-        } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
+        } else if same_name(name, b"transfer-encoding") {
             chunked = Some(framing::ends_chunked(h.value));
-        } else if name.eq_ignore_ascii_case(b"connection") {
+        } else if same_name(name, b"connection") {
             saw_close |= framing::has_token(h.value, b"close");
             saw_keep_alive |= framing::has_token(h.value, b"keep-alive");
-        } else if name.len() == 10 && name.eq_ignore_ascii_case(b"keep-alive") {
+        } else if name.len() == 10 && same_name(name, b"keep-alive") {
             keep_for = keep_alive_timeout(h.value);
         }
         lines.push((at(name), at(h.value)));
@@ -129,7 +130,7 @@ pub fn parse_answer(buf: &mut BytesMut, head_only: bool) -> io::Result<Option<Pa
     let mut headers = Headers::with_capacity(lines.len());
     for ((name, n), (value, v)) in lines {
         let name = head.slice(name..name + n);
-        if both && name.eq_ignore_ascii_case(b"content-length") {
+        if both && same_name(&name, b"content-length") {
             continue;
         }
         headers.push_read(name, framing::parsed_value(head.slice(value..value + v)));

@@ -14,6 +14,7 @@ use hyper::http::Extensions;
 use hyper::{Method, StatusCode, Uri, Version};
 
 use crate::http1::rules::{self, Refusal};
+use crate::http1::token::same_name;
 
 /// The longest header name kept as read (`http`'s `HeaderName` takes no longer one):
 /// the parsers refuse a longer one, so every name read converts to `http`'s.
@@ -36,15 +37,9 @@ impl Name {
         }
     }
 
-    /// Whether this is `name`, in any case: the length first, then each byte as it is
-    /// (names mostly come in the case they are asked in) or else lowercased.
+    /// Whether this is `name`, in any case.
     fn is(&self, name: &str) -> bool {
-        let this = self.as_bytes();
-        this.len() == name.len()
-            && this
-                .iter()
-                .zip(name.as_bytes())
-                .all(|(&a, &b)| a == b || a.eq_ignore_ascii_case(&b))
+        same_name(self.as_bytes(), name.as_bytes())
     }
 }
 

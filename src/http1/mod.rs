@@ -6,7 +6,8 @@
 //! lengths, chunks, the date line), socket reads that clear their readiness when they
 //! empty the socket ([`socket`]), the server's half of a message (a plain request head
 //! parsed, an answer framed: [`server`]), the client's request head ([`request`]), a
-//! timer kept across a connection's requests ([`timer`]), and the request and answer
+//! timer kept across a connection's requests ([`timer`]), header names compared
+//! without case a word at a time ([`token`]), and the request and answer
 //! carried from one to the other, their header lines as they came ([`head`]).
 //! Below the front and the transport; it knows nothing of A2A.
 
@@ -21,3 +22,4 @@ pub mod serve;
 pub mod server;
 pub mod socket;
 pub mod timer;
+pub mod token;

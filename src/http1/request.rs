@@ -13,19 +13,21 @@ use tokio::net::TcpStream;
 use crate::http1::body::{write_body, Written};
 use crate::http1::framing::{self, Framing};
 use crate::http1::head::{Headers, Parts};
+use crate::http1::token::same_name;
 
-/// The request's framing, as hyper's client chooses it: none for an empty body, the
-/// caller's `Content-Length`, the body's own length, or chunks.
+/// The request's framing: none for an empty body, the body's own length when it knows
+/// it (the front's bodies are held to theirs), else the caller's `Content-Length`, else
+/// chunks.
 pub fn request_framing(headers: &Headers, body: &Body) -> Framing {
     if body.is_end_stream() {
         Framing::None
+    } else if let Some(length) = body.size_hint().exact() {
+        Framing::Length(length)
     } else if let Some(length) = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| framing::parse_length(v.as_bytes()))
     {
         Framing::Length(length as u64)
-    } else if let Some(length) = body.size_hint().exact() {
-        Framing::Length(length)
     } else {
         Framing::Chunked
     }
@@ -43,10 +45,10 @@ pub fn write_request_head(out: &mut Vec<u8>, parts: &Parts, framing: Framing) {
     // never goes).
     let mut length_said = false;
     for (name, value) in parts.headers.iter() {
-        if name.eq_ignore_ascii_case(b"transfer-encoding") {
+        if same_name(name, b"transfer-encoding") {
             continue;
         }
-        if name.eq_ignore_ascii_case(b"content-length") {
+        if same_name(name, b"content-length") {
             let said = framing::parse_length(value.as_bytes()).map(|n| n as u64);
             match framing {
                 Framing::None => {}

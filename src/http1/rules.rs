@@ -4,6 +4,7 @@
 //! every request whichever parser read it (RFC 9112 §§3.2, 3.2.1–3.2.4, 6.1–6.3; what
 //! nginx and pingora refuse).
 
+use crate::http1::token::same_name;
 use hyper::{Method, StatusCode, Uri, Version};
 
 /// Why a request is refused before anything of it is passed on: its answer's status and
@@ -94,9 +95,9 @@ impl Lines {
     fn count(&mut self, name: &[u8], value: &[u8]) {
         // Told apart by length first: most lines are neither.
         match name.len() {
-            4 if name.eq_ignore_ascii_case(b"host") => self.hosts += 1,
-            14 if name.eq_ignore_ascii_case(b"content-length") => self.lengths += 1,
-            17 if name.eq_ignore_ascii_case(b"transfer-encoding") => {
+            4 if same_name(name, b"host") => self.hosts += 1,
+            14 if same_name(name, b"content-length") => self.lengths += 1,
+            17 if same_name(name, b"transfer-encoding") => {
                 for coding in value.split(|&b| b == b',') {
                     let coding = coding.trim_ascii();
                     self.codings += 1;

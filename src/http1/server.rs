@@ -14,6 +14,7 @@ use hyper::{Method, StatusCode, Uri, Version};
 use crate::http1::framing::{self, Framing};
 use crate::http1::head::{AnswerParts, Headers, Parts, MAX_NAME};
 use crate::http1::rules::{self, Refusal};
+use crate::http1::token::same_name;
 
 /// The most header lines a head may have (hyper's default).
 const MAX_HEADERS: usize = 100;
@@ -114,10 +115,10 @@ pub fn parse_head(buf: &mut BytesMut, max_body: usize) -> Head {
     let mut headers = Headers::with_capacity(parsed.headers.len());
     for h in parsed.headers.iter() {
         let name = h.name.as_bytes();
-        let plain = if name.len() == 4 && name.eq_ignore_ascii_case(b"host") {
+        let plain = if name.len() == 4 && same_name(name, b"host") {
             hosts += 1;
             true
-        } else if name.eq_ignore_ascii_case(b"content-length") {
+        } else if same_name(name, b"content-length") {
             match (length, framing::parse_length(h.value)) {
                 (None, Some(n)) if n <= max_body => {
                     length = Some(n);
@@ -127,11 +128,11 @@ pub fn parse_head(buf: &mut BytesMut, max_body: usize) -> Head {
             }
         } else {
             // A body framed by chunks, and the rest of what hyper's server handles.
-            !(name.eq_ignore_ascii_case(b"transfer-encoding")
-                || name.eq_ignore_ascii_case(b"expect")
-                || name.eq_ignore_ascii_case(b"upgrade")
-                || name.eq_ignore_ascii_case(b"te")
-                || (name.eq_ignore_ascii_case(b"connection")
+            !(same_name(name, b"transfer-encoding")
+                || same_name(name, b"expect")
+                || same_name(name, b"upgrade")
+                || same_name(name, b"te")
+                || (same_name(name, b"connection")
                     && !h.value.eq_ignore_ascii_case(b"keep-alive"))
                 // Longer than `http` takes: hyper's to refuse.
                 || name.len() > MAX_NAME)
@@ -240,16 +241,12 @@ pub fn write_head(out: &mut Vec<u8>, parts: &AnswerParts, shape: Framing, draine
     // hyper's failure for a 1xx carries no header of the service's; nor does this one.
     let headers = (status == parts.status).then_some(&parts.headers);
     for (name, value) in headers.into_iter().flat_map(Headers::iter) {
-        if name.eq_ignore_ascii_case(b"content-length")
-            || name.eq_ignore_ascii_case(b"transfer-encoding")
-        {
+        if same_name(name, b"content-length") || same_name(name, b"transfer-encoding") {
             // Framed below, from the body.
             continue;
-        } else if name.eq_ignore_ascii_case(b"date") {
+        } else if same_name(name, b"date") {
             dated = true;
-        } else if name.eq_ignore_ascii_case(b"connection")
-            && framing::has_token(value.as_bytes(), b"close")
-        {
+        } else if same_name(name, b"connection") && framing::has_token(value.as_bytes(), b"close") {
             closes = true;
             keep = false;
         }
