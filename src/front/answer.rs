@@ -17,7 +17,7 @@ use crate::front::limits::Fault;
 use crate::front::operations::{is_http_json, Binding};
 use crate::front::upstream::UpstreamError;
 use crate::front::v03;
-use crate::http1::head::Answer;
+use crate::http1::head::{Answer, Request};
 
 /// The answer when the front's records cannot be read or written: nothing was done.
 pub(super) fn records_failed(binding: Binding, id: &Value, error: &Error) -> Answer {
@@ -124,6 +124,52 @@ pub(super) fn error_answer(
             answer
         }
     }
+}
+
+/// A2A's VersionNotSupportedError for a request that named version `named` (one the
+/// front serves neither as 0.3 nor as 1.x), in its binding's shape: JSON-RPC's error
+/// -32009 under the call's id; gRPC's `FAILED_PRECONDITION`; otherwise HTTP+JSON's 400
+/// with reason `VERSION_NOT_SUPPORTED`, as the SDKs map it.
+pub(super) async fn version_not_supported(
+    ctx: &Context,
+    request: Request,
+    grpc: bool,
+    named: &str,
+) -> Answer {
+    let message =
+        format!("A2A version {named:?} is not supported here: the front serves 0.3 and 1.x");
+    let mut answer = if grpc {
+        crate::front::grpc::status_answer(tonic::Code::FailedPrecondition, &message)
+    } else if request.method() == Method::POST
+        && !is_http_json(request.method(), request.uri().path())
+    {
+        let limited =
+            http_body_util::Limited::new(request.into_parts().1, ctx.options.max_body_bytes);
+        let body = limited
+            .collect()
+            .await
+            .map(|b| b.to_bytes())
+            .unwrap_or_default();
+        let id = serde_json::from_slice::<Value>(&body)
+            .ok()
+            .and_then(|call| call.get("id").cloned())
+            .unwrap_or(Value::Null);
+        json_answer(
+            StatusCode::OK,
+            &a2a::rpc_error(&id, a2a::VERSION_NOT_SUPPORTED, &message),
+        )
+    } else {
+        let body = json!({"error": {"code": 400, "status": "FAILED_PRECONDITION", "message": message,
+            "details": [{"@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                         "reason": "VERSION_NOT_SUPPORTED", "domain": "a2a-protocol.org"}]}});
+        typed(
+            StatusCode::BAD_REQUEST,
+            "application/json",
+            Body::from(json_text::write(&body)),
+        )
+    };
+    mark(&mut answer, Outcome::Answered);
+    answer
 }
 
 /// HTTP+JSON's error answer: `status` with an AIP-193 body saying `message` (also what

@@ -182,6 +182,21 @@ pub fn merge(
     )
 }
 
+/// The paths at the front of the agent's HTTP+JSON interfaces (`card`'s, each moved to
+/// `public` as the merged card moves it), without a trailing `/`: where a request's
+/// path ends and a tenant's segment may begin.
+pub fn rest_bases(card: &Value, upstream: &url::Url, public: &url::Url) -> Vec<String> {
+    let interfaces = card.get("supportedInterfaces").and_then(Value::as_array);
+    interfaces
+        .into_iter()
+        .flatten()
+        .filter(|i| i.get("protocolBinding").and_then(Value::as_str) == Some("HTTP+JSON"))
+        .filter_map(|i| rebase(i.get("url")?.as_str()?, upstream, public))
+        .filter_map(|url| url::Url::parse(&url).ok())
+        .map(|url| url.path().trim_end_matches('/').to_owned())
+        .collect()
+}
+
 /// `url` (an interface of the upstream) moved to `public`, its path relative to the
 /// upstream's base kept; `None` for an interface elsewhere (another host, or a gRPC
 /// `host:port`, which this front does not serve yet) or that does not parse.

@@ -237,6 +237,8 @@ pub(super) async fn refresh_card(ctx: &Context, cache: &mut CardCache, headers: 
                         .and_then(|v| v.to_str().ok())
                         .map(str::to_owned);
                     cache.versions = card::versions(&card);
+                    let bases = card::rest_bases(&card, ctx.upstream.base(), &ctx.public);
+                    *ctx.rest_bases.write().expect("not poisoned") = bases.into();
                     cache.card = Some((card, started + fresh));
                     cache.generation += 1;
                 }

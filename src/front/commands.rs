@@ -96,6 +96,7 @@ pub(super) async fn command(
             &message.task_id,
             own.clone(),
             kept_data,
+            scope.tenant.as_deref(),
         ))
         .await;
         match looked {
@@ -350,7 +351,19 @@ pub(super) async fn complete(
                 Ok(None) => (None, None),
                 Err(error) => return records_failed(binding, id, &error),
             };
-            match task_as_seen(ctx, binding, path, id, headers, task_id, own, kept_data).await {
+            match task_as_seen(
+                ctx,
+                binding,
+                path,
+                id,
+                headers,
+                task_id,
+                own,
+                kept_data,
+                scope.tenant.as_deref(),
+            )
+            .await
+            {
                 Ok(task) => Some(a2a::snapshot_from_task(&task)),
                 Err(Some(answer)) => return answer,
                 Err(None) => {

@@ -7,10 +7,11 @@ use std::sync::Arc;
 
 use tokio::sync::Mutex;
 
+use crate::front::a2a;
 use crate::front::callers::{parse_role, Verified, Verifier};
 use crate::front::card::{CardCache, Served};
 use crate::front::options::FrontOptions;
-use crate::front::records::{Records, Scope};
+use crate::front::records::{Caller, Records, Scope};
 use crate::front::upstream::Upstream;
 use crate::http1::head::Headers;
 use crate::pb::{self, ParticipantRole};
@@ -42,6 +43,9 @@ pub struct Context {
     pub(super) tracer: Option<Tracer>,
     /// With a JWT key set configured: verifies callers' tokens.
     pub(super) callers: Option<Arc<Verifier>>,
+    /// The front's paths of the agent's HTTP+JSON interfaces, from its last card: a
+    /// tenant's segment follows one of them (`card::rest_bases`).
+    pub(super) rest_bases: std::sync::RwLock<Arc<[String]>>,
 }
 
 impl Context {
@@ -76,7 +80,15 @@ impl Context {
             random: ring::rand::SystemRandom::new(),
             tracer,
             callers,
+            rest_bases: std::sync::RwLock::new(Arc::from([])),
         }
+    }
+
+    /// The tenant a request names (`a2a::tenant`), its HTTP+JSON path read under the
+    /// agent's HTTP+JSON interfaces.
+    pub(super) fn tenant(&self, rpc: bool, path: &str, body: &[u8]) -> Option<String> {
+        let bases = Arc::clone(&self.rest_bases.read().expect("not poisoned"));
+        a2a::tenant(rpc, path, &bases, body)
     }
 
     /// The sender and role for the role rules: a verified token's claims, else a
@@ -113,13 +125,21 @@ impl Context {
         )
     }
 
-    /// Whose records a request may touch: with a caller identity configured (a JWT key
-    /// set, or a sender header), only the caller's own; otherwise every caller's.
-    pub(super) fn scope(&self, headers: &Headers, verified: Option<&Verified>) -> Scope {
-        if self.callers.is_none() && self.options.sender_header.is_none() {
-            return Scope::Shared;
-        }
-        Scope::Sender(self.sender(headers, verified).0.id)
+    /// Whose records a request may touch, within its `tenant`: with a caller identity
+    /// configured (a JWT key set, or a sender header), only the caller's own; otherwise
+    /// every caller's.
+    pub(super) fn scope(
+        &self,
+        headers: &Headers,
+        verified: Option<&Verified>,
+        tenant: Option<String>,
+    ) -> Scope {
+        let caller = if self.callers.is_none() && self.options.sender_header.is_none() {
+            Caller::Shared
+        } else {
+            Caller::Sender(self.sender(headers, verified).0.id)
+        };
+        Scope::new(caller, tenant)
     }
 
     /// A new task's id: [`TASK_ID_PREFIX`] and 96 random bits, so that no client can

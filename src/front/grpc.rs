@@ -142,8 +142,27 @@ impl Method {
     }
 
     /// The HTTP+JSON request the front's logic reads for this call: its method, path
-    /// and body.
+    /// (under `/{tenant}` when the request names a tenant, as HTTP+JSON's paths carry
+    /// it) and body.
     pub fn as_http_json(self, request: &Value) -> (hyper::Method, String, Value) {
+        let (method, path, body) = self.as_http_json_untenanted(request);
+        match request.get("tenant").and_then(Value::as_str) {
+            Some(tenant) if !tenant.is_empty() => (
+                method,
+                format!(
+                    "/{}{path}",
+                    percent_encoding::utf8_percent_encode(
+                        tenant,
+                        percent_encoding::NON_ALPHANUMERIC
+                    )
+                ),
+                body,
+            ),
+            _ => (method, path, body),
+        }
+    }
+
+    fn as_http_json_untenanted(self, request: &Value) -> (hyper::Method, String, Value) {
         let id = request
             .get("id")
             .and_then(Value::as_str)
@@ -171,6 +190,7 @@ impl Method {
                 let query: String = url::form_urlencoded::Serializer::new(String::new())
                     .extend_pairs(request.as_object().into_iter().flatten().filter_map(
                         |(key, value)| match value {
+                            _ if key == "tenant" => None,
                             Value::String(text) => Some((key.clone(), text.clone())),
                             Value::Number(n) => Some((key.clone(), n.to_string())),
                             Value::Bool(b) => Some((key.clone(), b.to_string())),

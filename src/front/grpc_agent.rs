@@ -260,19 +260,18 @@ pub(super) async fn forward_grpc(ctx: &Context, request: Request) -> Answer {
     }
 }
 
-/// The agent's task `task_id`, asked over gRPC with the caller's credentials; `Err`
-/// as `tasks::upstream_task`'s (the agent's own error, for the client).
+/// The agent's task, asked over gRPC with the caller's credentials (`params`: its id
+/// and tenant, as `GetTaskRequest`'s JSON); `Err` as `tasks::upstream_task`'s (the
+/// agent's own error, for the client).
 pub(super) async fn grpc_task(
     ctx: &Context,
     headers: &Headers,
-    task_id: &str,
+    params: &Value,
 ) -> Result<Value, Option<Answer>> {
     let Some(agent) = grpc_upstream(ctx).await else {
         return Err(None);
     };
-    let message = Method::GetTask
-        .request_bytes(&json!({"id": task_id}))
-        .map_err(|_| None)?;
+    let message = Method::GetTask.request_bytes(params).map_err(|_| None)?;
     let asked = Request::new(
         hyper::Method::POST,
         format!("{agent}{SERVICE_PATH}GetTask")

@@ -63,20 +63,50 @@ pub(super) enum TaskCall {
     Subscribe,
 }
 
-/// Whether a request asks for A2A 1.0: its `A2A-Version` header (or query parameter)
-/// is `1.0` or `1`; none at all means 0.3.
-pub(super) fn speaks_1_0(headers: &Headers, query: Option<&str>) -> bool {
-    let from_query = query.and_then(|q| {
-        url::form_urlencoded::parse(q.as_bytes())
+/// The A2A versions the front serves a request in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Speaks {
+    /// 0.3 (`0.3`, any patch), or no version named at all.
+    V03,
+    /// 1.x (`1`, `1.0`, `1.0.1`, ...): 1.0's JSON, which later 1.x keep.
+    V10,
+}
+
+/// The A2A version a request names in its `A2A-Version` header (or query parameter),
+/// as the front serves it; `Err` with what it named when the front serves no such
+/// version (A2A's VersionNotSupportedError).
+pub(super) fn speaks(headers: &Headers, query: Option<&str>) -> Result<Speaks, String> {
+    let from_query = || {
+        url::form_urlencoded::parse(query?.as_bytes())
             .find(|(k, _)| k.eq_ignore_ascii_case("a2a-version"))
             .map(|(_, v)| v.into_owned())
-    });
-    let version = headers
-        .get("a2a-version")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned)
-        .or(from_query);
-    matches!(version.as_deref().map(str::trim), Some("1.0" | "1"))
+    };
+    let named = match headers.get("a2a-version") {
+        Some(value) => value
+            .to_str()
+            .map(str::to_owned)
+            .map_err(|_| "(not text)".to_owned())?,
+        None => from_query().unwrap_or_default(),
+    };
+    let named = named.trim();
+    let mut parts = named.split('.');
+    let number =
+        |part: Option<&str>| part.map(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+    match (parts.next(), parts.next(), parts.next(), parts.next()) {
+        (Some(""), None, None, None) => Ok(Speaks::V03),
+        (Some("0"), Some("3"), patch, None) if number(patch) != Some(false) => Ok(Speaks::V03),
+        (Some("1"), minor, patch, None)
+            if number(minor) != Some(false) && number(patch) != Some(false) =>
+        {
+            Ok(Speaks::V10)
+        }
+        _ => Err(named.to_owned()),
+    }
+}
+
+/// Whether a request asks for A2A 1.x; none at all (or one the front refuses) is 0.3.
+pub(super) fn speaks_1_0(headers: &Headers, query: Option<&str>) -> bool {
+    speaks(headers, query) == Ok(Speaks::V10)
 }
 
 /// A2A 1.0.1's preferred media type for HTTP+JSON.
@@ -280,5 +310,33 @@ mod tests {
         assert!(!speaks_1_0(&headers, None));
         headers.insert(version, HeaderValue::from_static("1.0"));
         assert!(speaks_1_0(&headers, None));
+    }
+
+    #[test]
+    fn a_version_the_front_does_not_serve_is_named_back() {
+        let named = |v: &'static str| {
+            let mut headers = Headers::new();
+            headers.insert(
+                HeaderName::from_static("a2a-version"),
+                HeaderValue::from_static(v),
+            );
+            speaks(&headers, None)
+        };
+        for served in ["1", "1.0", "1.1", "1.0.1", " 1.0 "] {
+            assert_eq!(named(served), Ok(Speaks::V10), "{served}");
+        }
+        for served in ["", "0.3", "0.3.0"] {
+            assert_eq!(named(served), Ok(Speaks::V03), "{served}");
+        }
+        for refused in [
+            "2.0", "0.2", "0.2.5", "1.x", "v1", "1.0.0.0", "0", "1.", "banana",
+        ] {
+            assert_eq!(named(refused), Err(refused.to_owned()), "{refused}");
+        }
+        assert_eq!(
+            speaks(&Headers::new(), Some("A2A-Version=9")),
+            Err("9".to_owned())
+        );
+        assert_eq!(speaks(&Headers::new(), None), Ok(Speaks::V03));
     }
 }

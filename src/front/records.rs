@@ -10,9 +10,9 @@ use serde_json::{json, Value};
 use crate::error::Error;
 use crate::registry::records::Records as Store;
 
-/// Whose records a request may touch.
+/// Who is asking, for whose records a request may touch.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Scope {
+pub enum Caller {
     /// No caller identity is configured: every record is every caller's.
     Shared,
     /// The caller named by the configured identity (a verified token's subject, or the
@@ -20,39 +20,71 @@ pub enum Scope {
     Sender(String),
 }
 
+/// Whose records a request may touch: the caller's, within the request's tenant (A2A's
+/// optional `tenant`: a record made under one tenant is no other's, as an agent that
+/// keeps tasks per tenant answers another tenant's task id as unknown).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Scope {
+    /// Who is asking.
+    pub caller: Caller,
+    /// The request's tenant, if it named one.
+    pub tenant: Option<String>,
+}
+
 impl Scope {
-    /// Whether a record made under `owner` (none: made with no identity configured) is
-    /// visible in this scope: all are when shared; otherwise only the caller's own.
-    fn sees(&self, owner: Option<&str>) -> bool {
-        match self {
-            Self::Shared => true,
-            Self::Sender(sender) => owner == Some(sender.as_str()),
-        }
+    /// Every caller's records, outside any tenant: what a request the front does not
+    /// look into carries.
+    pub const SHARED: Self = Self {
+        caller: Caller::Shared,
+        tenant: None,
+    };
+
+    /// `caller`'s records in `tenant`.
+    pub fn new(caller: Caller, tenant: Option<String>) -> Self {
+        Self { caller, tenant }
+    }
+
+    /// Whether a record made under `owner` (none: made with no identity configured)
+    /// in `tenant` is visible in this scope: only one of the same tenant; of those, all
+    /// when shared, otherwise only the caller's own.
+    fn sees(&self, record: &Value) -> bool {
+        let of = |key| record.get(key).and_then(Value::as_str);
+        of("tenant") == self.tenant.as_deref()
+            && match &self.caller {
+                Caller::Shared => true,
+                Caller::Sender(sender) => of("owner") == Some(sender.as_str()),
+            }
     }
 
     /// The owner written into a record made in this scope.
     fn owner(&self) -> Option<&str> {
-        match self {
-            Self::Shared => None,
-            Self::Sender(sender) => Some(sender),
+        match &self.caller {
+            Caller::Shared => None,
+            Caller::Sender(sender) => Some(sender),
         }
     }
 
     /// The key of the task data the caller keeps for the agent's task `id`: the id
-    /// itself when shared, or the id and a digest of the caller (each caller's settings
-    /// for an agent's task are its own).
+    /// itself when shared outside any tenant, or the id and a digest of the caller and
+    /// tenant (each caller's settings for an agent's task are its own; a sender's
+    /// digest outside any tenant is of its name alone, as before tenants were kept).
     fn data_key(&self, id: &str) -> String {
-        match self {
-            Self::Shared => id.to_owned(),
-            Self::Sender(sender) => {
-                let digest = ring::digest::digest(&ring::digest::SHA256, sender.as_bytes());
-                let hex: String = digest.as_ref()[..12]
-                    .iter()
-                    .map(|b| format!("{b:02x}"))
-                    .collect();
-                format!("{DATA}{hex}:{id}")
-            }
-        }
+        let digested = match (&self.caller, &self.tenant) {
+            (Caller::Shared, None) => return id.to_owned(),
+            (Caller::Sender(sender), None) => sender.clone(),
+            (_, Some(tenant)) => format!("tenant\0{tenant}\0{}", self.owner().unwrap_or_default()),
+        };
+        let digest = ring::digest::digest(&ring::digest::SHA256, digested.as_bytes());
+        let hex: String = digest.as_ref()[..12]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        format!("{DATA}{hex}:{id}")
+    }
+
+    /// Whether task data is kept under the agent's task id itself.
+    fn data_by_id(&self) -> bool {
+        *self == Self::SHARED
     }
 }
 
@@ -101,6 +133,8 @@ struct TaskRecord<'a> {
     upstream_context: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     owner: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tenant: Option<&'a str>,
 }
 
 /// The front's records.
@@ -119,10 +153,9 @@ impl Records {
     /// caller's is as good as none.
     pub async fn get(&self, id: &str, scope: &Scope) -> Result<Option<Kept>, Error> {
         if let Some(record) = self.store.get(id).await? {
-            let owner = record.get("owner").and_then(Value::as_str);
             if let Some(task) = record.get("task") {
                 // A task the front made: its id is unique, and it is its maker's alone.
-                if !scope.sees(owner) {
+                if !scope.sees(&record) {
                     return Ok(None);
                 }
                 let upstream = record
@@ -140,11 +173,11 @@ impl Records {
                     upstream,
                 })));
             }
-            if let (Some(data), Scope::Shared) = (record.get("data"), scope) {
+            if let (Some(data), true) = (record.get("data"), scope.data_by_id()) {
                 return Ok(Some(Kept::Data(data.clone())));
             }
         }
-        if *scope == Scope::Shared {
+        if scope.data_by_id() {
             return Ok(None);
         }
         Ok(self
@@ -180,6 +213,7 @@ impl Records {
             upstream: own.upstream.as_ref().map(|u| u.id.as_str()),
             upstream_context: own.upstream.as_ref().and_then(|u| u.context.as_deref()),
             owner: scope.owner(),
+            tenant: scope.tenant.as_deref(),
         };
         self.store.put(id, &record).await?;
         Ok(task)
@@ -227,7 +261,7 @@ impl Records {
     ) -> Result<Vec<Value>, Error> {
         // Joined tasks, and other callers' tasks, share the prefix; read past them,
         // within a bound.
-        let factor = if *scope == Scope::Shared { 4 } else { 16 };
+        let factor = if *scope == Scope::SHARED { 4 } else { 16 };
         let read = self
             .store
             .newest(prefix, limit.saturating_mul(factor))
@@ -235,7 +269,7 @@ impl Records {
         Ok(read
             .into_iter()
             .filter(|record| record.get("upstream").is_none_or(Value::is_null))
-            .filter(|record| scope.sees(record.get("owner").and_then(Value::as_str)))
+            .filter(|record| scope.sees(record))
             .filter_map(|mut record| record.get_mut("task").map(Value::take))
             .take(limit)
             .collect())
@@ -279,7 +313,7 @@ mod tests {
     async fn tasks_and_data_are_kept_apart_and_a_task_is_joined_once() {
         let dir = tempfile::tempdir().unwrap();
         let records = store(dir.path());
-        let shared = Scope::Shared;
+        let shared = Scope::SHARED;
         records.put_task(&own("t-1"), &shared).await.unwrap();
         records
             .put_data("t-2", &json!({"name": "x"}), &shared)
@@ -335,7 +369,8 @@ mod tests {
     async fn a_caller_sees_only_its_own_records() {
         let dir = tempfile::tempdir().unwrap();
         let records = store(dir.path());
-        let (a, b) = (Scope::Sender("a".into()), Scope::Sender("b".into()));
+        let sender = |name: &str| Scope::new(Caller::Sender(name.into()), None);
+        let (a, b) = (sender("a"), sender("b"));
         records.put_task(&own("t-a"), &a).await.unwrap();
         records
             .put_data("agent-1", &json!({"settings": {"model": "x"}}), &a)
@@ -367,7 +402,7 @@ mod tests {
         records.join("t-a", &u, &b).await.unwrap();
         assert_eq!(records.joined_to("u-a").await.unwrap(), None);
         // Made with no identity configured, a task is no identified caller's.
-        records.put_task(&own("t-s"), &Scope::Shared).await.unwrap();
+        records.put_task(&own("t-s"), &Scope::SHARED).await.unwrap();
         assert_eq!(records.get("t-s", &a).await.unwrap(), None);
     }
 }

@@ -14,7 +14,7 @@ use hyper::header::{self, HeaderValue};
 use hyper::{Method, StatusCode};
 
 use crate::front::a2a;
-use crate::front::answer::body_failed;
+use crate::front::answer::{body_failed, version_not_supported};
 use crate::front::answer::{mark, outcome, unauthenticated, with_request_id, Outcome};
 use crate::front::callers::{Verified, Verifier};
 use crate::front::card_serving::{card_answer, extended_card, has_card};
@@ -28,7 +28,7 @@ use crate::front::join::{translate, Joiner};
 use crate::front::limits::{fault_of, read_to_end};
 use crate::front::operations::{
     activates_us, asks_a2a_json, echo_activation, http_json_method, is_http_json, jsonrpc_method,
-    known_method, looked_at, Binding, A2A_JSON,
+    known_method, looked_at, speaks, Binding, A2A_JSON,
 };
 use crate::front::options::FrontOptions;
 use crate::front::records::{Records, Scope};
@@ -248,6 +248,13 @@ pub(super) async fn route(
             Err(refused) => return unauthenticated(method, path, &refused),
         }
     }
+    // A version the front does not serve is refused, not guessed at (the card is any
+    // version's).
+    if !is_card {
+        if let Err(named) = speaks(request.headers(), request.uri().query()) {
+            return Box::pin(version_not_supported(ctx, request, grpc, &named)).await;
+        }
+    }
     if grpc {
         return match Box::pin(grpc_call(ctx, request)).await {
             GrpcRead::Answered(answer) => answer,
@@ -294,7 +301,9 @@ pub(super) async fn dispatch(
         read_whole(ctx, request, Binding::HttpJson, Read::Card).await
     } else if method == Method::GET && path.ends_with("/tasks") {
         let asked = a2a::ListAsked::from_query(request.uri().query());
-        let scope = ctx.scope(request.headers(), request.extensions().get::<Verified>());
+        let tenant = ctx.tenant(false, path, b"");
+        let verified = request.extensions().get::<Verified>();
+        let scope = ctx.scope(request.headers(), verified, tenant);
         let read = Read::List(&asked, &scope);
         read_whole(ctx, request, Binding::HttpJson, read).await
     } else if path.contains("/tasks/")
@@ -385,7 +394,8 @@ pub(super) async fn post(
     let sent = bytes.clone();
     let (handled, scope) = if look {
         let verified = parts.extensions.get::<Verified>();
-        let scope = ctx.scope(&parts.headers, verified);
+        let tenant = ctx.tenant(binding.is_rpc(), path, &bytes);
+        let scope = ctx.scope(&parts.headers, verified, tenant);
         let handled = Box::pin(inspect(
             ctx,
             binding,
@@ -398,7 +408,7 @@ pub(super) async fn post(
         .await;
         (handled, scope)
     } else {
-        (Handled::Forward(bytes), Scope::Shared)
+        (Handled::Forward(bytes), Scope::SHARED)
     };
     // The body was read whole (and may be rewritten): it goes with its length, which
     // it mostly came with already.

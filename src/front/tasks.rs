@@ -107,7 +107,12 @@ pub(super) async fn rest_task_call(ctx: &Context, request: Request) -> Answer {
     if id.is_empty() || id.contains('/') {
         return forward(ctx, request, None).await;
     }
-    let scope = ctx.scope(request.headers(), request.extensions().get::<Verified>());
+    let tenant = ctx.tenant(false, &path, b"");
+    let scope = ctx.scope(
+        request.headers(),
+        request.extensions().get::<Verified>(),
+        tenant,
+    );
     let kept = match ctx.records.get(id, &scope).await {
         Ok(kept) => kept,
         // The agent's own task, with the records out of reach: the agent answers.
@@ -217,13 +222,14 @@ pub(super) async fn task_as_seen(
     task_id: &str,
     own: Option<Own>,
     kept_data: Option<Value>,
+    tenant: Option<&str>,
 ) -> Result<Value, Option<Answer>> {
     if let Some(own) = own {
         let Some(upstream) = &own.upstream else {
             return Ok(own.task);
         };
         return Ok(
-            match upstream_task(ctx, binding, path, id, headers, &upstream.id).await {
+            match upstream_task(ctx, binding, path, id, headers, &upstream.id, tenant).await {
                 Ok(mut fresh) => {
                     Joiner::of_own(task_id, &own).rewrite(&mut fresh);
                     set_data(&mut fresh, data_of(&own.task));
@@ -233,7 +239,7 @@ pub(super) async fn task_as_seen(
             },
         );
     }
-    let mut task = upstream_task(ctx, binding, path, id, headers, task_id).await?;
+    let mut task = upstream_task(ctx, binding, path, id, headers, task_id, tenant).await?;
     // What the front keeps for the agent's task (settings a command chose) is part
     // of its data.
     if let Some(data) = kept_data {
@@ -242,9 +248,11 @@ pub(super) async fn task_as_seen(
     Ok(task)
 }
 
-/// The agent's task `task_id`, asked on `binding` with the caller's credentials:
-/// the task's JSON, or the agent's own answer when it gave no task (`None`: an
-/// answer the front cannot read, so the message goes to the agent as it came).
+/// The agent's task `task_id`, asked on `binding` with the caller's credentials in the
+/// caller's `tenant` (in JSON-RPC's params and gRPC's request; HTTP+JSON's is in `path`):
+/// the task's JSON, or the agent's own answer when it gave no task (`None`: an answer
+/// the front cannot read, so the message goes to the agent as it came).
+#[allow(clippy::too_many_arguments)]
 pub(super) async fn upstream_task(
     ctx: &Context,
     binding: Binding,
@@ -252,9 +260,14 @@ pub(super) async fn upstream_task(
     id: &Value,
     headers: &Headers,
     task_id: &str,
+    tenant: Option<&str>,
 ) -> Result<Value, Option<Answer>> {
+    let mut params = json!({"id": task_id});
+    if let Some(tenant) = tenant {
+        params["tenant"] = json!(tenant);
+    }
     if binding == Binding::Grpc {
-        return grpc_task(ctx, headers, task_id).await;
+        return grpc_task(ctx, headers, &params).await;
     }
     // Asked where the client's message went: the same JSON-RPC endpoint, or the
     // HTTP+JSON interface's base.
@@ -270,7 +283,7 @@ pub(super) async fn upstream_task(
                 "GetTask"
             };
             let call = json!({"jsonrpc": "2.0", "id": "a2a-commands-front",
-                              "method": method, "params": {"id": task_id}});
+                              "method": method, "params": params});
             let uri = ctx.upstream.uri_for(path, front_base);
             ctx.upstream
                 .call(

@@ -190,6 +190,14 @@ async fn written_and_answered(
     .await;
     match first {
         First::Written(Ok(())) => answer.await,
+        // The request's own body failed (cut at a limit, shorter or longer than its
+        // length, its source broken): the agent waits for the rest of it, and no answer
+        // is waited for.
+        First::Written(Err(e))
+            if matches!(e.kind(), io::ErrorKind::Other | io::ErrorKind::InvalidData) =>
+        {
+            Err(e)
+        }
         // The agent closed the connection while the request was written: it may have
         // answered first, and its answer says more than the write's error (as does its
         // closing the connection with no answer at all).

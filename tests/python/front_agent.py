@@ -33,6 +33,7 @@ from a2a.types.a2a_pb2 import (
 )
 from google.protobuf import json_format
 from starlette.applications import Starlette
+from starlette.routing import Mount
 
 
 class Echo(AgentExecutor):
@@ -63,10 +64,12 @@ class Agent:
     versions its card names; with "0.3" among them it serves 0.3's JSON-RPC too (the
     SDK's compatibility layer). `executor` stands in for the echo (scripts/tck_agent.py
     gives the conformance suite's scenarios). With `serve_grpc` it serves the gRPC
-    binding too, on a free port of its own, named on its card."""
+    binding too, on a free port of its own, named on its card. With `per_tenant` it keeps
+    tasks per A2A tenant (the SDK's task store, owned by the request's tenant): another
+    tenant's task is an unknown id."""
 
     def __init__(self, versions: tuple[str, ...] = ("1.0",), executor: AgentExecutor | None = None,
-                 serve_grpc: bool = False, gzip: bool = False) -> None:
+                 serve_grpc: bool = False, gzip: bool = False, per_tenant: bool = False) -> None:
         sock = socket.socket()
         sock.bind(("127.0.0.1", 0))
         sock.listen()
@@ -98,7 +101,8 @@ class Agent:
         extended = AgentCard()
         extended.CopyFrom(card)
         extended.skills.append(AgentSkill(id="secret", name="Secret", description="For callers it knows", tags=["x"]))
-        handler = DefaultRequestHandler(agent_executor=self.echo, task_store=InMemoryTaskStore(), agent_card=card,
+        store = InMemoryTaskStore(owner_resolver=lambda context: context.tenant) if per_tenant else InMemoryTaskStore()
+        handler = DefaultRequestHandler(agent_executor=self.echo, task_store=store, agent_card=card,
                                         extended_agent_card=extended)
         self.handler = handler
         if self.grpc_server:
@@ -107,7 +111,10 @@ class Agent:
         app = Starlette(routes=[
             *create_agent_card_routes(card),
             *create_jsonrpc_routes(handler, "/", enable_v0_3_compat="0.3" in versions),
-            *create_rest_routes(handler, path_prefix="/rest"),
+            # Mounted rather than given as a prefix: the SDK's server puts a tenant before
+            # its prefix (`/{tenant}/rest/...`), its client after (`/rest/{tenant}/...`),
+            # as A2A's `/{tenant}/` under the interface's URL says.
+            Mount("/rest", routes=create_rest_routes(handler)),
         ])
         if gzip:
             from starlette.middleware.gzip import GZipMiddleware
