@@ -155,6 +155,8 @@ pub struct FrontMetrics {
     pub connections: Gauge,
     /// Client connections closed unread because `--front-max-connections` were open.
     pub connections_refused: Counter,
+    /// Cards of the agent refused because no signature verified with the card key set.
+    pub cards_unverified: Counter,
 }
 
 impl FrontMetrics {
@@ -191,6 +193,7 @@ impl Default for FrontMetrics {
             upstream_seconds: latency_histogram(),
             connections: Gauge::default(),
             connections_refused: Counter::default(),
+            cards_unverified: Counter::default(),
         }
     }
 }
@@ -348,6 +351,11 @@ impl Metrics {
             "front_connections_refused",
             "Client connections closed unread because --front-max-connections were open",
             front.connections_refused.clone(),
+        );
+        registry.register(
+            "front_cards_unverified",
+            "Cards of the agent refused: none of their signatures verified with --front-card-jwks-*",
+            front.cards_unverified.clone(),
         );
         let traces = TraceMetrics::default();
         registry.register(

@@ -670,6 +670,7 @@ async fn a_front_request_is_a_server_span_and_its_agent_call_a_client_span_the_a
             upstream_grpc: None,
             upstream_versions: None,
             jwt: None,
+            card_keys: None,
         });
     })
     .await;

@@ -735,6 +735,25 @@ pub struct FrontArgs {
     /// How long a JWK set fetched from a URL is kept, in seconds [default: 300].
     #[arg(long, env = "A2A_COMMANDS_FRONT_JWT_JWKS_REFRESH_SECONDS")]
     pub front_jwt_jwks_refresh_seconds: Option<u64>,
+
+    /// A JWK set file the agent's card must be signed by (one of its `signatures` must
+    /// verify with one of its keys); read again when it changes. A card that does not
+    /// verify is not served [default: none: the card is not checked].
+    #[arg(
+        long,
+        env = "A2A_COMMANDS_FRONT_CARD_JWKS_FILE",
+        conflicts_with = "front_card_jwks_url"
+    )]
+    pub front_card_jwks_file: Option<std::path::PathBuf>,
+
+    /// A JWK set URL the agent's card must be signed by; fetched and kept
+    /// [default: none].
+    #[arg(long, env = "A2A_COMMANDS_FRONT_CARD_JWKS_URL")]
+    pub front_card_jwks_url: Option<String>,
+
+    /// How long the card's JWK set fetched from a URL is kept, in seconds [default: 300].
+    #[arg(long, env = "A2A_COMMANDS_FRONT_CARD_JWKS_REFRESH_SECONDS")]
+    pub front_card_jwks_refresh_seconds: Option<u64>,
 }
 
 /// Drops empty items, so `--builtins ""` means none.

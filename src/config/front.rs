@@ -45,6 +45,9 @@ pub(super) struct FrontFile {
     jwt_role_claim: Option<String>,
     jwt_required: Option<bool>,
     jwt_jwks_refresh_seconds: Option<u64>,
+    card_jwks_file: Option<PathBuf>,
+    card_jwks_url: Option<String>,
+    card_jwks_refresh_seconds: Option<u64>,
 }
 
 /// The front's settings from `args` over the config file's `front` object; `None`
@@ -57,6 +60,7 @@ pub(super) fn front_options(
     let file = file.unwrap_or_default();
     let signing = signing(args, &file)?;
     let jwt = jwt(args, &file)?;
+    let card_keys = card_keys(args, &file)?;
     let upstream_grpc = args
         .front_upstream_grpc
         .clone()
@@ -205,6 +209,7 @@ pub(super) fn front_options(
         upstream_grpc,
         upstream_versions,
         jwt,
+        card_keys,
     };
     if options.timeout.is_zero()
         || options.stream_idle.is_zero()
@@ -266,13 +271,75 @@ pub(super) fn signing(
     }))
 }
 
+/// A key set's source from its two flags (`<flag>-file`, `<flag>-url`): at most one,
+/// a file that holds a usable key, a URL with a host.
+fn key_source(
+    flag: &str,
+    path: Option<PathBuf>,
+    url: Option<String>,
+) -> Result<Option<crate::front::jwks::KeySource>, ConfigError> {
+    use crate::front::jwks::KeySource;
+    Ok(Some(match (path, url) {
+        (None, None) => return Ok(None),
+        (Some(_), Some(_)) => {
+            return Err(ConfigError(format!(
+                "{flag}-file and {flag}-url: give one key set, not both"
+            )))
+        }
+        (Some(path), None) => {
+            crate::front::jwks::check_file(&path)
+                .map_err(|e| ConfigError(format!("{flag}-file: {e}")))?;
+            KeySource::File(path)
+        }
+        (None, Some(text)) => {
+            let url = url::Url::parse(&text)
+                .map_err(|e| ConfigError(format!("{flag}-url: {text:?} is not a URL ({e})")))?;
+            if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
+                return Err(ConfigError(format!(
+                    "{flag}-url: {text:?} must be an http:// or https:// URL with a host"
+                )));
+            }
+            KeySource::Url(url)
+        }
+    }))
+}
+
+/// The key set the agent's card must be signed by, when one is given, and how long a
+/// fetched one is kept.
+pub(super) fn card_keys(
+    args: &cli::FrontArgs,
+    file: &FrontFile,
+) -> Result<Option<(crate::front::jwks::KeySource, Duration)>, ConfigError> {
+    let path = args
+        .front_card_jwks_file
+        .clone()
+        .or_else(|| file.card_jwks_file.clone());
+    let url = args
+        .front_card_jwks_url
+        .clone()
+        .or_else(|| file.card_jwks_url.clone());
+    let Some(keys) = key_source("front-card-jwks", path, url)? else {
+        return Ok(None);
+    };
+    let refresh = args
+        .front_card_jwks_refresh_seconds
+        .or(file.card_jwks_refresh_seconds)
+        .map_or(defaults::FRONT_JWT_REFRESH, Duration::from_secs);
+    if refresh.is_zero() {
+        return Err(ConfigError(
+            "front-card-jwks-refresh-seconds: must be at least 1".into(),
+        ));
+    }
+    Ok(Some((keys, refresh)))
+}
+
 /// Verified callers' settings, when a key set is given: the issuer and the audience
 /// are required with it, and a key set file must hold a usable key.
 pub(super) fn jwt(
     args: &cli::FrontArgs,
     file: &FrontFile,
 ) -> Result<Option<crate::front::callers::JwtOptions>, ConfigError> {
-    use crate::front::callers::{JwtOptions, KeySource};
+    use crate::front::callers::JwtOptions;
     let path = args
         .front_jwt_jwks_file
         .clone()
@@ -281,29 +348,8 @@ pub(super) fn jwt(
         .front_jwt_jwks_url
         .clone()
         .or_else(|| file.jwt_jwks_url.clone());
-    let keys = match (path, url) {
-        (None, None) => return Ok(None),
-        (Some(_), Some(_)) => {
-            return Err(ConfigError(
-                "front-jwt-jwks-file and front-jwt-jwks-url: give one key set, not both".into(),
-            ))
-        }
-        (Some(path), None) => {
-            crate::front::jwks::check_file(&path)
-                .map_err(|e| ConfigError(format!("front-jwt-jwks-file: {e}")))?;
-            KeySource::File(path)
-        }
-        (None, Some(text)) => {
-            let url = url::Url::parse(&text).map_err(|e| {
-                ConfigError(format!("front-jwt-jwks-url: {text:?} is not a URL ({e})"))
-            })?;
-            if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
-                return Err(ConfigError(format!(
-                    "front-jwt-jwks-url: {text:?} must be an http:// or https:// URL with a host"
-                )));
-            }
-            KeySource::Url(url)
-        }
+    let Some(keys) = key_source("front-jwt-jwks", path, url)? else {
+        return Ok(None);
     };
     let required = |flag: &str, value: Option<String>| {
         value.filter(|v| !v.trim().is_empty()).ok_or_else(|| {
@@ -384,12 +430,12 @@ pub(super) fn describe_front(front: &FrontOptions) -> serde_json::Value {
             Some(_) => "1.0",
         },
         "jwt_jwks_file": front.jwt.as_ref().and_then(|j| match &j.keys {
-            crate::front::callers::KeySource::File(path) => Some(path.display().to_string()),
-            crate::front::callers::KeySource::Url(_) => None,
+            crate::front::jwks::KeySource::File(path) => Some(path.display().to_string()),
+            crate::front::jwks::KeySource::Url(_) => None,
         }),
         "jwt_jwks_url": front.jwt.as_ref().and_then(|j| match &j.keys {
-            crate::front::callers::KeySource::Url(url) => Some(url.to_string()),
-            crate::front::callers::KeySource::File(_) => None,
+            crate::front::jwks::KeySource::Url(url) => Some(url.to_string()),
+            crate::front::jwks::KeySource::File(_) => None,
         }),
         "jwt_issuer": front.jwt.as_ref().map(|j| j.issuer.clone()),
         "jwt_audience": front.jwt.as_ref().map(|j| j.audience.clone()),
@@ -397,5 +443,14 @@ pub(super) fn describe_front(front: &FrontOptions) -> serde_json::Value {
         "jwt_role_claim": front.jwt.as_ref().map(|j| j.role_claim.clone()),
         "jwt_required": front.jwt.as_ref().is_some_and(|j| j.required),
         "jwt_jwks_refresh_seconds": front.jwt.as_ref().map(|j| j.refresh.as_secs()),
+        "card_jwks_file": front.card_keys.as_ref().and_then(|(keys, _)| match keys {
+            crate::front::jwks::KeySource::File(path) => Some(path.display().to_string()),
+            crate::front::jwks::KeySource::Url(_) => None,
+        }),
+        "card_jwks_url": front.card_keys.as_ref().and_then(|(keys, _)| match keys {
+            crate::front::jwks::KeySource::Url(url) => Some(url.to_string()),
+            crate::front::jwks::KeySource::File(_) => None,
+        }),
+        "card_jwks_refresh_seconds": front.card_keys.as_ref().map(|(_, refresh)| refresh.as_secs()),
     })
 }

@@ -5,17 +5,15 @@
 //! role. Nothing a client sends is trusted unless a setting says so, and no token, key
 //! or claim value is ever logged or put in an answer.
 
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use arc_swap::ArcSwap;
 use hyper::header::AUTHORIZATION;
-use jsonwebtoken::{Algorithm, Validation};
+use jsonwebtoken::Validation;
 use serde_json::Value;
 
-use crate::front::jwks::{parse, read_file, stamp_of, KeySet, MAX_KEY_SET_BYTES};
+pub use crate::front::jwks::KeySource;
+use crate::front::jwks::{KeyRing, ALLOWED};
 use crate::http1::head::Headers;
 use crate::pb::ParticipantRole;
 use crate::rules::policy::Role;
@@ -33,16 +31,6 @@ pub fn parse_role(word: &str) -> Option<ParticipantRole> {
 /// The word for `role` (the inverse of [`parse_role`]).
 pub fn role_word(role: ParticipantRole) -> &'static str {
     Role::of(role).map_or("none", Role::name)
-}
-
-/// Where the keys that sign callers' tokens are.
-#[derive(Clone, Debug, PartialEq)]
-pub enum KeySource {
-    /// A JWKS file, read again when it changes (a mounted Secret or ConfigMap).
-    File(PathBuf),
-    /// A JWKS URL (the issuer's `jwks_uri`), fetched and kept for the refresh period,
-    /// fetched again early when a token names a key it does not hold.
-    Url(url::Url),
 }
 
 /// How callers' JWTs are verified and read.
@@ -64,28 +52,6 @@ pub struct JwtOptions {
     /// How long a fetched key set is kept.
     pub refresh: Duration,
 }
-
-/// The algorithms a caller's token may be signed with: the asymmetric ones. A shared
-/// secret (HS*) is refused: a key set is public, and a key from it must never verify
-/// a token anyone could have made.
-const ALLOWED: [Algorithm; 9] = [
-    Algorithm::RS256,
-    Algorithm::RS384,
-    Algorithm::RS512,
-    Algorithm::PS256,
-    Algorithm::PS384,
-    Algorithm::PS512,
-    Algorithm::ES256,
-    Algorithm::ES384,
-    Algorithm::EdDSA,
-];
-
-/// A file's key set is looked at again at most this often; a URL's key set is fetched
-/// again early (an unknown `kid`) at most this often.
-const FILE_CHECK: Duration = Duration::from_secs(1);
-const EARLY_FETCH: Duration = Duration::from_secs(10);
-/// How long a key set fetch may take.
-const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Who a verified token says is asking.
 #[derive(Clone, Debug, PartialEq)]
@@ -113,14 +79,7 @@ pub enum Refused {
 /// Verifies callers' tokens against a key set it keeps fresh.
 pub struct Verifier {
     options: JwtOptions,
-    keys: ArcSwap<Option<KeySet>>,
-    /// When the source was last looked at (a file's stamp, or an early fetch).
-    looked: std::sync::Mutex<Instant>,
-    /// One fetch at a time; the others go on with the keys they have.
-    fetching: tokio::sync::Mutex<()>,
-    http: Option<reqwest::Client>,
-    /// A key set that could not be read is logged once until one is read again.
-    failing: AtomicBool,
+    keys: KeyRing,
 }
 
 impl std::fmt::Debug for Verifier {
@@ -136,36 +95,8 @@ impl Verifier {
     /// holds no usable key is an error (the front does not start); a URL that cannot
     /// be fetched yet is logged, and fetched again at the next token.
     pub async fn start(options: JwtOptions) -> Result<Arc<Self>, String> {
-        let http = match &options.keys {
-            KeySource::File(_) => None,
-            KeySource::Url(_) => {
-                // rustls needs one process-wide crypto provider; ring is the one we build.
-                let _ = rustls::crypto::ring::default_provider().install_default();
-                Some(
-                    reqwest::Client::builder()
-                        .timeout(FETCH_TIMEOUT)
-                        .redirect(reqwest::redirect::Policy::limited(3))
-                        .build()
-                        .map_err(|e| format!("the key set's HTTP client: {e}"))?,
-                )
-            }
-        };
-        let verifier = Arc::new(Self {
-            options,
-            keys: ArcSwap::from_pointee(None),
-            looked: std::sync::Mutex::new(Instant::now()),
-            fetching: tokio::sync::Mutex::new(()),
-            http,
-            failing: AtomicBool::new(false),
-        });
-        match &verifier.options.keys {
-            KeySource::File(path) => {
-                let set = read_file(path)?;
-                verifier.keys.store(Arc::new(Some(set)));
-            }
-            KeySource::Url(_) => verifier.fetch().await,
-        }
-        Ok(verifier)
+        let keys = KeyRing::start(options.keys.clone(), options.refresh, "JWT").await?;
+        Ok(Arc::new(Self { options, keys }))
     }
 
     /// Who `headers`' bearer token says is asking: `None` without a token (when none is
@@ -183,11 +114,11 @@ impl Verifier {
         if !ALLOWED.contains(&header.alg) {
             return Err(Refused::Invalid("its algorithm is not an allowed one"));
         }
-        self.keep_fresh().await;
+        self.keys.keep_fresh().await;
         let mut outcome = self.verify_with_keys(token, &header);
-        if matches!(outcome, Err(Refused::Invalid(NO_KEY))) && self.may_fetch_early() {
+        if matches!(outcome, Err(Refused::Invalid(NO_KEY))) && self.keys.may_fetch_early() {
             // A key the set does not hold: the issuer may have rotated its keys.
-            self.fetch().await;
+            self.keys.fetch().await;
             outcome = self.verify_with_keys(token, &header);
         }
         let claims = outcome?;
@@ -208,23 +139,15 @@ impl Verifier {
         token: &str,
         header: &jsonwebtoken::Header,
     ) -> Result<Value, Refused> {
-        let keys = self.keys.load();
+        let keys = self.keys.current();
         let Some(set) = keys.as_ref() else {
-            return Err(Refused::NoKeys(self.source_name()));
+            return Err(Refused::NoKeys(self.keys.source_name()));
         };
         let mut validation = Validation::new(header.alg);
         validation.set_issuer(&[&self.options.issuer]);
         validation.set_audience(&[&self.options.audience]);
         validation.set_required_spec_claims(&["exp", "iss", "aud"]);
-        let candidates = set.keys.iter().filter(|key| {
-            key.family.fits(header.alg)
-                && key.algorithm.is_none_or(|a| a == header.alg)
-                && match (&header.kid, &key.id) {
-                    (Some(wanted), Some(id)) => wanted == id,
-                    (Some(_), None) => false,
-                    (None, _) => true,
-                }
-        });
+        let candidates = set.fitting(header.alg, header.kid.as_deref());
         let mut refused = Refused::Invalid(NO_KEY);
         for key in candidates {
             match jsonwebtoken::decode::<Value>(token, &key.key, &validation) {
@@ -248,115 +171,6 @@ impl Verifier {
             }
         }
         Err(refused)
-    }
-
-    /// A file's key set read again if the file changed (looked at once a second); a
-    /// URL's fetched again once its refresh period is over.
-    async fn keep_fresh(&self) {
-        match &self.options.keys {
-            KeySource::File(path) => {
-                {
-                    let mut looked = self.looked.lock().expect("key set lock");
-                    if looked.elapsed() < FILE_CHECK {
-                        return;
-                    }
-                    *looked = Instant::now();
-                }
-                let current = self.keys.load();
-                let stamp = stamp_of(path);
-                if stamp.is_some() && current.as_ref().as_ref().map(|s| s.stamp) != Some(stamp) {
-                    match read_file(path) {
-                        Ok(set) => {
-                            self.keys.store(Arc::new(Some(set)));
-                            self.failing.store(false, Ordering::Relaxed);
-                            tracing::info!(file = %path.display(), "the JWT key set was read again");
-                        }
-                        Err(why) => self.failed(&why),
-                    }
-                }
-            }
-            KeySource::Url(_) => {
-                let stale = self
-                    .keys
-                    .load()
-                    .as_ref()
-                    .as_ref()
-                    .is_none_or(|set| set.read_at.elapsed() >= self.options.refresh);
-                if stale {
-                    self.fetch().await;
-                }
-            }
-        }
-    }
-
-    fn may_fetch_early(&self) -> bool {
-        if !matches!(self.options.keys, KeySource::Url(_)) {
-            return false;
-        }
-        let mut looked = self.looked.lock().expect("key set lock");
-        if looked.elapsed() < EARLY_FETCH {
-            return false;
-        }
-        *looked = Instant::now();
-        true
-    }
-
-    /// Fetches the URL's key set; kept only if it holds a usable key. While another
-    /// fetch runs, this one returns at once.
-    async fn fetch(&self) {
-        let (KeySource::Url(url), Some(http)) = (&self.options.keys, &self.http) else {
-            return;
-        };
-        let Ok(_one) = self.fetching.try_lock() else {
-            return;
-        };
-        let fetched = async {
-            let answer = http
-                .get(url.clone())
-                .header("accept", "application/json")
-                .send()
-                .await
-                .map_err(|e| format!("cannot fetch {url}: {e}"))?;
-            if !answer.status().is_success() {
-                return Err(format!("{url} answered {}", answer.status()));
-            }
-            let bytes = answer
-                .bytes()
-                .await
-                .map_err(|e| format!("cannot read {url}: {e}"))?;
-            if bytes.len() > MAX_KEY_SET_BYTES {
-                return Err(format!(
-                    "{url}: the key set is over {MAX_KEY_SET_BYTES} bytes"
-                ));
-            }
-            parse(&bytes, url.as_str())
-        }
-        .await;
-        match fetched {
-            Ok(keys) => {
-                self.keys.store(Arc::new(Some(KeySet {
-                    keys,
-                    read_at: Instant::now(),
-                    stamp: None,
-                })));
-                self.failing.store(false, Ordering::Relaxed);
-            }
-            // A key set read before stays in use; the fetch is tried again later.
-            Err(why) => self.failed(&why),
-        }
-    }
-
-    fn failed(&self, why: &str) {
-        if !self.failing.swap(true, Ordering::Relaxed) {
-            tracing::warn!(source = %self.source_name(), why, "the JWT key set could not be read; the last one read stays in use");
-        }
-    }
-
-    fn source_name(&self) -> String {
-        match &self.options.keys {
-            KeySource::File(path) => path.display().to_string(),
-            KeySource::Url(url) => url.to_string(),
-        }
     }
 }
 
@@ -395,7 +209,7 @@ fn role_of(value: &Value) -> Option<ParticipantRole> {
 mod tests {
     use super::*;
     use base64::Engine as _;
-    use jsonwebtoken::{encode, EncodingKey, Header};
+    use jsonwebtoken::{encode, Algorithm, EncodingKey, Header};
     use ring::signature::KeyPair as _;
     use serde_json::json;
 
@@ -569,18 +383,19 @@ mod tests {
             json!({"keys": [new_jwk], "rotated": true}).to_string(),
         )
         .unwrap();
-        *verifier.looked.lock().unwrap() = Instant::now() - FILE_CHECK;
+        verifier.keys.look_again_now();
         assert!(verifier.verify(&bearer_headers(&new_token)).await.is_ok());
         let old_token = token(&old, Some("old"), &claims(json!({})));
         assert!(verifier.verify(&bearer_headers(&old_token)).await.is_err());
         // A damaged file keeps the last good set in use.
         std::fs::write(dir.path().join("jwks.json"), "{not json").unwrap();
-        *verifier.looked.lock().unwrap() = Instant::now() - FILE_CHECK;
+        verifier.keys.look_again_now();
         assert!(verifier.verify(&bearer_headers(&new_token)).await.is_ok());
     }
 
     #[test]
     fn a_key_set_without_a_usable_signing_key_is_an_error() {
+        use crate::front::jwks::parse;
         assert!(parse(b"{}", "x").is_err());
         assert!(parse(br#"{"keys": [{"kty": "oct", "k": "c2VjcmV0"}]}"#, "x").is_err());
         let (_, mut jwk) = key("enc");

@@ -229,6 +229,19 @@ pub(super) async fn refresh_card(ctx: &Context, cache: &mut CardCache, headers: 
             let card = serde_json::from_slice::<Value>(&bytes)
                 .ok()
                 .filter(|c| c.is_object() && status == StatusCode::OK);
+            // With a card key set, a card none of whose signatures verifies is refused
+            // as a card that is no card: the last verified one stays.
+            let card = match (card, &ctx.cards) {
+                (Some(card), Some(cards)) => match cards.verify(&card).await {
+                    Ok(()) => Some(card),
+                    Err(_) => {
+                        crate::metrics::metrics().front.cards_unverified.inc();
+                        backoff(cache, refresh);
+                        return;
+                    }
+                },
+                (card, _) => card,
+            };
             match card {
                 Some(card) => {
                     let fresh = card::freshness(cache_control(&headers), refresh);

@@ -10,6 +10,7 @@ use tokio::sync::Mutex;
 use crate::front::a2a;
 use crate::front::callers::{parse_role, Verified, Verifier};
 use crate::front::card::{CardCache, Served};
+use crate::front::card_verify::CardVerifier;
 use crate::front::options::FrontOptions;
 use crate::front::records::{Caller, Records, Scope};
 use crate::front::upstream::Upstream;
@@ -43,6 +44,8 @@ pub struct Context {
     pub(super) tracer: Option<Tracer>,
     /// With a JWT key set configured: verifies callers' tokens.
     pub(super) callers: Option<Arc<Verifier>>,
+    /// With a card key set configured: verifies the agent's card before it is taken.
+    pub(super) cards: Option<CardVerifier>,
     /// The front's paths of the agent's HTTP+JSON interfaces, from its last card: a
     /// tenant's segment follows one of them (`card::rest_bases`).
     pub(super) rest_bases: std::sync::RwLock<Arc<[String]>>,
@@ -56,7 +59,7 @@ impl Context {
         records: Records,
         bound: SocketAddr,
         tracer: Option<Tracer>,
-        callers: Option<Arc<Verifier>>,
+        (callers, cards): (Option<Arc<Verifier>>, Option<CardVerifier>),
     ) -> Self {
         let public = options.public_url.clone().unwrap_or_else(|| {
             let host = if bound.ip().is_unspecified() {
@@ -80,6 +83,7 @@ impl Context {
             random: ring::rand::SystemRandom::new(),
             tracer,
             callers,
+            cards,
             rest_bases: std::sync::RwLock::new(Arc::from([])),
         }
     }

@@ -74,33 +74,40 @@ pub(super) enum Speaks {
 
 /// The A2A version a request names in its `A2A-Version` header (or query parameter),
 /// as the front serves it; `Err` with what it named when the front serves no such
-/// version (A2A's VersionNotSupportedError).
+/// version (A2A's VersionNotSupportedError). Read on every request: no allocation
+/// unless the version is refused or comes in the query.
 pub(super) fn speaks(headers: &Headers, query: Option<&str>) -> Result<Speaks, String> {
-    let from_query = || {
-        url::form_urlencoded::parse(query?.as_bytes())
-            .find(|(k, _)| k.eq_ignore_ascii_case("a2a-version"))
-            .map(|(_, v)| v.into_owned())
-    };
+    let from_query;
     let named = match headers.get("a2a-version") {
-        Some(value) => value
-            .to_str()
-            .map(str::to_owned)
-            .map_err(|_| "(not text)".to_owned())?,
-        None => from_query().unwrap_or_default(),
-    };
-    let named = named.trim();
-    let mut parts = named.split('.');
-    let number =
-        |part: Option<&str>| part.map(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
-    match (parts.next(), parts.next(), parts.next(), parts.next()) {
-        (Some(""), None, None, None) => Ok(Speaks::V03),
-        (Some("0"), Some("3"), patch, None) if number(patch) != Some(false) => Ok(Speaks::V03),
-        (Some("1"), minor, patch, None)
-            if number(minor) != Some(false) && number(patch) != Some(false) =>
-        {
-            Ok(Speaks::V10)
+        Some(value) => value.as_bytes(),
+        None => {
+            from_query = query.and_then(|q| {
+                url::form_urlencoded::parse(q.as_bytes())
+                    .find(|(k, _)| k.eq_ignore_ascii_case("a2a-version"))
+                    .map(|(_, v)| v.into_owned())
+            });
+            from_query.as_deref().unwrap_or_default().as_bytes()
         }
-        _ => Err(named.to_owned()),
+    };
+    version_of(named.trim_ascii())
+        .ok_or_else(|| String::from_utf8_lossy(named.trim_ascii()).into_owned())
+}
+
+/// The version `named` is served as: 0.3 (none, `0.3`, `0.3.<patch>`) or 1.x (`1`,
+/// `1.<minor>`, `1.<minor>.<patch>`).
+fn version_of(named: &[u8]) -> Option<Speaks> {
+    match named {
+        b"1.0" | b"1" => return Some(Speaks::V10),
+        b"" | b"0.3" => return Some(Speaks::V03),
+        _ => {}
+    }
+    let number = |part: &[u8]| !part.is_empty() && part.iter().all(u8::is_ascii_digit);
+    let parts: Vec<&[u8]> = named.split(|&b| b == b'.').collect();
+    match parts.as_slice() {
+        [b"0", b"3", patch] if number(patch) => Some(Speaks::V03),
+        [b"1", minor] if number(minor) => Some(Speaks::V10),
+        [b"1", minor, patch] if number(minor) && number(patch) => Some(Speaks::V10),
+        _ => None,
     }
 }
 

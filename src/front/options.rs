@@ -51,6 +51,9 @@ pub struct FrontOptions {
     pub upstream_versions: Option<crate::front::card::Versions>,
     /// Callers' JWTs, verified: their claims name the sender and role.
     pub jwt: Option<crate::front::callers::JwtOptions>,
+    /// The key set the agent's card must be signed by, and how long a fetched one is
+    /// kept: a card that does not verify is not served.
+    pub card_keys: Option<(crate::front::jwks::KeySource, std::time::Duration)>,
 }
 
 /// The card's signing key, as configured, and loaded.

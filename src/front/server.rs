@@ -18,6 +18,7 @@ use crate::front::answer::{body_failed, version_not_supported};
 use crate::front::answer::{mark, outcome, unauthenticated, with_request_id, Outcome};
 use crate::front::callers::{Verified, Verifier};
 use crate::front::card_serving::{card_answer, extended_card, has_card};
+use crate::front::card_verify::CardVerifier;
 use crate::front::classify::{inspect, may_name_a_task};
 use crate::front::context::Context;
 use crate::front::forward::forward;
@@ -56,10 +57,10 @@ impl Front {
         records: Records,
         bound: SocketAddr,
         tracer: Option<Tracer>,
-        callers: Option<Arc<Verifier>>,
+        verifiers: (Option<Arc<Verifier>>, Option<CardVerifier>),
     ) -> Self {
         Self {
-            ctx: Context::new(options, runner, records, bound, tracer, callers),
+            ctx: Context::new(options, runner, records, bound, tracer, verifiers),
         }
     }
 

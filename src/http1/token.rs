@@ -4,11 +4,14 @@
 
 /// Whether `a` and `b` are the same header name: `a.eq_ignore_ascii_case(b)` (ASCII
 /// letters compared without case, every other byte as it is), a word at a time. The
-/// lengths are compared where it is called: most names asked about are told apart by
-/// them alone.
+/// lengths and the first bytes are compared where it is called: most names asked about
+/// are told apart by them alone (a first byte with bit 5 set is its letter's lowercase;
+/// two that agree so may still differ, which the words then say).
 #[inline(always)]
 pub fn same_name(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && same_words(a, b)
+    a.len() == b.len()
+        && a.first().map(|x| x | 0x20) == b.first().map(|y| y | 0x20)
+        && same_words(a, b)
 }
 
 /// [`same_name`] of two names of the same length.

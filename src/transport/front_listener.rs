@@ -66,6 +66,8 @@ pub enum StartFailed {
     Records(String),
     /// The verifier of callers' JWTs could not start.
     Callers(String),
+    /// The verifier of the agent's card could not start.
+    CardKeys(String),
 }
 
 /// Starts the front on `listener` (bound at `front_addr`): its records opened, its
@@ -97,13 +99,21 @@ pub async fn start(
         ),
         None => None,
     };
+    let cards = match &options.card_keys {
+        Some((keys, refresh)) => Some(
+            crate::front::card_verify::CardVerifier::start(keys.clone(), *refresh)
+                .await
+                .map_err(StartFailed::CardKeys)?,
+        ),
+        None => None,
+    };
     let front = Arc::new(Front::new(
         options.clone(),
         runner,
         Records::new(records),
         front_addr,
         tracer,
-        callers,
+        (callers, cards),
     ));
     // Readiness: the front's health service is SERVING while it has a card to serve
     // (the agent's, fetched now and at each refresh).

@@ -67,6 +67,9 @@ pub enum StartError {
     /// The verifier of callers' JWTs could not start (its key set file unreadable).
     #[error("cannot start verifying callers' JWTs: {0}")]
     FrontCallers(String),
+    /// The verifier of the agent's card could not start (its key set file unreadable).
+    #[error("cannot start verifying the agent's card: {0}")]
+    FrontCardKeys(String),
     /// Reflection could not be built from the descriptors.
     #[error("cannot build server reflection: {0}")]
     Reflection(#[from] tonic_reflection::server::Error),
@@ -298,6 +301,7 @@ pub async fn start(settings: Settings) -> Result<RunningServer, StartError> {
                 .map_err(|e| match e {
                     front_listener::StartFailed::Records(why) => StartError::FrontRecords(why),
                     front_listener::StartFailed::Callers(why) => StartError::FrontCallers(why),
+                    front_listener::StartFailed::CardKeys(why) => StartError::FrontCardKeys(why),
                 })?;
             (Some(front_addr), Some(task))
         }

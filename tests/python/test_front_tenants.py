@@ -9,8 +9,18 @@ from __future__ import annotations
 
 import uuid
 
+import grpc
 import httpx
 import pytest
+from a2a.types import a2a_pb2_grpc
+from a2a.types.a2a_pb2 import (
+    ROLE_USER,
+    GetTaskRequest,
+    ListTasksRequest,
+    Message,
+    Part,
+    SendMessageRequest,
+)
 
 from conftest import start_server_line
 from front_agent import Agent
@@ -21,7 +31,7 @@ HEADERS = {"A2A-Version": "1.0"}
 
 @pytest.fixture(scope="module")
 def agent():
-    agent = Agent(per_tenant=True)
+    agent = Agent(per_tenant=True, serve_grpc=True)
     yield agent
     agent.stop()
 
@@ -140,6 +150,38 @@ def test_a_task_the_front_made_is_its_tenant_s_alone(front, binding):
     acme.send("now at the agent", made["id"])
     assert acme.get(made["id"])["id"] == made["id"]
     assert globex.get(made["id"]) is None and made["id"] not in globex.listed()
+
+
+def test_over_grpc_the_tenant_field_is_kept_as_on_the_other_bindings(front, agent):
+    """gRPC's `tenant` request field: the front's own GetTask carries it, and the tasks
+    it makes are that tenant's alone."""
+    channel = grpc.insecure_channel(front.removeprefix("http://"))
+    a2a = a2a_pb2_grpc.A2AServiceStub(channel)
+    meta = [("a2a-version", "1.0")]
+
+    def send(text: str, tenant: str, task_id: str = ""):
+        message = Message(message_id=str(uuid.uuid4()), role=ROLE_USER, parts=[Part(text=text)], task_id=task_id)
+        return a2a.SendMessage(SendMessageRequest(message=message, tenant=tenant), timeout=30, metadata=meta).task
+
+    def found(task_id: str, tenant: str) -> bool:
+        try:
+            return a2a.GetTask(GetTaskRequest(id=task_id, tenant=tenant), timeout=30, metadata=meta).id == task_id
+        except grpc.RpcError as error:
+            assert error.code() == grpc.StatusCode.NOT_FOUND, error
+            return False
+
+    def listed(tenant: str) -> list[str]:
+        return [t.id for t in a2a.ListTasks(ListTasksRequest(tenant=tenant), timeout=30, metadata=meta).tasks]
+
+    with channel:
+        task = send("start", "acme")
+        status = send("/status", "acme", task.id)
+        assert status.id == task.id and "State:" in status.status.message.parts[0].text, status
+        assert found(task.id, "acme") and not found(task.id, "globex")
+        made = send("/model gpt-x", "acme")
+        assert made.id.startswith("front-")
+        assert found(made.id, "acme") and made.id in listed("acme")
+        assert not found(made.id, "globex") and made.id not in listed("globex")
 
 
 def test_a_version_the_front_does_not_serve_is_refused_in_each_binding_s_shape(front):
