@@ -61,36 +61,45 @@ pub async fn write_all(tcp: &TcpStream, bytes: &[u8]) -> io::Result<()> {
 /// [`write_all`], failing with `TimedOut` when the other end takes none of the bytes
 /// for `within` (nginx's `send_timeout`): a client that stops reading does not hold
 /// its answer, and the connection, for ever. The timer is made only when a write has to
-/// wait, which a socket with room never does.
+/// wait, which a socket with room never does. Polled by hand rather than with a
+/// readiness future and a `select!`: this future is part of every connection's state
+/// while its answer streams, and stays a few words.
 pub async fn write_all_within(
     tcp: &TcpStream,
     mut bytes: &[u8],
     within: Option<Duration>,
 ) -> io::Result<()> {
     let mut timer: Option<Pin<Box<tokio::time::Sleep>>> = None;
-    while !bytes.is_empty() {
-        match tcp.try_write(bytes) {
-            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-            Ok(n) => {
-                bytes = &bytes[n..];
-                // Some were taken: the other end reads, and the wait starts again.
-                timer = None;
-            }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => match within {
-                None => tcp.writable().await?,
-                Some(within) => {
-                    let timer = timer.get_or_insert_with(|| Box::pin(tokio::time::sleep(within)));
-                    tokio::select! {
-                        biased;
-                        writable = tcp.writable() => writable?,
-                        () = timer.as_mut() => return Err(io::ErrorKind::TimedOut.into()),
-                    }
+    std::future::poll_fn(|cx| {
+        while !bytes.is_empty() {
+            match tcp.try_write(bytes) {
+                Ok(0) => return Poll::Ready(Err(io::ErrorKind::WriteZero.into())),
+                Ok(n) => {
+                    bytes = &bytes[n..];
+                    // Some were taken: the other end reads, and the wait starts again.
+                    timer = None;
                 }
-            },
-            Err(e) => return Err(e),
+                // No room: the readiness `try_write` cleared is waited for (or is back).
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => match tcp.poll_write_ready(cx) {
+                    Poll::Ready(Ok(())) => {}
+                    Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                    Poll::Pending => {
+                        if let Some(within) = within {
+                            let timer =
+                                timer.get_or_insert_with(|| Box::pin(tokio::time::sleep(within)));
+                            if std::future::Future::poll(timer.as_mut(), cx).is_ready() {
+                                return Poll::Ready(Err(io::ErrorKind::TimedOut.into()));
+                            }
+                        }
+                        return Poll::Pending;
+                    }
+                },
+                Err(e) => return Poll::Ready(Err(e)),
+            }
         }
-    }
-    Ok(())
+        Poll::Ready(Ok(()))
+    })
+    .await
 }
 
 /// Ends a connection after an answer that closes it: its sending side is shut, then

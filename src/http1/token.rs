@@ -14,9 +14,7 @@ pub fn same_name(a: &[u8], b: &[u8]) -> bool {
         && same_words(a, b)
 }
 
-/// [`same_name`] of two names of the same length. Inlined: most callers compare with a
-/// constant name, whose words then cost nothing to lowercase.
-#[inline]
+/// [`same_name`] of two names of the same length.
 fn same_words(a: &[u8], b: &[u8]) -> bool {
     let n = a.len();
     match n {
