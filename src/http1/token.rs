@@ -20,50 +20,34 @@ fn same_words(a: &[u8], b: &[u8]) -> bool {
     match n {
         0..=3 => a.eq_ignore_ascii_case(b),
         // Two words that overlap when the length is not a multiple of theirs.
-        4..=7 => same(word4(a, 0), word4(b, 0)) && same(word4(a, n - 4), word4(b, n - 4)),
+        4..=7 => same::<4>(&a[..4], &b[..4]) && same::<4>(&a[n - 4..], &b[n - 4..]),
         _ => {
             let mut at = 0;
-            loop {
-                // The last word ends at the name's end, overlapping the one before.
-                let from = at.min(n - 8);
-                if !same(word8(a, from), word8(b, from)) {
+            while at + 8 <= n {
+                if !same::<8>(&a[at..at + 8], &b[at..at + 8]) {
                     return false;
                 }
                 at += 8;
-                if at >= n {
-                    return true;
-                }
             }
+            at == n || same::<8>(&a[n - 8..], &b[n - 8..])
         }
     }
 }
 
-/// The four bytes of `bytes` from `at`, as a word.
-#[inline]
-fn word4(bytes: &[u8], at: usize) -> u64 {
-    u64::from(u32::from_le_bytes(
-        bytes[at..at + 4].try_into().expect("four bytes"),
-    ))
-}
-
-/// The eight bytes of `bytes` from `at`, as a word.
-#[inline]
-fn word8(bytes: &[u8], at: usize) -> u64 {
-    u64::from_le_bytes(bytes[at..at + 8].try_into().expect("eight bytes"))
-}
-
-/// Whether two words are the same in lowercase (at once when they are the same as
-/// they are: names mostly come in the case they are asked in).
-#[inline]
-fn same(x: u64, y: u64) -> bool {
-    x == y || lowercase(x) == lowercase(y)
+/// Whether `N` (4 or 8) bytes of `a` and of `b` are the same in lowercase.
+fn same<const N: usize>(a: &[u8], b: &[u8]) -> bool {
+    let word = |bytes: &[u8]| {
+        let mut word = [0u8; 8];
+        word[..N].copy_from_slice(bytes);
+        u64::from_le_bytes(word)
+    };
+    lowercase(word(a)) == lowercase(word(b))
 }
 
 /// Each byte of `word` in lowercase: `A`..=`Z` get bit 5 set, every other byte is kept.
 /// A byte's low seven bits plus a constant carry into its high bit exactly when they
 /// reach a bound, and no sum leaves its byte: one sum says "at least `A`", one "past
 /// `Z`", and a byte whose own high bit is set is not ASCII.
-#[inline]
 fn lowercase(word: u64) -> u64 {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = ONES * 0x80;
