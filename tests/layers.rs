@@ -455,7 +455,6 @@ const FRONT_PURE: &[&str] = &[
     "card",
     "sign",
     "limits",
-    "jwks",
     "options",
 ];
 
@@ -477,8 +476,15 @@ const FRONT_STAGES: &[&str] = &[
 ];
 
 /// What the stages use that is not a step of a request: the agent's client, the
-/// records, who is asking.
-const FRONT_SERVICES: &[&str] = &["upstream", "pool", "records", "callers"];
+/// records, who is asking, the key sets kept fresh and the card checked with one.
+const FRONT_SERVICES: &[&str] = &[
+    "upstream",
+    "pool",
+    "records",
+    "callers",
+    "jwks",
+    "card_verify",
+];
 
 /// Lines of a file before its unit tests.
 fn code_lines(text: &str) -> usize {

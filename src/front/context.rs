@@ -7,10 +7,10 @@ use std::sync::Arc;
 
 use tokio::sync::Mutex;
 
-use crate::front::a2a;
 use crate::front::callers::{parse_role, Verified, Verifier};
 use crate::front::card::{CardCache, Served};
 use crate::front::card_verify::CardVerifier;
+use crate::front::operations;
 use crate::front::options::FrontOptions;
 use crate::front::records::{Caller, Records, Scope};
 use crate::front::upstream::Upstream;
@@ -88,11 +88,11 @@ impl Context {
         }
     }
 
-    /// The tenant a request names (`a2a::tenant`), its HTTP+JSON path read under the
+    /// The tenant a request names (`operations::tenant`), its HTTP+JSON path read under the
     /// agent's HTTP+JSON interfaces.
     pub(super) fn tenant(&self, rpc: bool, path: &str, body: &[u8]) -> Option<String> {
         let bases = Arc::clone(&self.rest_bases.read().expect("not poisoned"));
-        a2a::tenant(rpc, path, &bases, body)
+        operations::tenant(rpc, path, &bases, body)
     }
 
     /// The sender and role for the role rules: a verified token's claims, else a

@@ -1,6 +1,7 @@
 //! The A2A operations the front knows, and the bindings they come on: one list of
 //! method names (1.0's and 0.3's JSON-RPC names, HTTP+JSON's paths, the metrics'
-//! labels), and what a request's headers say of the version and extensions it speaks.
+//! labels), what a request's headers say of the version and extensions it speaks, and
+//! the tenant it names.
 
 use std::sync::LazyLock;
 
@@ -114,6 +115,41 @@ fn version_of(named: &[u8]) -> Option<Speaks> {
 /// Whether a request asks for A2A 1.x; none at all (or one the front refuses) is 0.3.
 pub(super) fn speaks_1_0(headers: &Headers, query: Option<&str>) -> bool {
     speaks(headers, query) == Ok(Speaks::V10)
+}
+
+/// The tenant a request names (A2A 1.0's optional `tenant`): on HTTP+JSON (and gRPC,
+/// read as HTTP+JSON) the path's segment between one of `bases` (the front's paths of
+/// the agent's HTTP+JSON interfaces; the root when none is the path's) and the call
+/// (`message:…`, `tasks…`, `extendedAgentCard`), else the body's `tenant`; on JSON-RPC
+/// (`rpc`), its params' `tenant`. An empty one is none. The body is parsed only when it
+/// holds the key.
+pub fn tenant(rpc: bool, path: &str, bases: &[String], body: &[u8]) -> Option<String> {
+    if !rpc {
+        let under = bases
+            .iter()
+            .filter_map(|base| path.strip_prefix(base.as_str()))
+            .find(|rest| rest.starts_with('/'))
+            .unwrap_or(path);
+        let mut segments = under.trim_start_matches('/').splitn(2, '/');
+        if let (Some(first), Some(rest)) = (segments.next(), segments.next()) {
+            let call = rest.starts_with("message:")
+                || rest == "tasks"
+                || rest.starts_with("tasks/")
+                || rest == "extendedAgentCard";
+            if call && !first.is_empty() {
+                let decoded = percent_encoding::percent_decode_str(first).decode_utf8();
+                return decoded.ok().map(|t| t.into_owned());
+            }
+        }
+    }
+    memchr::memmem::find(body, b"\"tenant\"")?;
+    let value: Value = serde_json::from_slice(body).ok()?;
+    let holder = if rpc { value.get("params")? } else { &value };
+    holder
+        .get("tenant")
+        .and_then(Value::as_str)
+        .filter(|t| !t.is_empty())
+        .map(str::to_owned)
 }
 
 /// A2A 1.0.1's preferred media type for HTTP+JSON.
@@ -345,5 +381,32 @@ mod tests {
             Err("9".to_owned())
         );
         assert_eq!(speaks(&Headers::new(), None), Ok(Speaks::V03));
+    }
+
+    #[test]
+    fn a_tenant_is_read_from_the_path_or_the_body() {
+        let bases = ["/rest".to_owned()];
+        let rest = |path: &str, body: &str| tenant(false, path, &bases, body.as_bytes());
+        assert_eq!(rest("/acme/message:send", "{}").as_deref(), Some("acme"));
+        assert_eq!(rest("/acme/tasks", "").as_deref(), Some("acme"));
+        assert_eq!(rest("/acme/tasks/t-1:cancel", "").as_deref(), Some("acme"));
+        assert_eq!(rest("/a%20b+c/tasks/t-1", "").as_deref(), Some("a b+c"));
+        assert_eq!(rest("/message:send", "{}"), None);
+        assert_eq!(rest("/tasks/t-1", ""), None);
+        assert_eq!(
+            rest("/message:send", r#"{"tenant":"globex"}"#).as_deref(),
+            Some("globex")
+        );
+        assert_eq!(rest("/rest/acme/message:send", "").as_deref(), Some("acme"));
+        assert_eq!(rest("/rest/message:send", ""), None);
+        assert_eq!(rest("/rest/tasks/t-1", ""), None);
+        let rpc = |body: &str| tenant(true, "/", &bases, body.as_bytes());
+        assert_eq!(
+            rpc(r#"{"params":{"tenant":"acme","id":"t"}}"#).as_deref(),
+            Some("acme")
+        );
+        assert_eq!(rpc(r#"{"params":{"tenant":""}}"#), None);
+        assert_eq!(rpc(r#"{"tenant":"acme","params":{}}"#), None);
+        assert_eq!(rpc(r#"{"params":{"id":"t"}}"#), None);
     }
 }
