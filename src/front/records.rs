@@ -44,9 +44,9 @@ impl Scope {
         Self { caller, tenant }
     }
 
-    /// Whether a record made under `owner` (none: made with no identity configured)
-    /// in `tenant` is visible in this scope: only one of the same tenant; of those, all
-    /// when shared, otherwise only the caller's own.
+    /// Whether `record` is visible in this scope: only one made in the same tenant (its
+    /// `tenant`, none outside any); of those, all when shared, otherwise only the
+    /// caller's own (its `owner`, none when made with no identity configured).
     fn sees(&self, record: &Value) -> bool {
         let of = |key| record.get(key).and_then(Value::as_str);
         of("tenant") == self.tenant.as_deref()
@@ -404,5 +404,56 @@ mod tests {
         // Made with no identity configured, a task is no identified caller's.
         records.put_task(&own("t-s"), &Scope::SHARED).await.unwrap();
         assert_eq!(records.get("t-s", &a).await.unwrap(), None);
+    }
+
+    #[tokio::test]
+    async fn a_record_is_its_tenant_s_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let records = store(dir.path());
+        let in_tenant =
+            |tenant: Option<&str>| Scope::new(Caller::Shared, tenant.map(str::to_owned));
+        let (acme, globex, none) = (
+            in_tenant(Some("acme")),
+            in_tenant(Some("globex")),
+            Scope::SHARED,
+        );
+        records.put_task(&own("t-acme"), &acme).await.unwrap();
+        assert!(records.get("t-acme", &acme).await.unwrap().is_some());
+        assert_eq!(records.get("t-acme", &globex).await.unwrap(), None);
+        assert_eq!(records.get("t-acme", &none).await.unwrap(), None);
+        assert_eq!(records.unjoined("t-", 10, &acme).await.unwrap().len(), 1);
+        assert!(records
+            .unjoined("t-", 10, &globex)
+            .await
+            .unwrap()
+            .is_empty());
+        assert!(records.unjoined("t-", 10, &none).await.unwrap().is_empty());
+        // Task data for the agent's task: each tenant's own, none's kept under the id.
+        let data = |model: &str| json!({"settings": {"model": model}});
+        records
+            .put_data("agent-1", &data("x"), &acme)
+            .await
+            .unwrap();
+        records
+            .put_data("agent-1", &data("y"), &none)
+            .await
+            .unwrap();
+        assert_eq!(
+            records.get("agent-1", &acme).await.unwrap(),
+            Some(Kept::Data(data("x")))
+        );
+        assert_eq!(
+            records.get("agent-1", &none).await.unwrap(),
+            Some(Kept::Data(data("y")))
+        );
+        assert_eq!(records.get("agent-1", &globex).await.unwrap(), None);
+        // A sender's data outside any tenant is keyed as before tenants were kept.
+        let ada = Scope::new(Caller::Sender("ada".into()), None);
+        let digest = ring::digest::digest(&ring::digest::SHA256, b"ada");
+        let hex: String = digest.as_ref()[..12]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        assert_eq!(ada.data_key("t"), format!("{DATA}{hex}:t"));
     }
 }
