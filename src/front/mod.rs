@@ -2,9 +2,10 @@
 //! answered here, with the same rules Execute has (`run`); everything else goes to the
 //! agent as it came. A2A's JSON is `a2a`'s; the card merge is `card`'s; the agent is
 //! reached through `upstream`; what the front keeps is `records`'; `sign` signs the
-//! merged card and `card_verify` checks the agent's; `v03` reads and writes A2A 0.3's JSON for clients and agents still on
-//! it; `callers` says who is asking (the default role, a proxy's header, or a
-//! verified JWT); `server` is the listener that puts them together.
+//! merged card and `card_verify` checks the agent's (with key sets `jwks` keeps fresh);
+//! `v03` reads and writes A2A 0.3's JSON for clients and agents still on it; `callers`
+//! says who is asking (the default role, a proxy's header, or a verified JWT); `server`
+//! is the listener that puts them together.
 
 pub mod a2a;
 pub mod answer;
